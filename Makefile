@@ -1,0 +1,35 @@
+# make demo: run the pipeline on the bundled offline default.  make test: the whole test suite.
+# Both set up everything they need first (Debian packages, .venv), idempotently and quietly.
+PYTHON ?= $(shell command -v python3.11 || command -v python3)
+VENV   := .venv
+PY     := $(VENV)/bin/python
+DEPS   := $(VENV)/.deps-installed
+
+.PHONY: demo test setup system benchmarks clean
+
+demo: setup
+	$(PY) -m pipeline.synthesize run.name=demo
+
+test: setup
+	$(PY) -m pytest -q
+
+setup: system $(DEPS)
+
+system:
+	@bash scripts/install_system.sh
+
+$(PY):
+	@$(PYTHON) -c 'import sys; assert sys.version_info >= (3, 11), "Python >= 3.11 needed, found " + sys.version' 
+	@$(PYTHON) -m venv $(VENV)
+
+$(DEPS): pyproject.toml | $(PY)
+	@echo "installing Python packages into $(VENV) (log: $(VENV)/pip.log)"
+	@$(PY) -m pip install -q -U pip > $(VENV)/pip.log 2>&1 || (cat $(VENV)/pip.log; exit 1)
+	@$(PY) -m pip install -q -e ".[dev,eval]" >> $(VENV)/pip.log 2>&1 || (tail -50 $(VENV)/pip.log; exit 1)
+	@touch $@
+
+benchmarks: setup
+	$(PY) -m benchmarks.client_overhead
+
+clean:
+	rm -rf $(VENV) runs .pytest_cache

@@ -1,0 +1,107 @@
+"""Model-client overhead against the fake OpenAI server at 0 ms latency.
+
+    python -m benchmarks.client_overhead [--calls 400]
+
+The server runs in its own process (so it does not share our GIL). For each call
+we time `ModelClient.chat()` end to end and the SDK request inside it; overhead =
+the difference (message conversion, retry wrapper, semaphore, parsing, metering).
+A bare `openai` SDK call to the same server is timed too, as the floor.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import multiprocessing as mp
+import statistics
+import time
+
+import openai
+
+from core.config import LLMConfig
+from core.llm import ModelClient, to_wire
+from core.records import Message, ToolCall
+from tests.fakes.openai_server import FakeOpenAIServer, Reply
+
+CONVERSATION = [
+    Message("system", "You are a presentation designer. " * 50),
+    Message("user", "Make a deck about numerical analysis."),
+    Message("assistant", "", reasoning="plan", tool_calls=(ToolCall("c1", "read_file", '{"path": "manuscript.md"}'),)),
+    Message("tool", "# Slide 1\n" * 200, tool_call_id="c1", name="read_file"),
+]
+
+
+def _serve(port_queue: mp.Queue, stop: mp.Event) -> None:
+    reply = Reply("", [("write_file", {"path": "slides/slide_01.html", "content": "<html></html>"})], reasoning="ok")
+    with FakeOpenAIServer(lambda _: reply) as srv:
+        port_queue.put(srv.url)
+        stop.wait()
+
+
+def _pct(values: list[float], q: float) -> float:
+    return sorted(values)[min(len(values) - 1, int(q * len(values)))]
+
+
+async def _ours(url: str, calls: int, concurrency: int) -> tuple[list[float], list[float]]:
+    client = ModelClient(LLMConfig(base_url=url, model="fake", max_concurrency=concurrency), "agent")
+    totals: list[float] = []
+    overheads: list[float] = []
+    gate = asyncio.Semaphore(concurrency)
+
+    async def one() -> None:
+        async with gate:
+            started = time.perf_counter()
+            result = await client.chat(CONVERSATION, tools=[])
+            total = time.perf_counter() - started
+            totals.append(total)
+            overheads.append(total - result.latency_s)
+
+    await asyncio.gather(*(one() for _ in range(calls)))
+    await client.aclose()
+    return totals, overheads
+
+
+async def _bare(url: str, calls: int, concurrency: int) -> list[float]:
+    api = openai.AsyncOpenAI(base_url=url, api_key="x", max_retries=0)
+    wire = to_wire(CONVERSATION, None, images_in_tool_messages=False)
+    totals: list[float] = []
+    gate = asyncio.Semaphore(concurrency)
+
+    async def one() -> None:
+        async with gate:
+            started = time.perf_counter()
+            await api.chat.completions.create(model="fake", messages=wire, tools=[])
+            totals.append(time.perf_counter() - started)
+
+    await asyncio.gather(*(one() for _ in range(calls)))
+    await api.close()
+    return totals
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--calls", type=int, default=400)
+    args = parser.parse_args()
+    queue: mp.Queue = mp.Queue()
+    stop = mp.Event()
+    server = mp.Process(target=_serve, args=(queue, stop), daemon=True)
+    server.start()
+    url = queue.get(timeout=30)
+    try:
+        asyncio.run(_ours(url, 50, 8))  # warm-up
+        print(f"{'concurrency':>11} {'bare SDK median':>16} {'ours median':>12} {'ours p95':>9} {'overhead median':>16} {'overhead p95':>13}")
+        for concurrency in (1, 64):
+            bare = asyncio.run(_bare(url, args.calls, concurrency))
+            totals, overheads = asyncio.run(_ours(url, args.calls, concurrency))
+            ms = lambda v: f"{v * 1000:.2f} ms"  # noqa: E731
+            print(
+                f"{concurrency:>11} {ms(statistics.median(bare)):>16} {ms(statistics.median(totals)):>12} "
+                f"{ms(_pct(totals, 0.95)):>9} {ms(statistics.median(overheads)):>16} {ms(_pct(overheads, 0.95)):>13}"
+            )
+    finally:
+        stop.set()
+        server.join(timeout=10)
+
+
+if __name__ == "__main__":
+    main()

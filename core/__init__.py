@@ -1,0 +1,1 @@
+"""The shared kernel: typed configs, records, run store, model client, tracking."""

@@ -1,0 +1,189 @@
+"""Typed configuration shared by every entry point.
+
+Each entry point composes these dataclasses into its own root config (see
+`pipeline/config.py`, `train/config.py`, `eval/config.py`) and registers it in
+Hydra's ConfigStore, so an unknown key or a wrong type fails before any work.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import hashlib
+import json
+from dataclasses import dataclass, field
+from enum import Enum
+from pathlib import Path
+from typing import Any, Optional
+
+from omegaconf import DictConfig, OmegaConf
+
+PROJECT_ROOT = Path(__file__).resolve().parents[1]
+# `${project_root:}` in YAML: bundled data resolves from any working directory.
+OmegaConf.register_new_resolver("project_root", lambda: str(PROJECT_ROOT), replace=True)
+
+
+class ConfigError(ValueError):
+    """A configuration value that cannot work; raised before any work starts."""
+
+
+class ResumeMode(str, Enum):
+    auto = "auto"  # continue a run with the same config hash, refuse a different one
+    force = "force"  # continue even when the config hash differs
+
+
+class TrackingMode(str, Enum):
+    online = "online"
+    offline = "offline"
+    disabled = "disabled"
+
+
+@dataclass
+class RunConfig:
+    name: str = "demo"
+    dir: str = "runs/${run.name}"
+    resume: ResumeMode = ResumeMode.auto
+    seed: int = 0
+
+
+@dataclass
+class PriceConfig:
+    """US dollars per million tokens."""
+
+    input_per_mtok: float = 0.0
+    output_per_mtok: float = 0.0
+
+
+@dataclass
+class LLMConfig:
+    """One model endpoint as a role sees it (the `llm/` group picks the backend)."""
+
+    backend: str = "openai"  # openai | scripted
+    base_url: str = "http://127.0.0.1:8000/v1"
+    api_key_env: str = "OPENAI_API_KEY"  # name of the variable holding the key, never the key
+    model: str = "zai-org/GLM-4.6V-Flash"
+    temperature: float = 0.7
+    top_p: float = 0.95
+    max_tokens: int = 8192
+    max_concurrency: int = 32
+    timeout_s: float = 600.0
+    max_retries: int = 6
+    backoff_base_s: float = 1.0
+    backoff_max_s: float = 60.0
+    # vLLM refuses images inside `tool` messages: send them as a `user` message
+    # right after the tool results instead.
+    images_in_tool_messages: bool = False
+    extra_body: dict[str, Any] = field(default_factory=dict)
+    price: PriceConfig = field(default_factory=PriceConfig)
+
+
+@dataclass
+class RoleConfig:
+    """Per-role overrides of `llm`; a None field inherits the backbone's value."""
+
+    backend: Optional[str] = None
+    base_url: Optional[str] = None
+    api_key_env: Optional[str] = None
+    model: Optional[str] = None
+    temperature: Optional[float] = None
+    top_p: Optional[float] = None
+    max_tokens: Optional[int] = None
+    max_concurrency: Optional[int] = None
+    timeout_s: Optional[float] = None
+    images_in_tool_messages: Optional[bool] = None
+    price: Optional[PriceConfig] = None
+
+
+@dataclass
+class TrackingConfig:
+    mode: TrackingMode = TrackingMode.offline
+    project: str = "deckforge"
+    entity: Optional[str] = None
+    tags: list[str] = field(default_factory=list)
+
+
+@dataclass
+class RayConfig:
+    address: Optional[str] = None  # None: RAY_ADDRESS if set, else an embedded local instance
+    num_workers: int = 2
+    rollouts_per_worker: int = 16
+    include_dashboard: bool = False
+
+
+def resolve_role(llm: LLMConfig, roles: dict[str, RoleConfig], role: str) -> LLMConfig:
+    """The backbone `llm` with the role's non-None overrides applied."""
+    base = OmegaConf.structured(llm)
+    override = roles.get(role)
+    if override is not None:
+        patch = {k: v for k, v in OmegaConf.to_container(OmegaConf.structured(override)).items() if v is not None}
+        base = OmegaConf.merge(base, patch)
+    return OmegaConf.to_object(base)
+
+
+# Settings that change how fast a run goes, not what it produces: a rerun may
+# change them freely without invalidating the run directory.
+PERFORMANCE_KEYS: tuple[str, ...] = (
+    "run.resume",
+    "run.dir",
+    "run.name",
+    "limit",
+    "stages",
+    "ray",
+    "ray.*",
+    "tracking",
+    "tracking.*",
+    "*.max_concurrency",
+    "*.timeout_s",
+    "*.max_retries",
+    "*.backoff_*",
+    "*.api_key_env",
+    "render.max_concurrent",
+    "render.max_pages",
+)
+
+
+def _strip(node: Any, prefix: str, patterns: tuple[str, ...]) -> Any:
+    if isinstance(node, dict):
+        out = {}
+        for key, value in node.items():
+            path = f"{prefix}.{key}" if prefix else str(key)
+            if any(fnmatch.fnmatchcase(path, p) for p in patterns):
+                continue
+            out[key] = _strip(value, path, patterns)
+        return out
+    if isinstance(node, list):
+        return [_strip(v, prefix, patterns) for v in node]
+    return node
+
+
+def config_hash(cfg: DictConfig | dict[str, Any], ignore: tuple[str, ...] = PERFORMANCE_KEYS) -> str:
+    """A short stable hash of what a run produces (performance settings excluded)."""
+    if isinstance(cfg, DictConfig):
+        cfg = OmegaConf.to_container(cfg, resolve=True, enum_to_str=True)
+    canonical = json.dumps(_strip(cfg, "", ignore), sort_keys=True, default=str, ensure_ascii=False)
+    return hashlib.sha256(canonical.encode()).hexdigest()[:16]
+
+
+def to_plain(cfg: DictConfig) -> dict[str, Any]:
+    """Resolved plain containers: what crosses to Ray workers and into the run store."""
+    return OmegaConf.to_container(cfg, resolve=True, enum_to_str=True, throw_on_missing=True)
+
+
+def validate_common(cfg: DictConfig) -> None:
+    """Checks every entry point shares; each raises ConfigError naming the key."""
+    if cfg.get("limit") is not None and cfg.limit < 1:
+        raise ConfigError(f"limit={cfg.limit}: must be a positive number of tasks (or null for all)")
+    if not str(cfg.run.name).strip():
+        raise ConfigError("run.name is empty")
+    if "/" in str(cfg.run.name):
+        raise ConfigError(f"run.name={cfg.run.name!r}: a name, not a path (use run.dir=PATH for a path)")
+    llm = cfg.get("llm")
+    if llm is not None:
+        if llm.backend not in ("openai", "scripted"):
+            raise ConfigError(f"llm.backend={llm.backend!r}: expected 'openai' or 'scripted'")
+        if llm.max_concurrency < 1:
+            raise ConfigError(f"llm.max_concurrency={llm.max_concurrency}: must be >= 1")
+
+
+def run_dir(cfg: DictConfig) -> Path:
+    """The run directory as an absolute path (Ray workers do not share the cwd)."""
+    return Path(str(cfg.run.dir)).expanduser().resolve()

@@ -1,0 +1,328 @@
+"""Async client for any OpenAI-compatible chat endpoint (vLLM, hosted APIs).
+
+Used by every role (agent, critic, judges, task writer), each with its own
+endpoint, sampling, concurrency limit and price. Transient failures are retried
+with jittered exponential backoff (429 honours Retry-After); what is given up on
+is raised as `ModelError` with a kind. Tokens and cost are counted per role.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import email.utils
+import json
+import logging
+import mimetypes
+import os
+import random
+import threading
+import time
+from collections import defaultdict
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any, Sequence
+
+import openai
+from tenacity import AsyncRetrying, RetryCallState, retry_if_exception, stop_after_attempt
+
+from core.config import LLMConfig
+from core.llm_types import ChatResult, ModelError
+from core.records import Message, ToolCall, Usage
+
+log = logging.getLogger(__name__)
+
+IMAGE_TOKEN_ESTIMATE = 1000  # prompt tokens charged per image when the server reports none
+TRANSIENT_KINDS = frozenset({"rate_limit", "server", "timeout", "connection", "malformed_response"})
+
+
+# ---------------------------------------------------------------- accounting
+
+
+@dataclass
+class RoleUsage:
+    calls: int = 0
+    retries: int = 0
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    cost_usd: float = 0.0
+    latency_s: float = 0.0
+    estimated_calls: int = 0  # calls whose usage the server did not report
+    failures: dict[str, int] = field(default_factory=dict)
+
+
+class UsageMeter:
+    """Tokens, cost, retries and failures per role; safe to share between clients."""
+
+    def __init__(self) -> None:
+        self._roles: dict[str, RoleUsage] = defaultdict(RoleUsage)
+        self._lock = threading.Lock()
+
+    def record_call(self, role: str, usage: Usage, cost: float, latency_s: float, estimated: bool) -> None:
+        with self._lock:
+            r = self._roles[role]
+            r.calls += 1
+            r.prompt_tokens += usage.prompt_tokens
+            r.completion_tokens += usage.completion_tokens
+            r.cost_usd += cost
+            r.latency_s += latency_s
+            r.estimated_calls += int(estimated)
+
+    def record_retry(self, role: str) -> None:
+        with self._lock:
+            self._roles[role].retries += 1
+
+    def record_failure(self, role: str, kind: str) -> None:
+        with self._lock:
+            failures = self._roles[role].failures
+            failures[kind] = failures.get(kind, 0) + 1
+
+    def snapshot(self) -> dict[str, dict[str, Any]]:
+        with self._lock:
+            return {role: asdict(r) for role, r in self._roles.items()}
+
+    def merge(self, snapshot: dict[str, dict[str, Any]]) -> None:
+        """Add another meter's snapshot (e.g. from a Ray worker)."""
+        with self._lock:
+            for role, data in snapshot.items():
+                r = self._roles[role]
+                for key, value in data.items():
+                    if key == "failures":
+                        for kind, n in value.items():
+                            r.failures[kind] = r.failures.get(kind, 0) + n
+                    else:
+                        setattr(r, key, getattr(r, key) + value)
+
+    def totals(self) -> RoleUsage:
+        total = RoleUsage()
+        for data in self.snapshot().values():
+            for key in ("calls", "retries", "prompt_tokens", "completion_tokens", "cost_usd", "latency_s", "estimated_calls"):
+                setattr(total, key, getattr(total, key) + data[key])
+        return total
+
+
+def cost_of(usage: Usage, cfg: LLMConfig) -> float:
+    return (usage.prompt_tokens * cfg.price.input_per_mtok + usage.completion_tokens * cfg.price.output_per_mtok) / 1e6
+
+
+# ---------------------------------------------------------------- wire format
+
+
+def _image_part(path: Path) -> dict[str, Any]:
+    mime = mimetypes.guess_type(path.name)[0] or "image/png"
+    data = base64.b64encode(path.read_bytes()).decode()
+    return {"type": "image_url", "image_url": {"url": f"data:{mime};base64,{data}"}}
+
+
+def _content(message: Message, image_root: Path | None) -> str | list[dict[str, Any]]:
+    if not message.images:
+        return message.content
+    root = image_root or Path.cwd()
+    parts: list[dict[str, Any]] = [{"type": "text", "text": message.content}] if message.content else []
+    return parts + [_image_part(root / p) for p in message.images]
+
+
+def to_wire(messages: Sequence[Message], image_root: Path | None, images_in_tool_messages: bool) -> list[dict[str, Any]]:
+    """Records -> OpenAI chat messages.
+
+    With `images_in_tool_messages=False` (vLLM), images of consecutive tool
+    results are moved into one `user` message placed right after them.
+    """
+    wire: list[dict[str, Any]] = []
+    pending: list[Message] = []  # tool messages whose images wait for the user message
+
+    def flush() -> None:
+        if pending:
+            images = tuple(img for m in pending for img in m.images)
+            note = "Images returned by the tool call(s) above:"
+            wire.append({"role": "user", "content": _content(Message("user", note, images), image_root)})
+            pending.clear()
+
+    for m in messages:
+        if m.role != "tool":
+            flush()
+        item: dict[str, Any] = {"role": m.role}
+        if m.role == "tool":
+            item["tool_call_id"] = m.tool_call_id
+            if m.images and not images_in_tool_messages:
+                item["content"] = m.content or "(image below)"
+                pending.append(m)
+            else:
+                item["content"] = _content(m, image_root)
+        else:
+            item["content"] = _content(m, image_root)
+        if m.tool_calls:
+            item["tool_calls"] = [
+                {"id": c.id, "type": "function", "function": {"name": c.name, "arguments": c.arguments}} for c in m.tool_calls
+            ]
+        wire.append(item)
+    flush()
+    return wire
+
+
+def estimate_prompt_tokens(messages: Sequence[Message]) -> int:
+    chars = sum(len(m.content) + len(m.reasoning or "") + sum(len(c.arguments) for c in m.tool_calls) for m in messages)
+    return chars // 4 + IMAGE_TOKEN_ESTIMATE * sum(len(m.images) for m in messages)
+
+
+# ---------------------------------------------------------------- errors and retries
+
+
+class MalformedResponse(ValueError):
+    """A 200 response whose body is not a usable chat completion."""
+
+
+def classify(exc: BaseException) -> str:
+    """The ModelError kind of an exception raised by the openai SDK."""
+    if isinstance(exc, openai.RateLimitError):
+        return "rate_limit"
+    if isinstance(exc, openai.APITimeoutError):
+        return "timeout"
+    if isinstance(exc, openai.APIConnectionError):
+        return "connection"
+    if isinstance(exc, (openai.APIResponseValidationError, json.JSONDecodeError, MalformedResponse)):
+        return "malformed_response"
+    if isinstance(exc, openai.InternalServerError):
+        return "server"
+    if isinstance(exc, (openai.AuthenticationError, openai.PermissionDeniedError)):
+        return "auth"
+    if isinstance(exc, openai.APIStatusError):
+        text = str(exc).lower()
+        if exc.status_code >= 500:
+            return "server"
+        if "context" in text and ("length" in text or "maximum" in text):
+            return "context_length"
+        return "bad_request"
+    if isinstance(exc, asyncio.TimeoutError):
+        return "timeout"
+    return "unknown"
+
+
+def retry_after_s(exc: BaseException) -> float | None:
+    """Seconds from a Retry-After header (delta or HTTP date), if the error carries one."""
+    response = getattr(exc, "response", None)
+    value = response.headers.get("retry-after") if response is not None else None
+    if not value:
+        return None
+    try:
+        return max(0.0, float(value))
+    except ValueError:
+        parsed = email.utils.parsedate_to_datetime(value)
+        return max(0.0, parsed.timestamp() - time.time()) if parsed else None
+
+
+class _Backoff:
+    """Full-jitter exponential backoff, or the server's Retry-After when given."""
+
+    def __init__(self, base_s: float, max_s: float):
+        self.base_s, self.max_s = base_s, max_s
+
+    def __call__(self, state: RetryCallState) -> float:
+        exc = state.outcome.exception() if state.outcome else None
+        hinted = retry_after_s(exc) if exc else None
+        if hinted is not None:
+            return min(self.max_s, hinted) + random.uniform(0, self.base_s * 0.1)
+        return random.uniform(0, min(self.max_s, self.base_s * 2 ** (state.attempt_number - 1)))
+
+
+# ---------------------------------------------------------------- the client
+
+
+class ModelClient:
+    """One role's view of an OpenAI-compatible endpoint; implements `core.protocols.Model`."""
+
+    def __init__(self, cfg: LLMConfig, role: str = "agent", meter: UsageMeter | None = None):
+        self.cfg = cfg
+        self.role = role
+        self.name = cfg.model
+        self.meter = meter or UsageMeter()
+        self._api = openai.AsyncOpenAI(
+            base_url=cfg.base_url,
+            api_key=os.environ.get(cfg.api_key_env) or "EMPTY",
+            max_retries=0,
+            timeout=cfg.timeout_s,
+        )
+        self._slots = asyncio.Semaphore(cfg.max_concurrency)
+
+    async def chat(
+        self,
+        messages: Sequence[Message],
+        tools: Sequence[dict] | None = None,
+        image_root: Path | None = None,
+    ) -> ChatResult:
+        request = self._request(messages, tools, image_root)
+
+        def transient(exc: BaseException) -> bool:
+            return classify(exc) in TRANSIENT_KINDS
+
+        def before_sleep(state: RetryCallState) -> None:
+            self.meter.record_retry(self.role)
+            log.debug("%s: retrying after %s", self.role, state.outcome.exception() if state.outcome else "?")
+
+        retrying = AsyncRetrying(
+            retry=retry_if_exception(transient),
+            wait=_Backoff(self.cfg.backoff_base_s, self.cfg.backoff_max_s),
+            stop=stop_after_attempt(self.cfg.max_retries + 1),
+            before_sleep=before_sleep,
+            reraise=True,
+        )
+        async def attempt() -> ChatResult:
+            started = time.perf_counter()
+            response = await self._api.chat.completions.create(**request)
+            return self._parse(response, messages, time.perf_counter() - started)
+
+        try:
+            async with self._slots:
+                result = await retrying(attempt)
+        except (openai.OpenAIError, MalformedResponse) as exc:
+            kind = classify(exc)
+            self.meter.record_failure(self.role, kind)
+            attempts = retrying.statistics.get("attempt_number", 1)
+            raise ModelError(kind, f"{self.role} model {self.cfg.model!r} at {self.cfg.base_url}: {exc}", attempts) from exc
+        self.meter.record_call(self.role, result.usage, cost_of(result.usage, self.cfg), result.latency_s, not result.usage_reported)
+        return result
+
+    def _request(self, messages: Sequence[Message], tools: Sequence[dict] | None, image_root: Path | None) -> dict[str, Any]:
+        request: dict[str, Any] = {
+            "model": self.cfg.model,
+            "messages": to_wire(messages, image_root, self.cfg.images_in_tool_messages),
+            "temperature": self.cfg.temperature,
+            "top_p": self.cfg.top_p,
+            "max_tokens": self.cfg.max_tokens,
+        }
+        if tools:
+            request["tools"] = list(tools)
+        if self.cfg.extra_body:
+            request["extra_body"] = dict(self.cfg.extra_body)
+        return request
+
+    @staticmethod
+    def _parse(response: Any, messages: Sequence[Message], latency_s: float) -> ChatResult:
+        if not getattr(response, "choices", None):
+            raise MalformedResponse("the response has no choices")
+        choice = response.choices[0]
+        msg = choice.message
+        extra = msg.model_extra or {}
+        reasoning = extra.get("reasoning_content") or extra.get("reasoning")
+        calls = tuple(
+            ToolCall(id=c.id or f"call_{i}", name=c.function.name, arguments=c.function.arguments or "{}")
+            for i, c in enumerate(msg.tool_calls or ())
+        )
+        content = msg.content or ""
+        if response.usage is not None:
+            usage, reported = Usage(response.usage.prompt_tokens, response.usage.completion_tokens), True
+        else:
+            out_chars = len(content) + len(reasoning or "") + sum(len(c.arguments) for c in calls)
+            usage, reported = Usage(estimate_prompt_tokens(messages), out_chars // 4), False
+        return ChatResult(content, reasoning, calls, usage, choice.finish_reason, latency_s, reported)
+
+    async def list_models(self) -> list[str]:
+        """Model ids the endpoint serves: a cheap reachability check before a run."""
+        try:
+            page = await self._api.models.list()
+        except openai.OpenAIError as exc:
+            raise ModelError(classify(exc), f"{self.role} endpoint {self.cfg.base_url} unreachable: {exc}") from exc
+        return [m.id for m in page.data]
+
+    async def aclose(self) -> None:
+        await self._api.close()

@@ -1,0 +1,297 @@
+"""Typed records shared by every stage: Task, Trajectory, Rollout, Verdict.
+
+Records are frozen dataclasses. Their Arrow schemas are derived from the type
+hints (one codec for all records), so a record round-trips losslessly through
+Parquet and JSON; every record carries `schema_version`, also stored in the Arrow
+schema's metadata, and loading another version is a clear error.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import types
+import typing
+from dataclasses import dataclass, field
+from functools import cache
+from pathlib import Path
+from typing import Any, ClassVar, Iterable, Optional, TypeVar, Union
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+SCHEMA_VERSION = 1
+
+R = TypeVar("R", bound="Record")
+
+
+class RecordError(ValueError):
+    """A record file or payload that does not match the expected schema."""
+
+
+@dataclass(frozen=True)
+class Record:
+    """Base of every stored record: schema versioned, Arrow/JSON codec."""
+
+    kind: ClassVar[str] = "record"
+
+    def to_dict(self) -> dict[str, Any]:
+        return _encode(self)
+
+    def to_json(self) -> str:
+        return json.dumps(self.to_dict(), ensure_ascii=False, sort_keys=True)
+
+    @classmethod
+    def from_dict(cls: type[R], data: dict[str, Any]) -> R:
+        version = data.get("schema_version", SCHEMA_VERSION)
+        if version != SCHEMA_VERSION:
+            raise RecordError(f"{cls.__name__} has schema_version {version}; this code reads {SCHEMA_VERSION}")
+        return _decode(cls, data)
+
+    @classmethod
+    def from_json(cls: type[R], text: str) -> R:
+        return cls.from_dict(json.loads(text))
+
+    @classmethod
+    def arrow_schema(cls) -> pa.Schema:
+        return _schema(cls)
+
+
+# ---------------------------------------------------------------- task
+
+
+@dataclass(frozen=True)
+class Constraints:
+    """Verifiable constraints; None means free (not checked)."""
+
+    slides_min: Optional[int] = None
+    slides_max: Optional[int] = None
+    aspect_ratio: Optional[str] = None  # "16:9" | "4:3" | "A1"
+    language: Optional[str] = None  # ISO 639-1
+
+    @property
+    def free(self) -> bool:
+        return self.slides_min is None and self.aspect_ratio is None and self.language is None
+
+
+@dataclass(frozen=True)
+class Task(Record):
+    kind: ClassVar[str] = "task"
+    task_id: str
+    source: str  # persona | arxiv | finepdfs | manual
+    instruction: str
+    language: str
+    attachments: tuple[str, ...] = ()
+    constraints: Constraints = field(default_factory=Constraints)
+    provenance: dict[str, str] = field(default_factory=dict)  # source id, licence, ...
+    split: Optional[str] = None  # train | eval
+    schema_version: int = SCHEMA_VERSION
+
+
+# ---------------------------------------------------------------- trajectory
+
+
+@dataclass(frozen=True)
+class Usage:
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+
+    def __add__(self, other: Usage) -> Usage:
+        return Usage(self.prompt_tokens + other.prompt_tokens, self.completion_tokens + other.completion_tokens)
+
+    @property
+    def total(self) -> int:
+        return self.prompt_tokens + self.completion_tokens
+
+
+@dataclass(frozen=True)
+class ToolCall:
+    id: str
+    name: str
+    arguments: str  # the JSON text exactly as the model produced it
+
+
+@dataclass(frozen=True)
+class Message:
+    role: str  # system | user | assistant | tool
+    content: str = ""
+    images: tuple[str, ...] = ()  # workspace-relative image paths, in order
+    reasoning: Optional[str] = None
+    tool_calls: tuple[ToolCall, ...] = ()
+    tool_call_id: Optional[str] = None
+    name: Optional[str] = None  # the tool's name on tool messages
+    kind: str = "model"  # prompt | model | tool | critic | warning: who put it there
+
+
+@dataclass(frozen=True)
+class Step:
+    index: int
+    started_at: float  # unix seconds
+    model_s: float
+    tools_s: float
+    usage: Usage = field(default_factory=Usage)
+    tool_names: tuple[str, ...] = ()
+    error: Optional[str] = None
+
+
+@dataclass(frozen=True)
+class CriticInjection:
+    step: int
+    message_index: int  # index in Trajectory.messages of the injected assistant message
+    critic_model: str
+    findings_json: str  # the critic's structured findings
+    observation_ref: str  # what the critic saw (tool, artifact path, image path)
+
+
+@dataclass(frozen=True)
+class Trajectory(Record):
+    kind: ClassVar[str] = "trajectory"
+    task_id: str
+    agent: str  # researcher | presenter | single
+    model: str
+    policy: str = "model"  # model | scripted (a rule-based baseline, never a model)
+    messages: tuple[Message, ...] = ()
+    steps: tuple[Step, ...] = ()
+    injections: tuple[CriticInjection, ...] = ()
+    tools_json: str = "[]"  # the tool schemas offered to the agent
+    status: str = "running"  # running | finalized | failed
+    failure: Optional[str] = None  # e.g. environment/context_overflow
+    outcome: Optional[str] = None  # finalize's argument
+    schema_version: int = SCHEMA_VERSION
+
+    @property
+    def usage(self) -> Usage:
+        return sum((s.usage for s in self.steps), Usage())
+
+
+# ---------------------------------------------------------------- rollout and verdict
+
+
+@dataclass(frozen=True)
+class Rollout(Record):
+    kind: ClassVar[str] = "rollout"
+    task_id: str
+    status: str  # done | failed
+    failure: Optional[str] = None  # category/subkind, e.g. environment/timeout
+    artifacts: dict[str, str] = field(default_factory=dict)  # name -> run-relative path
+    steps: dict[str, int] = field(default_factory=dict)  # agent -> steps
+    tool_counts: dict[str, int] = field(default_factory=dict)
+    injections: int = 0
+    prompt_tokens: dict[str, int] = field(default_factory=dict)  # role -> tokens
+    completion_tokens: dict[str, int] = field(default_factory=dict)
+    cost_usd: float = 0.0
+    wall_s: float = 0.0
+    attempt: int = 1
+    policy: str = "model"
+    schema_version: int = SCHEMA_VERSION
+
+
+@dataclass(frozen=True)
+class Verdict(Record):
+    kind: ClassVar[str] = "verdict"
+    task_id: str
+    gate: str  # constraint | consistency | quality
+    passed: bool
+    category: Optional[str] = None  # environment | constraint | consistency | quality
+    score: Optional[float] = None
+    reasons: tuple[str, ...] = ()
+    schema_version: int = SCHEMA_VERSION
+
+
+# ---------------------------------------------------------------- Parquet / JSON IO
+
+
+def write_parquet(records: Iterable[Record], path: Path, cls: type[Record]) -> None:
+    """Write records of one class as a Parquet file (not atomic: see core.store)."""
+    table = pa.Table.from_pylist([r.to_dict() for r in records], schema=cls.arrow_schema())
+    pq.write_table(table, path)
+
+
+def read_parquet(path: Path, cls: type[R]) -> list[R]:
+    table = pq.read_table(path)
+    found = (table.schema.metadata or {}).get(b"schema_version", b"?").decode()
+    if found != str(SCHEMA_VERSION):
+        raise RecordError(f"{path}: schema_version {found}; this code reads {SCHEMA_VERSION}")
+    return [cls.from_dict(row) for row in table.to_pylist()]
+
+
+# ---------------------------------------------------------------- the codec
+
+
+def _hints(cls: type) -> dict[str, Any]:
+    return typing.get_type_hints(cls)
+
+
+def _fields(cls: type) -> list[dataclasses.Field]:
+    return [f for f in dataclasses.fields(cls) if f.init]
+
+
+def _optional_inner(tp: Any) -> Any | None:
+    origin = typing.get_origin(tp)
+    if origin in (Union, types.UnionType):
+        args = [a for a in typing.get_args(tp) if a is not type(None)]
+        if len(args) == 1:
+            return args[0]
+    return None
+
+
+def _arrow_type(tp: Any) -> pa.DataType:
+    inner = _optional_inner(tp)
+    if inner is not None:
+        return _arrow_type(inner)
+    origin = typing.get_origin(tp)
+    if origin is tuple:
+        return pa.list_(_arrow_type(typing.get_args(tp)[0]))
+    if origin is dict:
+        key, value = typing.get_args(tp)
+        return pa.map_(_arrow_type(key), _arrow_type(value))
+    if dataclasses.is_dataclass(tp):
+        return pa.struct([pa.field(f.name, _arrow_type(_hints(tp)[f.name])) for f in _fields(tp)])
+    simple = {str: pa.string(), int: pa.int64(), float: pa.float64(), bool: pa.bool_()}
+    if tp in simple:
+        return simple[tp]
+    raise TypeError(f"no Arrow type for {tp!r}")
+
+
+@cache
+def _schema(cls: type) -> pa.Schema:
+    hints = _hints(cls)
+    fields = [pa.field(f.name, _arrow_type(hints[f.name]), nullable=_optional_inner(hints[f.name]) is not None) for f in _fields(cls)]
+    return pa.schema(fields, metadata={"schema_version": str(SCHEMA_VERSION), "record": cls.kind})
+
+
+def _encode(value: Any) -> Any:
+    if dataclasses.is_dataclass(value):
+        return {f.name: _encode(getattr(value, f.name)) for f in _fields(type(value))}
+    if isinstance(value, tuple):
+        return [_encode(v) for v in value]
+    if isinstance(value, dict):
+        return {k: _encode(v) for k, v in value.items()}
+    return value
+
+
+def _decode(tp: Any, value: Any) -> Any:
+    inner = _optional_inner(tp)
+    if inner is not None:
+        return None if value is None else _decode(inner, value)
+    origin = typing.get_origin(tp)
+    if origin is tuple:
+        return tuple(_decode(typing.get_args(tp)[0], v) for v in value or ())
+    if origin is dict:
+        _, vt = typing.get_args(tp)
+        items = value.items() if isinstance(value, dict) else value or ()  # Arrow maps come back as pairs
+        return {k: _decode(vt, v) for k, v in items}
+    if dataclasses.is_dataclass(tp):
+        if not isinstance(value, dict):
+            raise RecordError(f"{tp.__name__}: expected an object, got {type(value).__name__}")
+        hints = _hints(tp)
+        names = {f.name for f in _fields(tp)}
+        unknown = set(value) - names
+        if unknown:
+            raise RecordError(f"{tp.__name__}: unknown field(s) {sorted(unknown)}")
+        return tp(**{k: _decode(hints[k], v) for k, v in value.items()})
+    if tp is float and isinstance(value, int) and not isinstance(value, bool):
+        return float(value)
+    if tp in (str, int, float, bool) and not isinstance(value, tp):
+        raise RecordError(f"expected {tp.__name__}, got {value!r}")
+    return value

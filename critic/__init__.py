@@ -1,0 +1,1 @@
+"""Extrinsic verification: the isolated critic and its injection."""

@@ -1,0 +1,1 @@
+"""Held-out evaluation: metrics, judges, diversity, tables."""

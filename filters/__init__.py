@@ -1,0 +1,1 @@
+"""Trajectory filters: constraint rules, consistency and quality judges."""

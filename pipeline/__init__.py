@@ -1,0 +1,1 @@
+"""Pipeline stages and their orchestration."""

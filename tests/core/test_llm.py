@@ -1,0 +1,146 @@
+"""The model client against the fake OpenAI server: retries, give-ups, usage and cost, wire format."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import time
+from pathlib import Path
+
+import openai
+import pytest
+from PIL import Image
+
+from core.config import LLMConfig, PriceConfig
+from core.llm import ModelClient, UsageMeter
+from core.llm_types import ModelError
+from core.records import Message, ToolCall
+from tests.fakes.openai_server import ErrorReply, FakeOpenAIServer, FaultPlan, Reply, replay
+
+HELLO = [Message("user", "hello")]
+
+
+def client(srv: FakeOpenAIServer, **overrides) -> ModelClient:
+    settings = {"backoff_base_s": 0.01, "timeout_s": 2.0, "max_retries": 3} | overrides
+    return ModelClient(LLMConfig(base_url=srv.url, model="fake", api_key_env="FAKE_KEY", **settings), "agent")
+
+
+def answer(_: dict) -> Reply:
+    return Reply("done", [("read_file", {"path": "notes.md"})], reasoning="I should read the notes.")
+
+
+@pytest.mark.parametrize("fault", ["500", "429", "hang", "truncated"])
+async def test_transient_fault_is_retried(fault: str) -> None:
+    with FakeOpenAIServer(answer, faults=FaultPlan(script=[fault], hang_s=5)) as srv:
+        c = client(srv, timeout_s=0.5)
+        result = await c.chat(HELLO)
+        assert result.content == "done" and result.tool_calls[0].name == "read_file"
+        assert result.reasoning == "I should read the notes."
+        assert len(srv.requests) == 2 and srv.faults_served == [fault]
+        assert c.meter.snapshot()["agent"]["retries"] == 1
+
+
+async def test_rate_limit_honours_retry_after() -> None:
+    with FakeOpenAIServer(answer, faults=FaultPlan(script=["429"], retry_after_s=0.4)) as srv:
+        c = client(srv, backoff_base_s=0.001)
+        started = time.perf_counter()
+        await c.chat(HELLO)
+        assert time.perf_counter() - started >= 0.4
+
+
+async def test_malformed_tool_call_json_reaches_the_caller_verbatim() -> None:
+    with FakeOpenAIServer(answer, faults=FaultPlan(script=["malformed_tool_json"])) as srv:
+        result = await client(srv).chat(HELLO)
+    with pytest.raises(json.JSONDecodeError):
+        json.loads(result.tool_calls[0].arguments)  # the agent loop turns this into an observation
+
+
+async def test_gives_up_after_the_cap_and_says_why() -> None:
+    with FakeOpenAIServer(answer, faults=FaultPlan(script=["500"] * 10)) as srv:
+        c = client(srv, max_retries=2)
+        with pytest.raises(ModelError) as err:
+            await c.chat(HELLO)
+        assert err.value.kind == "server" and err.value.attempts == 3 and len(srv.requests) == 3
+        assert c.meter.snapshot()["agent"]["failures"] == {"server": 1}
+
+
+@pytest.mark.parametrize(
+    ("status", "message", "kind"),
+    [(400, "bad tool schema", "bad_request"), (401, "no key", "auth"),
+     (400, "This model's maximum context length is 65536 tokens", "context_length")],
+)
+async def test_client_errors_are_not_retried(status: int, message: str, kind: str) -> None:
+    with FakeOpenAIServer(lambda _: ErrorReply(status, message)) as srv:
+        with pytest.raises(ModelError) as err:
+            await client(srv).chat(HELLO)
+        assert err.value.kind == kind and len(srv.requests) == 1
+
+
+async def test_usage_and_cost_are_counted_per_role() -> None:
+    meter = UsageMeter()
+    with FakeOpenAIServer(lambda _: Reply("ok", prompt_tokens=1000, completion_tokens=500)) as srv:
+        price = PriceConfig(input_per_mtok=1.0, output_per_mtok=2.0)
+        agent = ModelClient(LLMConfig(base_url=srv.url, model="fake", price=price), "agent", meter)
+        critic = ModelClient(LLMConfig(base_url=srv.url, model="fake"), "critic", meter)
+        await asyncio.gather(agent.chat(HELLO), agent.chat(HELLO), critic.chat(HELLO))
+    snap = meter.snapshot()
+    assert (snap["agent"]["calls"], snap["agent"]["prompt_tokens"], snap["agent"]["completion_tokens"]) == (2, 2000, 1000)
+    assert snap["agent"]["cost_usd"] == pytest.approx(0.004)
+    assert snap["critic"]["cost_usd"] == 0.0 and snap["critic"]["calls"] == 1
+    merged = UsageMeter()
+    merged.merge(snap)
+    merged.merge(snap)
+    assert merged.totals().prompt_tokens == 6000
+
+
+async def test_missing_usage_is_estimated_and_flagged() -> None:
+    with FakeOpenAIServer(lambda _: Reply("x" * 400, report_usage=False)) as srv:
+        c = client(srv)
+        result = await c.chat([Message("user", "y" * 4000)])
+    assert not result.usage_reported and result.usage.prompt_tokens == 1000 and result.usage.completion_tokens == 100
+    assert c.meter.snapshot()["agent"]["estimated_calls"] == 1
+
+
+def _conversation(tmp_path: Path) -> list[Message]:
+    Image.new("RGB", (8, 8), "red").save(tmp_path / "slide.png")
+    return [
+        Message("system", "sys"),
+        Message("assistant", "", tool_calls=(ToolCall("c1", "inspect_slide", "{}"), ToolCall("c2", "read_file", "{}"))),
+        Message("tool", "1 defect", images=("slide.png",), tool_call_id="c1", name="inspect_slide"),
+        Message("tool", "text", tool_call_id="c2", name="read_file"),
+    ]
+
+
+@pytest.mark.parametrize("in_tool", [False, True])
+async def test_images_after_tool_results(tmp_path: Path, in_tool: bool) -> None:
+    with FakeOpenAIServer(answer) as srv:
+        await client(srv, images_in_tool_messages=in_tool).chat(_conversation(tmp_path), tools=[], image_root=tmp_path)
+        wire = srv.requests[0]["messages"]
+    roles = [m["role"] for m in wire]
+    if in_tool:
+        assert roles == ["system", "assistant", "tool", "tool"]
+        assert wire[2]["content"][1]["image_url"]["url"].startswith("data:image/png;base64,")
+    else:  # vLLM: images move to one user message right after the tool results
+        assert roles == ["system", "assistant", "tool", "tool", "user"]
+        assert isinstance(wire[2]["content"], str)
+        assert wire[4]["content"][1]["image_url"]["url"].startswith("data:image/png;base64,")
+    assert wire[1]["tool_calls"][0]["function"]["name"] == "inspect_slide"
+
+
+async def test_concurrency_limit_per_role() -> None:
+    with FakeOpenAIServer(answer, latency_s=0.2) as srv:
+        c = client(srv, max_concurrency=2)
+        started = time.perf_counter()
+        await asyncio.gather(*(c.chat(HELLO) for _ in range(6)))
+        assert time.perf_counter() - started >= 0.6  # 3 waves of 2
+
+
+async def test_fake_server_speaks_the_streaming_protocol() -> None:
+    with FakeOpenAIServer(replay([Reply("streamed", [("thinking", {"thought": "t"})])])) as srv:
+        api = openai.AsyncOpenAI(base_url=srv.url, api_key="x")
+        stream = await api.chat.completions.create(model="fake", messages=[{"role": "user", "content": "hi"}], stream=True)
+        chunks = [c async for c in stream]
+        models = await api.models.list()
+    assert "".join(c.choices[0].delta.content or "" for c in chunks if c.choices) == "streamed"
+    assert chunks[-1].usage.total_tokens > 0
+    assert [m.id for m in models.data] == ["fake"]

@@ -1,0 +1,75 @@
+"""Records round-trip losslessly through Parquet and JSON and carry a schema version."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pyarrow.parquet as pq
+import pytest
+
+from core.records import (
+    SCHEMA_VERSION, Constraints, CriticInjection, Message, RecordError, Rollout, Step, Task, ToolCall, Trajectory,
+    Usage, Verdict, read_parquet, write_parquet,
+)
+
+TASK = Task(
+    task_id="persona-0001", source="persona", instruction="做一个关于数值分析的报告 😀", language="zh",
+    attachments=("data/a.pdf",), constraints=Constraints(slides_min=8, slides_max=8, aspect_ratio="16:9", language="zh"),
+    provenance={"source_id": "p1", "licence": "CC BY-NC-SA 4.0"}, split="train",
+)
+TRAJECTORY = Trajectory(
+    task_id="persona-0001", agent="presenter", model="glm",
+    messages=(
+        Message("system", "sys", kind="prompt"),
+        Message("assistant", "", reasoning="think", tool_calls=(ToolCall("c1", "inspect_slide", '{"html_file": "s.html"}'),)),
+        Message("tool", "2 defects", images=("renders/s.png",), tool_call_id="c1", name="inspect_slide", kind="tool"),
+        Message("assistant", "", tool_calls=(ToolCall("k1", "thinking", '{"thought": "fix"}'),), kind="critic"),
+    ),
+    steps=(Step(0, 1.5, 0.25, 0.5, Usage(100, 20), ("inspect_slide",)), Step(1, 2.0, 0.1, 0.0, error="model_error")),
+    injections=(CriticInjection(1, 3, "critic-vlm", '[{"category": "layout"}]', "inspect_slide:slides/s.html"),),
+    status="finalized", outcome="slides",
+)
+ROLLOUT = Rollout(
+    task_id="persona-0001", status="failed", failure="environment/timeout", artifacts={"pdf": "rollouts/x/deck.pdf"},
+    steps={"researcher": 3}, tool_counts={"write_file": 2}, prompt_tokens={"agent": 10}, completion_tokens={"agent": 1},
+    cost_usd=0.25, wall_s=12.5,
+)
+VERDICT = Verdict(task_id="persona-0001", gate="constraint", passed=False, category="constraint", score=0.5, reasons=("3 pages, expected 8",))
+ALL = [TASK, TRAJECTORY, ROLLOUT, VERDICT]
+
+
+@pytest.mark.parametrize("record", ALL, ids=lambda r: type(r).__name__)
+def test_parquet_round_trip(record, tmp_path: Path) -> None:
+    path = tmp_path / "r.parquet"
+    write_parquet([record, record], path, type(record))
+    assert read_parquet(path, type(record)) == [record, record]
+    assert pq.read_schema(path).metadata[b"schema_version"] == str(SCHEMA_VERSION).encode()
+
+
+@pytest.mark.parametrize("record", ALL, ids=lambda r: type(r).__name__)
+def test_json_round_trip(record) -> None:
+    assert type(record).from_json(record.to_json()) == record
+
+
+def test_schema_is_stable() -> None:
+    names = [f.name for f in Task.arrow_schema()]
+    assert names == ["task_id", "source", "instruction", "language", "attachments", "constraints", "provenance", "split", "schema_version"]
+    assert str(Trajectory.arrow_schema().field("steps").type).startswith("list<item: struct<index: int64")
+
+
+def test_other_schema_version_is_refused(tmp_path: Path) -> None:
+    data = json.loads(TASK.to_json()) | {"schema_version": SCHEMA_VERSION + 1}
+    with pytest.raises(RecordError, match="schema_version"):
+        Task.from_dict(data)
+
+
+def test_unknown_and_mistyped_fields_are_refused() -> None:
+    with pytest.raises(RecordError, match="unknown field"):
+        Task.from_dict(json.loads(TASK.to_json()) | {"extra": 1})
+    with pytest.raises(RecordError, match="expected bool"):
+        Verdict.from_dict(json.loads(VERDICT.to_json()) | {"passed": "yes"})
+
+
+def test_trajectory_usage_sums_steps() -> None:
+    assert TRAJECTORY.usage == Usage(100, 20)

@@ -1,0 +1,1 @@
+"""Export to MS-SWIFT format and the SFT launcher."""
