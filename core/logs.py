@@ -19,5 +19,5 @@ def setup_logging(log_file: Path | None = None, level: int = logging.INFO) -> No
         file_handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
         handlers.append(file_handler)
     logging.basicConfig(level=level, format="%(message)s", handlers=handlers, force=True)
-    for noisy in ("httpx", "httpcore", "openai", "urllib3", "filelock", "asyncio"):
+    for noisy in ("httpx", "httpx2", "httpcore", "httpcore2", "openai", "urllib3", "filelock", "asyncio", "datasets"):
         logging.getLogger(noisy).setLevel(logging.WARNING)

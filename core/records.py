@@ -198,12 +198,22 @@ class Verdict(Record):
     schema_version: int = SCHEMA_VERSION
 
 
+@dataclass(frozen=True)
+class StageDone(Record):
+    """Marks a whole stage finished, with its figures (a JSON object)."""
+
+    kind: ClassVar[str] = "stage_done"
+    stage: str
+    figures_json: str = "{}"
+    schema_version: int = SCHEMA_VERSION
+
+
 # ---------------------------------------------------------------- Parquet / JSON IO
 
 
 def write_parquet(records: Iterable[Record], path: Path, cls: type[Record]) -> None:
     """Write records of one class as a Parquet file (not atomic: see core.store)."""
-    table = pa.Table.from_pylist([r.to_dict() for r in records], schema=cls.arrow_schema())
+    table = pa.Table.from_pylist([_encode(r, arrow=True) for r in records], schema=cls.arrow_schema())
     pq.write_table(table, path)
 
 
@@ -242,9 +252,9 @@ def _arrow_type(tp: Any) -> pa.DataType:
     origin = typing.get_origin(tp)
     if origin is tuple:
         return pa.list_(_arrow_type(typing.get_args(tp)[0]))
-    if origin is dict:
+    if origin is dict:  # as key/value pairs: `datasets` cannot load Arrow map columns
         key, value = typing.get_args(tp)
-        return pa.map_(_arrow_type(key), _arrow_type(value))
+        return pa.list_(pa.struct([pa.field("key", _arrow_type(key), nullable=False), pa.field("value", _arrow_type(value))]))
     if dataclasses.is_dataclass(tp):
         return pa.struct([pa.field(f.name, _arrow_type(_hints(tp)[f.name])) for f in _fields(tp)])
     simple = {str: pa.string(), int: pa.int64(), float: pa.float64(), bool: pa.bool_()}
@@ -260,13 +270,15 @@ def _schema(cls: type) -> pa.Schema:
     return pa.schema(fields, metadata={"schema_version": str(SCHEMA_VERSION), "record": cls.kind})
 
 
-def _encode(value: Any) -> Any:
+def _encode(value: Any, arrow: bool = False) -> Any:
     if dataclasses.is_dataclass(value):
-        return {f.name: _encode(getattr(value, f.name)) for f in _fields(type(value))}
+        return {f.name: _encode(getattr(value, f.name), arrow) for f in _fields(type(value))}
     if isinstance(value, tuple):
-        return [_encode(v) for v in value]
+        return [_encode(v, arrow) for v in value]
     if isinstance(value, dict):
-        return {k: _encode(v) for k, v in value.items()}
+        if arrow:
+            return [{"key": k, "value": _encode(v, arrow)} for k, v in value.items()]
+        return {k: _encode(v, arrow) for k, v in value.items()}
     return value
 
 
@@ -279,8 +291,9 @@ def _decode(tp: Any, value: Any) -> Any:
         return tuple(_decode(typing.get_args(tp)[0], v) for v in value or ())
     if origin is dict:
         _, vt = typing.get_args(tp)
-        items = value.items() if isinstance(value, dict) else value or ()  # Arrow maps come back as pairs
-        return {k: _decode(vt, v) for k, v in items}
+        if isinstance(value, dict):
+            return {k: _decode(vt, v) for k, v in value.items()}
+        return {item["key"]: _decode(vt, item["value"]) for item in value or ()}  # Arrow key/value pairs
     if dataclasses.is_dataclass(tp):
         if not isinstance(value, dict):
             raise RecordError(f"{tp.__name__}: expected an object, got {type(value).__name__}")

@@ -21,7 +21,7 @@ import json
 import os
 import tempfile
 from pathlib import Path
-from typing import Any, Iterator, TypeVar
+from typing import Any, Iterable, Iterator, TypeVar
 
 import yaml
 
@@ -79,6 +79,15 @@ def atomic_write_bytes(path: Path, data: bytes) -> None:
 
 def atomic_write_text(path: Path, text: str) -> None:
     atomic_write_bytes(path, text.encode("utf-8"))
+
+
+def atomic_write_parquet(records: Iterable[Record], path: Path, cls: type[Record]) -> None:
+    with _temp_file(path) as tmp:
+        write_parquet(records, tmp, cls)
+        with open(tmp, "rb") as fh:
+            os.fsync(fh.fileno())
+        os.replace(tmp, path)
+    _fsync_dir(path.parent)
 
 
 def publish_once(path: Path, data: bytes) -> None:
@@ -151,25 +160,25 @@ class RunStore:
             return set()
         return {p.stem for p in folder.glob("*.json") if not p.name.startswith(".")}
 
-    def load(self, stage: str, cls: type[R]) -> list[R]:
+    def load_map(self, stage: str, cls: type[R]) -> dict[str, R]:
+        """The finished units of a stage by id."""
         folder = self.root / "units" / stage
-        records = []
+        records = {}
         for unit_id in sorted(self.done(stage)):
             path = folder / f"{unit_id}.json"
             try:
-                records.append(cls.from_json(path.read_text(encoding="utf-8")))
+                records[unit_id] = cls.from_json(path.read_text(encoding="utf-8"))
             except (json.JSONDecodeError, RecordError) as exc:
                 raise RecordError(f"{path}: unreadable {cls.__name__} record: {exc}") from exc
         return records
 
+    def load(self, stage: str, cls: type[R]) -> list[R]:
+        return list(self.load_map(stage, cls).values())
+
     def compact(self, stage: str, cls: type[R], name: str | None = None) -> Path:
         """Write all finished units of a stage as one Parquet file (atomically)."""
         target = self.root / (name or f"{stage}.parquet")
-        with _temp_file(target) as tmp:
-            write_parquet(self.load(stage, cls), tmp, cls)
-            with open(tmp, "rb") as fh:
-                os.fsync(fh.fileno())
-            os.replace(tmp, target)
+        atomic_write_parquet(self.load(stage, cls), target, cls)
         return target
 
     def clean_temp_files(self) -> int:

@@ -21,6 +21,7 @@ from core.config import (
 from critic.config import CriticConfig
 from filters.config import GATES, FiltersConfig
 
+ASPECTS = ("16:9", "4:3", "A1", "A2", "A3", "A4", "free")
 STAGES = ("tasks", "rollouts", "filters", "export", "report")
 
 
@@ -44,6 +45,34 @@ class SourcesConfig:
 
 
 @dataclass
+class ConstraintMix:
+    """Probabilities of each constraint bucket (the paper's task mix by default)."""
+
+    slides: dict[str, float] = field(default_factory=lambda: {"1-10": 0.28, "11-20": 0.22, "free": 0.50})
+    aspect: dict[str, float] = field(default_factory=lambda: {"16:9": 0.28, "4:3": 0.26, "A1": 0.03, "free": 0.43})
+    language_explicit: float = 0.5  # share of tasks whose language is an explicit constraint
+
+
+@dataclass
+class TasksConfig:
+    count: int = 1152  # tasks to write before cleaning (limit=N caps it)
+    eval_size: int = 128  # held-out tasks at `count`; scaled down with fewer tasks
+    persona_zh_share: float = 0.48  # scripted writer: share of persona tasks written in Chinese
+    knowledge_grounded_share: float = 0.5  # persona tasks given a synthesized knowledge note
+    audiences: list[str] = field(
+        default_factory=lambda: ["beginners", "intermediate learners", "domain experts", "peer researchers"]
+    )
+    scenarios: list[str] = field(default_factory=lambda: ["lecture", "seminar", "defense", "conference talk"])
+    dedup_threshold: float = 0.8  # MinHash Jaccard above which two instructions are duplicates
+    decontam_threshold: float = 0.6  # near-duplicates across train/eval are kept on one side
+    quality_gate: bool = True
+    json_retries: int = 2  # re-asks after a malformed JSON reply
+    min_chars: int = 30
+    max_chars: int = 3000
+    constraints: ConstraintMix = field(default_factory=ConstraintMix)
+
+
+@dataclass
 class SynthesizeConfig:
     run: RunConfig = field(default_factory=RunConfig)
     limit: Optional[int] = None  # process at most N tasks: a quick preview
@@ -56,6 +85,7 @@ class SynthesizeConfig:
     critic: CriticConfig = field(default_factory=CriticConfig)
     filters: FiltersConfig = field(default_factory=FiltersConfig)
     sources: SourcesConfig = field(default_factory=SourcesConfig)
+    tasks: TasksConfig = field(default_factory=TasksConfig)
     ray: RayConfig = field(default_factory=RayConfig)
     tracking: TrackingConfig = field(default_factory=TrackingConfig)
 
@@ -71,9 +101,25 @@ def validate(cfg: DictConfig) -> None:
         raise ConfigError(f"filters.gates={list(cfg.filters.gates)}: unknown {unknown}; known: {list(GATES)}")
     if cfg.ray.num_workers < 1 or cfg.ray.rollouts_per_worker < 1:
         raise ConfigError("ray.num_workers and ray.rollouts_per_worker must be >= 1")
+    if not 0 <= cfg.tasks.eval_size < cfg.tasks.count:
+        raise ConfigError(f"tasks.eval_size={cfg.tasks.eval_size} must be >= 0 and below tasks.count={cfg.tasks.count}")
+    for name, mix in (("slides", cfg.tasks.constraints.slides), ("aspect", cfg.tasks.constraints.aspect)):
+        if any(p < 0 for p in mix.values()) or sum(mix.values()) <= 0:
+            raise ConfigError(f"tasks.constraints.{name}: probabilities must be >= 0 with a positive sum")
+    bad = [k for k in cfg.tasks.constraints.slides if k != "free" and not _is_range(k)]
+    if bad:
+        raise ConfigError(f"tasks.constraints.slides: bucket(s) {bad} are not 'free' or 'A-B' with 1 <= A <= B")
+    bad = [k for k in cfg.tasks.constraints.aspect if k not in ASPECTS]
+    if bad:
+        raise ConfigError(f"tasks.constraints.aspect: unknown aspect(s) {bad}; known: {list(ASPECTS)}")
     shares = [s.share for s in cfg.sources.values() if s.enabled]
     if any(s < 0 for s in shares) or (shares and abs(sum(shares) - 1.0) > 1e-6):
         raise ConfigError(f"sources.*.share of enabled sources must be >= 0 and sum to 1 (got {shares})")
+
+
+def _is_range(bucket: str) -> bool:
+    lo, _, hi = bucket.partition("-")
+    return lo.isdigit() and hi.isdigit() and 1 <= int(lo) <= int(hi)
 
 
 ConfigStore.instance().store(name="synthesize_schema", node=SynthesizeConfig)

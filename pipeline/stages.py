@@ -1,13 +1,21 @@
-"""The stage registry of `pipeline.synthesize`: each stage module registers itself here."""
+"""The stage registry of `pipeline.synthesize` and the runner shared by its entry points."""
 
 from __future__ import annotations
 
-from typing import Any, Callable
+import logging
+import sys
+from typing import Any, Callable, Sequence
 
-from core.run import RunContext
+from omegaconf import DictConfig
+
+from core.config import ConfigError
+from core.run import RunContext, open_run
+from core.store import ConfigMismatch
 
 StageFn = Callable[[RunContext], dict[str, Any]]
 REGISTRY: dict[str, StageFn] = {}
+
+log = logging.getLogger(__name__)
 
 
 def stage(name: str) -> Callable[[StageFn], StageFn]:
@@ -16,3 +24,23 @@ def stage(name: str) -> Callable[[StageFn], StageFn]:
         return fn
 
     return register
+
+
+def run_stages(cfg: DictConfig, names: Sequence[str], job_type: str, validate: Callable[[DictConfig], None]) -> None:
+    """Validate, open the run, then run `names` in order; config errors exit 2 with one line."""
+    try:
+        validate(cfg)
+        ctx = open_run(cfg, job_type=job_type)
+    except (ConfigError, ConfigMismatch) as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        sys.exit(2)
+    try:
+        for name in names:
+            if name not in REGISTRY:
+                log.warning("stage %r is not built yet: stopping after %s", name, list(REGISTRY) or "none")
+                break
+            figures = REGISTRY[name](ctx)
+            ctx.tracker.log({f"{name}/{k}": v for k, v in figures.items() if isinstance(v, (int, float))})
+            log.info("stage %s: %s", name, figures)
+    finally:
+        ctx.close()

@@ -1,0 +1,169 @@
+"""Task writing: an LLM (or the scripted baseline) turns a source document into a request.
+
+Persona tasks come in two modes: knowledge-grounded (the writer first synthesizes
+a short knowledge note for the persona, then writes the request from both) and
+open-ended (persona only). Document tasks pair a paper with an audience and a
+scenario (arXiv) or ask for a presentation of the attached document (FinePDFs).
+A malformed reply is re-asked; a draft that still fails is kept as dropped, with
+its reason, so the funnel can count it.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import ClassVar, Literal, Optional, Protocol
+
+import pydantic
+
+from core.json_reply import JSONReplyError, ask_json
+from core.llm_types import ModelError
+from core.prompts import render
+from core.protocols import Model
+from core.records import Message, Record
+from pipeline.sources import SourceDoc
+
+PROMPTS = Path(__file__).parent / "prompts"
+
+ZH_AUDIENCES = {
+    "beginners": "初学者",
+    "intermediate learners": "有一定基础的学习者",
+    "domain experts": "领域专家",
+    "peer researchers": "同行研究者",
+}
+ZH_SCENARIOS = {"lecture": "讲座", "seminar": "研讨会报告", "defense": "答辩", "conference talk": "学术会议报告"}
+
+
+@dataclass(frozen=True)
+class WriteJob:
+    draft_id: str
+    doc: SourceDoc
+    mode: str  # knowledge | open | document
+    language: str  # the language asked for (persona tasks: a hint the LLM may override)
+    audience: str = ""
+    scenario: str = ""
+
+
+@dataclass(frozen=True)
+class TaskDraft(Record):
+    """A written request before cleaning; stored as a unit so a rerun never rewrites it."""
+
+    kind: ClassVar[str] = "task_draft"
+    draft_id: str
+    source: str
+    doc_id: str
+    mode: str
+    writer: str  # "model:<id>" or "scripted"
+    instruction: str = ""
+    language: str = ""
+    attachments: tuple[str, ...] = ()
+    provenance: dict[str, str] = field(default_factory=dict)
+    dropped: Optional[str] = None  # why the draft is unusable (malformed_json, model_error:..., ...)
+    schema_version: int = 1
+
+
+class TaskWriter(Protocol):
+    name: str
+
+    async def write(self, job: WriteJob) -> TaskDraft: ...
+
+    async def keep(self, instruction: str, attached: bool) -> tuple[bool, str]:
+        """The quality gate: keep the task? and why."""
+        ...
+
+
+def _draft(job: WriteJob, writer: str, **fields: object) -> TaskDraft:
+    doc = job.doc
+    attachments = (doc.path,) if doc.path else ()
+    provenance = doc.provenance | {"mode": job.mode} | ({"audience": job.audience, "scenario": job.scenario} if job.audience else {})
+    return TaskDraft(draft_id=job.draft_id, source=doc.source, doc_id=doc.doc_id, mode=job.mode, writer=writer,
+                     attachments=attachments, provenance=provenance, **fields)
+
+
+class _Note(pydantic.BaseModel):
+    topic: str = pydantic.Field(min_length=2)
+    note: str = pydantic.Field(min_length=20)
+
+
+class _Request(pydantic.BaseModel):
+    language: Literal["en", "zh"]
+    instruction: str = pydantic.Field(min_length=10)
+
+
+class _Keep(pydantic.BaseModel):
+    keep: bool
+    reason: str = ""
+
+
+class LLMTaskWriter:
+    """Writes tasks with a model behind the `task_writer` role."""
+
+    def __init__(self, model: Model, json_retries: int = 2):
+        self.model = model
+        self.retries = json_retries
+        self.name = f"model:{model.name}"
+
+    async def _ask(self, template: str, schema: type[pydantic.BaseModel], **variables: object) -> pydantic.BaseModel:
+        return await ask_json(self.model, [Message("user", render(PROMPTS, template, **variables))], schema, self.retries)
+
+    async def write(self, job: WriteJob) -> TaskDraft:
+        try:
+            if job.mode == "document":
+                reply = await self._ask(
+                    "document_task.j2", _Request, title=job.doc.title, excerpt=job.doc.text[:2000], source=job.doc.source,
+                    audience=job.audience, scenario=job.scenario, language=job.language,
+                )
+            else:
+                note = await self._ask("knowledge_note.j2", _Note, persona=job.doc.text) if job.mode == "knowledge" else None
+                reply = await self._ask(
+                    "persona_task.j2", _Request, persona=job.doc.text,
+                    note=note.note if note else "", topic=note.topic if note else "",
+                )
+        except JSONReplyError as exc:
+            return _draft(job, self.name, dropped=exc.reason)
+        except ModelError as exc:
+            return _draft(job, self.name, dropped=f"model_error:{exc.kind}")
+        return _draft(job, self.name, instruction=" ".join(reply.instruction.split()), language=reply.language)
+
+    async def keep(self, instruction: str, attached: bool) -> tuple[bool, str]:
+        try:
+            verdict = await self._ask("quality_gate.j2", _Keep, instruction=instruction, attached=attached)
+        except JSONReplyError as exc:
+            return False, f"quality judge gave no usable verdict ({exc.reason})"
+        except ModelError as exc:
+            return False, f"quality judge failed ({exc.kind})"
+        return verdict.keep, verdict.reason
+
+
+def persona_phrase(persona: str) -> str:
+    """A persona as a phrase that follows "I'm": "A nurse who ..." -> "a nurse who ..."."""
+    phrase = re.sub(r"^(I am|I'm|I’m)\s+", "", persona.strip()).rstrip(".")
+    first, _, rest = phrase.partition(" ")
+    return f"{first.lower()} {rest}" if first in ("A", "An", "The") else phrase
+
+
+class ScriptedTaskWriter:
+    """The offline baseline: templated but valid tasks, no model. Persona tasks are open-ended."""
+
+    name = "scripted"
+
+    def __init__(self, min_chars: int = 30, max_chars: int = 3000):
+        self.min_chars, self.max_chars = min_chars, max_chars
+
+    async def write(self, job: WriteJob) -> TaskDraft:
+        lang = "zh" if job.language == "zh" else "en"
+        doc = job.doc
+        if job.mode == "document":
+            audience = ZH_AUDIENCES.get(job.audience, job.audience) if lang == "zh" else job.audience
+            scenario = ZH_SCENARIOS.get(job.scenario, job.scenario) if lang == "zh" else job.scenario
+            text = render(PROMPTS, f"scripted/{doc.source}.{lang}.j2", title=doc.title, audience=audience, scenario=scenario)
+        else:
+            variant = int(job.draft_id.rsplit("-", 1)[-1]) % 3 if job.draft_id[-1].isdigit() else 0
+            text = render(PROMPTS, f"scripted/persona.{lang}.j2", persona_phrase=persona_phrase(doc.text), variant=variant)
+        return _draft(job, self.name, instruction=text, language=lang)
+
+    async def keep(self, instruction: str, attached: bool) -> tuple[bool, str]:
+        if not self.min_chars <= len(instruction) <= self.max_chars:
+            return False, f"length {len(instruction)} outside [{self.min_chars}, {self.max_chars}]"
+        return True, "rule checks passed (scripted gate)"
