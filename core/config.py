@@ -107,6 +107,8 @@ class RayConfig:
     num_workers: int = 2
     rollouts_per_worker: int = 16
     include_dashboard: bool = False
+    num_cpus_per_worker: float = 1.0
+    max_worker_restarts: int = 3  # Ray restarts a dead worker; its rollouts are resubmitted
 
 
 def resolve_role(llm: LLMConfig, roles: dict[str, RoleConfig], role: str) -> LLMConfig:
@@ -136,6 +138,9 @@ PERFORMANCE_KEYS: tuple[str, ...] = (
     "*.max_retries",
     "*.backoff_*",
     "*.api_key_env",
+    "rollouts.error_window",
+    "rollouts.max_error_rate",
+    "rollouts.max_attempts",
     "render.max_concurrent",
     "render.max_pages",
 )

@@ -73,6 +73,16 @@ class TasksConfig:
 
 
 @dataclass
+class RolloutsConfig:
+    runner: str = "agents.deckgen:DeckRunner"  # import path of the class that plays one task
+    max_wall_s: float = 3600.0  # per rollout, both agents together
+    max_attempts: int = 3  # a rollout whose worker died is resubmitted up to this many times in all
+    error_window: int = 20  # early stop: failure share over the last N finished rollouts ...
+    max_error_rate: float = 0.8  # ... above this stops the run with a clear message
+    split: str = "train"  # which task split to roll out
+
+
+@dataclass
 class SynthesizeConfig:
     run: RunConfig = field(default_factory=RunConfig)
     limit: Optional[int] = None  # process at most N tasks: a quick preview
@@ -86,6 +96,7 @@ class SynthesizeConfig:
     filters: FiltersConfig = field(default_factory=FiltersConfig)
     sources: SourcesConfig = field(default_factory=SourcesConfig)
     tasks: TasksConfig = field(default_factory=TasksConfig)
+    rollouts: RolloutsConfig = field(default_factory=RolloutsConfig)
     ray: RayConfig = field(default_factory=RayConfig)
     tracking: TrackingConfig = field(default_factory=TrackingConfig)
 

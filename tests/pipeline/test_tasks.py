@@ -168,3 +168,15 @@ def test_one_corrupt_pdf_is_skipped_and_counted(tmp_path: Path) -> None:
     assert report.skipped["arxiv/unreadable_pdf"] == 1
     with pytest.raises(SourceError, match="no PDF files"):
         list(load_source("arxiv", SourceConfig(path=str(tmp_path / "empty")), report))
+
+
+def test_parquet_of_paper_text_is_a_source(tmp_path: Path) -> None:
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    text = "We study numerical methods for stiff differential equations and their stability. " * 10
+    pq.write_table(pa.table({"id": ["p1", "p2"], "title": ["Stiff solvers", "Short"], "text": [text, "too short"]}), tmp_path / "papers.parquet")
+    report = LoadReport()
+    docs = list(load_source("arxiv", SourceConfig(path=str(tmp_path / "papers.parquet"), licence="CC BY 4.0"), report))
+    assert [(d.title, d.language, d.provenance["licence"]) for d in docs] == [("Stiff solvers", "en", "CC BY 4.0")]
+    assert report.skipped["arxiv/too_short"] == 1

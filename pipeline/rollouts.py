@@ -1,0 +1,300 @@
+"""Stage 2, rollouts: every task played by a runner inside async Ray actors.
+
+Each worker actor holds one runner (a renderer, model clients) and plays many
+rollouts at once (they mostly wait on the model). The driver feeds tasks with
+back-pressure (`ray.wait`), resubmits the rollouts of a worker that died (Ray
+restarts the actor), and stops early when too many recent rollouts fail. A
+worker publishes each finished rollout through the run store exactly once, so a
+resubmitted or ghost rollout can never write twice. A rerun skips finished
+rollouts; the workspace of one that was in flight is moved aside.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import importlib
+import logging
+import os
+import shutil
+import time
+from collections import Counter, deque
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any, Protocol
+
+import ray
+from ray.exceptions import ActorDiedError, ActorUnavailableError, RayActorError
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+from core.config import PROJECT_ROOT, RayConfig
+from core.llm import UsageMeter
+from core.logs import console
+from core.records import Rollout, Task, read_parquet
+from core.run import RunContext
+from core.store import RunStore, UnitExists
+from pipeline.stages import stage
+
+log = logging.getLogger(__name__)
+
+STAGE = "rollouts"
+WORKER_LOST = (RayActorError, ActorDiedError, ActorUnavailableError)
+RESTART_WAIT_S = 5.0
+
+
+class Runner(Protocol):
+    """Plays one task in its workspace; one instance per worker process."""
+
+    async def start(self) -> None: ...
+
+    async def rollout(self, task: Task, workspace: Path) -> Rollout: ...
+
+    async def close(self) -> None: ...
+
+
+class RunAborted(RuntimeError):
+    """The run stopped early (error rate over the window); finished rollouts are kept."""
+
+
+def load_runner(path: str, cfg: Any, meter: UsageMeter) -> Runner:
+    """Instantiate `module:Class` with (cfg, meter)."""
+    module_name, _, attr = path.partition(":")
+    try:
+        cls = getattr(importlib.import_module(module_name), attr)
+    except (ImportError, AttributeError) as exc:
+        raise ImportError(f"rollouts.runner={path!r} cannot be imported: {exc}") from exc
+    return cls(cfg, meter)
+
+
+def workspace_for(run_dir: Path, task_id: str) -> Path:
+    return run_dir / STAGE / task_id
+
+
+def set_aside(workspace: Path) -> Path | None:
+    """Move a partial workspace (left by a crash) out of the way; never mix it into a new attempt."""
+    if not workspace.exists():
+        return None
+    target = workspace.parent / ".partial" / f"{workspace.name}.{time.strftime('%Y%m%d-%H%M%S')}.{os.getpid()}"
+    target.parent.mkdir(parents=True, exist_ok=True)
+    shutil.move(str(workspace), target)
+    return target
+
+
+@ray.remote
+class RolloutWorker:
+    """An async actor: one runner, many rollouts in flight."""
+
+    def __init__(self, cfg: Any, run_dir: str):
+        self.cfg = cfg
+        self.store = RunStore(Path(run_dir))
+        self.meter = UsageMeter()
+        self.runner = load_runner(cfg.rollouts.runner, cfg, self.meter)
+        self._started = False
+        self._lock = asyncio.Lock()
+
+    async def _ensure_started(self) -> None:
+        async with self._lock:
+            if not self._started:
+                await self.runner.start()
+                self._started = True
+
+    async def play(self, task_json: str, attempt: int) -> str:
+        """Play one task and publish its Rollout; returns the published record as JSON."""
+        task = Task.from_json(task_json)
+        if self.store.is_done(STAGE, task.task_id):
+            return self.store.load_map(STAGE, Rollout)[task.task_id].to_json()
+        await self._ensure_started()
+        workspace = workspace_for(self.store.root, task.task_id)
+        set_aside(workspace)
+        workspace.mkdir(parents=True)
+        started = time.monotonic()
+        try:
+            rollout = await asyncio.wait_for(self.runner.rollout(task, workspace), self.cfg.rollouts.max_wall_s)
+        except asyncio.TimeoutError:
+            rollout = Rollout(task_id=task.task_id, status="failed", failure="environment/timeout")
+        except Exception as exc:  # noqa: BLE001 - one bad task never kills a run: it becomes a failed rollout
+            log.exception("rollout %s crashed", task.task_id)
+            rollout = Rollout(task_id=task.task_id, status="failed", failure=f"environment/infrastructure:{type(exc).__name__}")
+        rollout = _finish(rollout, attempt, time.monotonic() - started)
+        try:
+            self.store.commit(STAGE, task.task_id, rollout)
+        except UnitExists:  # a ghost of an earlier attempt finished first: keep its record
+            return self.store.load_map(STAGE, Rollout)[task.task_id].to_json()
+        return rollout.to_json()
+
+    def usage(self) -> dict[str, dict[str, Any]]:
+        return self.meter.snapshot()
+
+    def pid(self) -> int:
+        return os.getpid()
+
+    async def close(self) -> None:
+        if self._started:
+            await self.runner.close()
+
+
+def _finish(rollout: Rollout, attempt: int, wall_s: float) -> Rollout:
+    return replace(rollout, attempt=attempt, wall_s=rollout.wall_s or wall_s)
+
+
+def init_ray(cfg: RayConfig) -> None:
+    """Join RAY_ADDRESS / `ray.address`, else start an embedded instance; workers import our code."""
+    if ray.is_initialized():
+        return
+    runtime_env = {"env_vars": {"PYTHONPATH": os.pathsep.join(filter(None, [str(PROJECT_ROOT), os.environ.get("PYTHONPATH")]))}}
+    ray.init(
+        address=cfg.address or os.environ.get("RAY_ADDRESS"),
+        include_dashboard=cfg.include_dashboard,
+        runtime_env=runtime_env,
+        log_to_driver=False,
+        configure_logging=False,
+    )
+
+
+@dataclass
+class Feed:
+    """Driver-side bookkeeping: what is in flight where, attempts, the recent error window."""
+
+    window: deque = field(default_factory=deque)
+    failures: Counter = field(default_factory=Counter)
+    resubmitted: int = 0
+    finished: list[Rollout] = field(default_factory=list)
+
+
+def roll_out(ctx: RunContext, tasks: list[Task]) -> Feed:
+    """Play `tasks` on Ray workers; returns the driver's tally (the store holds the records)."""
+    cfg = ctx.cfg
+    init_ray(cfg.ray)
+    workers = [
+        RolloutWorker.options(
+            max_concurrency=cfg.ray.rollouts_per_worker,
+            max_restarts=cfg.ray.max_worker_restarts,
+            num_cpus=cfg.ray.num_cpus_per_worker,
+        ).remote(cfg, str(ctx.store.root))
+        for _ in range(cfg.ray.num_workers)
+    ]
+    capacity = cfg.ray.num_workers * cfg.ray.rollouts_per_worker
+    queue = deque((t, 1) for t in tasks)
+    in_flight: dict[ray.ObjectRef, tuple[Task, int, int]] = {}
+    feed = Feed(window=deque(maxlen=cfg.rollouts.error_window))
+    next_worker = 0
+    restarting_until = [0.0] * len(workers)  # a worker that just lost rollouts gets no new ones for a moment
+    columns = (TextColumn("rollouts"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(), TextColumn("{task.fields[note]}"))
+    try:
+        with Progress(*columns, console=console, transient=False) as progress:
+            bar = progress.add_task("rollouts", total=len(tasks), note="")
+            while queue or in_flight:
+                while queue and len(in_flight) < capacity:
+                    task, attempt = queue.popleft()
+                    w = _pick_worker(next_worker, restarting_until)
+                    next_worker = w + 1
+                    in_flight[workers[w].play.remote(task.to_json(), attempt)] = (task, attempt, w)
+                ready, _ = ray.wait(list(in_flight), num_returns=1)
+                task, attempt, w = in_flight.pop(ready[0])
+                try:
+                    rollout = Rollout.from_json(ray.get(ready[0]))
+                except WORKER_LOST as exc:
+                    restarting_until[w] = time.monotonic() + RESTART_WAIT_S
+                    rollout = _worker_lost(ctx.store, task, attempt, cfg.rollouts.max_attempts, queue, feed, exc)
+                    if rollout is None:
+                        continue
+                _tally(feed, rollout)
+                progress.update(bar, advance=1, note=_note(feed))
+                _check_error_rate(feed, cfg.rollouts.max_error_rate)
+    finally:
+        for ref in in_flight:
+            ray.cancel(ref, force=False)
+        for worker in workers:
+            _drain(ctx, worker)
+    return feed
+
+
+def _pick_worker(start: int, restarting_until: list[float]) -> int:
+    """Round-robin from `start`, skipping workers that are restarting (unless all are)."""
+    now = time.monotonic()
+    n = len(restarting_until)
+    for k in range(n):
+        w = (start + k) % n
+        if restarting_until[w] <= now:
+            return w
+    return start % n
+
+
+def _worker_lost(store: RunStore, task: Task, attempt: int, max_attempts: int, queue: deque, feed: Feed, exc: Exception) -> Rollout | None:
+    """Resubmit a rollout whose worker died (Ray restarts the worker), or give up after `max_attempts`."""
+    if store.is_done(STAGE, task.task_id):  # it was published just before the worker died
+        return store.load_map(STAGE, Rollout)[task.task_id]
+    if attempt < max_attempts:
+        log.warning("worker died during %s (attempt %d): resubmitting", task.task_id, attempt)
+        queue.append((task, attempt + 1))
+        feed.resubmitted += 1
+        return None
+    rollout = Rollout(task_id=task.task_id, status="failed", failure="environment/worker_died", attempt=attempt)
+    try:
+        store.commit(STAGE, task.task_id, rollout)
+    except UnitExists:
+        return store.load_map(STAGE, Rollout)[task.task_id]
+    log.error("giving up on %s after %d attempts: %s", task.task_id, attempt, exc)
+    return rollout
+
+
+def _tally(feed: Feed, rollout: Rollout) -> None:
+    feed.finished.append(rollout)
+    failed = rollout.status != "done"
+    feed.window.append(failed)
+    if failed:
+        feed.failures[rollout.failure or "unknown"] += 1
+
+
+def _note(feed: Feed) -> str:
+    done = sum(r.status == "done" for r in feed.finished)
+    return f"done {done} · failed {len(feed.finished) - done}"
+
+
+def _check_error_rate(feed: Feed, max_rate: float) -> None:
+    if len(feed.window) == feed.window.maxlen and sum(feed.window) / len(feed.window) > max_rate:
+        common = ", ".join(f"{k} x{v}" for k, v in feed.failures.most_common(3))
+        raise RunAborted(
+            f"stopping early: {sum(feed.window)} of the last {len(feed.window)} rollouts failed "
+            f"(rollouts.max_error_rate={max_rate}); most common: {common}. Finished rollouts are kept; "
+            "fix the cause and rerun the same command to continue."
+        )
+
+
+def _drain(ctx: RunContext, worker: Any) -> None:
+    """Merge a worker's usage into the run's meter and close its runner."""
+    try:
+        ctx.meter.merge(ray.get(worker.usage.remote(), timeout=30))
+        ray.get(worker.close.remote(), timeout=60)
+    except (*WORKER_LOST, ray.exceptions.GetTimeoutError) as exc:
+        log.warning("could not collect usage from a worker: %s", exc)
+
+
+def tasks_to_roll(ctx: RunContext) -> list[Task]:
+    path = ctx.store.path("tasks", f"{ctx.cfg.rollouts.split}.parquet")
+    if not path.exists():
+        raise FileNotFoundError(f"{path} is missing: run the tasks stage first (stages=[tasks,rollouts])")
+    tasks = read_parquet(path, Task)
+    return tasks[: ctx.cfg.limit] if ctx.cfg.limit else tasks
+
+
+@stage(STAGE)
+def run_rollouts(ctx: RunContext) -> dict[str, Any]:
+    tasks = tasks_to_roll(ctx)
+    done = ctx.store.done(STAGE)
+    todo = [t for t in tasks if t.task_id not in done]
+    log.info("rollouts: %d tasks, %d already finished, %d to play", len(tasks), len(tasks) - len(todo), len(todo))
+    started = time.monotonic()
+    feed = roll_out(ctx, todo) if todo else Feed()
+    elapsed = time.monotonic() - started
+    ctx.store.compact(STAGE, Rollout)
+    records = [r for r in ctx.store.load(STAGE, Rollout) if r.task_id in {t.task_id for t in tasks}]
+    finished = sum(r.status == "done" for r in records)
+    return {
+        "tasks": len(tasks),
+        "played": len(feed.finished),
+        "done": finished,
+        "failed": len(records) - finished,
+        "resubmitted": feed.resubmitted,
+        "rollouts_per_hour": round(3600 * len(feed.finished) / elapsed, 1) if feed.finished and elapsed else 0.0,
+        "cost_usd": round(sum(r.cost_usd for r in records), 4),
+    }

@@ -1,0 +1,45 @@
+"""A test runner speaking the rollout Runner protocol; what it does is read from the task text.
+
+Words in the instruction: SLOW (sleeps past the wall-clock cap), CRASH (raises), FAIL
+(returns a failed rollout), DIE (kills its worker process, once per task).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+from pathlib import Path
+from typing import Any
+
+from core.llm import UsageMeter
+from core.records import Rollout, Task, Usage
+
+
+class ScriptedRunner:
+    def __init__(self, cfg: Any, meter: UsageMeter):
+        self.cfg = cfg
+        self.meter = meter
+        self.started = False
+
+    async def start(self) -> None:
+        self.started = True
+
+    async def rollout(self, task: Task, workspace: Path) -> Rollout:
+        assert self.started
+        words = task.instruction.split()
+        (workspace / "trace.txt").write_text(f"pid {os.getpid()}\n")
+        if "DIE" in words:
+            marker = workspace.parents[1] / f"died-{task.task_id}"
+            if not marker.exists():
+                marker.touch()
+                os._exit(1)
+        if "CRASH" in words:
+            raise RuntimeError("scripted crash")
+        await asyncio.sleep(60 if "SLOW" in words else 0.05)
+        self.meter.record_call("agent", Usage(100, 10), 0.001, 0.05, False)
+        if "FAIL" in words:
+            return Rollout(task_id=task.task_id, status="failed", failure="environment/model_error:server")
+        return Rollout(task_id=task.task_id, status="done", prompt_tokens={"agent": 100}, completion_tokens={"agent": 10}, cost_usd=0.001)
+
+    async def close(self) -> None:
+        self.started = False

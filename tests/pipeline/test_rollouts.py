@@ -1,0 +1,76 @@
+"""Rollouts on embedded Ray: exactly once, resume, worker death, timeouts, early stop."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+import ray
+
+from core.records import Rollout, Task, read_parquet
+from core.store import atomic_write_parquet
+from pipeline.rollouts import RunAborted, run_rollouts
+
+RUNNER = "rollouts.runner=tests.pipeline.fake_runner:ScriptedRunner"
+FAST = ["ray.num_workers=2", "ray.rollouts_per_worker=4", "ray.num_cpus_per_worker=0.5", RUNNER, "rollouts.max_wall_s=3"]
+
+
+@pytest.fixture(scope="module", autouse=True)
+def embedded_ray():
+    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False, configure_logging=False,
+             runtime_env={"env_vars": {"PYTHONPATH": str(Path(__file__).parents[2])}})
+    yield
+    ray.shutdown()
+
+
+def write_tasks(ctx, words: list[str]) -> list[Task]:
+    tasks = [Task(f"t{i:02d}", "manual", f"make a deck {w}", "en", split="train") for i, w in enumerate(words)]
+    (ctx.store.root / "tasks").mkdir(exist_ok=True)
+    atomic_write_parquet(tasks, ctx.store.root / "tasks" / "train.parquet", Task)
+    return tasks
+
+
+def rollouts(ctx) -> dict[str, Rollout]:
+    return {r.task_id: r for r in read_parquet(ctx.store.root / "rollouts.parquet", Rollout)}
+
+
+def test_every_task_once_and_a_rerun_plays_nothing(make_run) -> None:
+    ctx = make_run(*FAST)
+    write_tasks(ctx, ["ok"] * 12)
+    figures = run_rollouts(ctx)
+    assert (figures["played"], figures["done"], figures["failed"]) == (12, 12, 0)
+    assert set(rollouts(ctx)) == {f"t{i:02d}" for i in range(12)}
+    assert ctx.meter.snapshot()["agent"]["calls"] == 12  # usage gathered from the workers
+    assert run_rollouts(make_run(*FAST))["played"] == 0
+
+
+def test_failures_are_accounted_and_never_stop_the_run(make_run) -> None:
+    ctx = make_run(*FAST)
+    write_tasks(ctx, ["ok", "CRASH", "SLOW", "FAIL", "ok", "DIE"])
+    figures = run_rollouts(ctx)
+    got = rollouts(ctx)
+    assert len(got) == 6 and figures["resubmitted"] >= 1
+    assert got["t01"].failure == "environment/infrastructure:RuntimeError"
+    assert got["t02"].failure == "environment/timeout"
+    assert got["t03"].failure == "environment/model_error:server"
+    assert got["t05"].status == "done" and got["t05"].attempt == 2  # its worker died once, Ray restarted it
+    assert [got[t].status for t in ("t00", "t04")] == ["done", "done"]
+
+
+def test_partial_workspace_is_moved_aside(make_run) -> None:
+    ctx = make_run(*FAST)
+    write_tasks(ctx, ["ok"])
+    stale = ctx.store.root / "rollouts" / "t00"
+    stale.mkdir(parents=True)
+    (stale / "half-written.html").write_text("<html>")
+    run_rollouts(ctx)
+    assert not (stale / "half-written.html").exists() and (stale / "trace.txt").exists()
+    assert list((ctx.store.root / "rollouts" / ".partial").glob("t00.*/half-written.html"))
+
+
+def test_early_stop_on_error_rate(make_run) -> None:
+    ctx = make_run(*FAST, "rollouts.error_window=4", "rollouts.max_error_rate=0.5", "ray.rollouts_per_worker=1", "ray.num_workers=1")
+    write_tasks(ctx, ["FAIL"] * 10)
+    with pytest.raises(RunAborted, match="4 of the last 4 rollouts failed"):
+        run_rollouts(ctx)
+    assert 4 <= len(ctx.store.done("rollouts")) < 10
