@@ -225,6 +225,54 @@ class _Backoff:
         return random.uniform(0, min(self.max_s, self.base_s * 2 ** (state.attempt_number - 1)))
 
 
+# ---------------------------------------------------------------- adaptive concurrency
+
+
+class AdaptiveLimit:
+    """AIMD concurrency: halves on a rate limit, regains one slot per `limit` successes, within [1, maximum].
+
+    An overloaded endpoint (429s) gets fewer concurrent calls; when it recovers,
+    concurrency climbs back to the configured maximum.
+    """
+
+    def __init__(self, maximum: int, cooldown_s: float = 1.0):
+        self.maximum = self.current = maximum
+        self.lowest = maximum
+        self._in_use = 0
+        self._successes = 0
+        self._last_cut = 0.0
+        self._cooldown_s = cooldown_s
+        self._changed: asyncio.Condition | None = None
+
+    def _condition(self) -> asyncio.Condition:
+        if self._changed is None:  # created lazily, inside the loop that uses it
+            self._changed = asyncio.Condition()
+        return self._changed
+
+    async def __aenter__(self) -> None:
+        async with self._condition():
+            await self._condition().wait_for(lambda: self._in_use < self.current)
+            self._in_use += 1
+
+    async def __aexit__(self, *_: Any) -> None:
+        async with self._condition():
+            self._in_use -= 1
+            self._condition().notify_all()
+
+    def rate_limited(self) -> None:
+        now = time.monotonic()
+        if now - self._last_cut >= self._cooldown_s:  # one cut per burst of 429s
+            self.current = max(1, self.current // 2)
+            self.lowest = min(self.lowest, self.current)
+            self._last_cut, self._successes = now, 0
+
+    def succeeded(self) -> None:
+        self._successes += 1
+        if self.current < self.maximum and self._successes >= self.current:
+            self.current += 1
+            self._successes = 0
+
+
 # ---------------------------------------------------------------- the client
 
 
@@ -242,7 +290,7 @@ class ModelClient:
             max_retries=0,
             timeout=cfg.timeout_s,
         )
-        self._slots = asyncio.Semaphore(cfg.max_concurrency)
+        self.limit = AdaptiveLimit(cfg.max_concurrency)
 
     async def chat(
         self,
@@ -257,6 +305,8 @@ class ModelClient:
 
         def before_sleep(state: RetryCallState) -> None:
             self.meter.record_retry(self.role)
+            if state.outcome is not None and classify(state.outcome.exception()) == "rate_limit":
+                self.limit.rate_limited()
             log.debug("%s: retrying after %s", self.role, state.outcome.exception() if state.outcome else "?")
 
         retrying = AsyncRetrying(
@@ -272,13 +322,14 @@ class ModelClient:
             return self._parse(response, messages, time.perf_counter() - started)
 
         try:
-            async with self._slots:
+            async with self.limit:
                 result = await retrying(attempt)
         except (openai.OpenAIError, MalformedResponse) as exc:
             kind = classify(exc)
             self.meter.record_failure(self.role, kind)
             attempts = retrying.statistics.get("attempt_number", 1)
             raise ModelError(kind, f"{self.role} model {self.cfg.model!r} at {self.cfg.base_url}: {exc}", attempts) from exc
+        self.limit.succeeded()
         self.meter.record_call(self.role, result.usage, cost_of(result.usage, self.cfg), result.latency_s, not result.usage_reported)
         return result
 

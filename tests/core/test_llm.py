@@ -144,3 +144,16 @@ async def test_fake_server_speaks_the_streaming_protocol() -> None:
     assert "".join(c.choices[0].delta.content or "" for c in chunks if c.choices) == "streamed"
     assert chunks[-1].usage.total_tokens > 0
     assert [m.id for m in models.data] == ["fake"]
+
+
+async def test_concurrency_backs_off_on_429_and_recovers() -> None:
+    with FakeOpenAIServer(answer, latency_s=0.05, capacity=4, faults=FaultPlan(retry_after_s=0.05)) as srv:
+        c = client(srv, max_concurrency=16, max_retries=20)
+        await asyncio.gather(*(c.chat(HELLO) for _ in range(60)))  # every call succeeds despite the overload
+        assert srv.faults_served and c.limit.lowest <= 8  # halved at least once
+        overloaded = len(srv.faults_served)
+        srv.capacity = None  # the endpoint recovers
+        for _ in range(6):
+            await asyncio.gather(*(c.chat(HELLO) for _ in range(c.limit.current)))
+        assert len(srv.faults_served) == overloaded
+        assert c.limit.current > c.limit.lowest  # concurrency climbs back

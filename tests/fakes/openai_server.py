@@ -88,8 +88,15 @@ def _tokens(text: str) -> int:
 class FakeOpenAIServer:
     """`with FakeOpenAIServer(policy) as srv:` then point a client at `srv.url`."""
 
-    def __init__(self, policy: Policy, latency_s: float = 0.0, faults: FaultPlan | None = None, model: str = "fake"):
+    def __init__(
+        self, policy: Policy, latency_s: float = 0.0, faults: FaultPlan | None = None, model: str = "fake",
+        capacity: int | None = None,
+    ):
+        """`capacity`: above this many requests in flight, answer 429 (an overloaded endpoint)."""
         self.policy = policy
+        self.capacity = capacity
+        self.in_flight = 0
+        self.peak_in_flight = 0
         self.latency_s = latency_s
         self.faults = faults or FaultPlan()
         self.model = model
@@ -140,8 +147,19 @@ class FakeOpenAIServer:
         with self._lock:
             self.requests.append(body)
             fault = self.faults.draw()
+            if fault is None and self.capacity is not None and self.in_flight >= self.capacity:
+                fault = "429"
             if fault:
                 self.faults_served.append(fault)
+            self.in_flight += 1
+            self.peak_in_flight = max(self.peak_in_flight, self.in_flight)
+        try:
+            return await self._answer(request, body, fault)
+        finally:
+            with self._lock:
+                self.in_flight -= 1
+
+    async def _answer(self, request: web.Request, body: dict[str, Any], fault: str | None) -> web.StreamResponse:
         if self.latency_s:
             await asyncio.sleep(self.latency_s)
         if fault == "500":
