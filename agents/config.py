@@ -42,9 +42,49 @@ class RenderConfig:
 
 
 @dataclass
+class ServiceConfig:
+    """An online research service: its address and the variable holding its key (never the key itself)."""
+
+    base_url: str = ""
+    api_key_env: Optional[str] = None
+
+
+def _research_services() -> dict[str, ServiceConfig]:
+    return {
+        "searxng": ServiceConfig("http://127.0.0.1:8888"),
+        "tavily": ServiceConfig("https://api.tavily.com", "TAVILY_API_KEY"),
+        "brave": ServiceConfig("https://api.search.brave.com", "BRAVE_API_KEY"),
+        "openverse": ServiceConfig("https://api.openverse.org", "OPENVERSE_TOKEN"),
+        "wikimedia": ServiceConfig("https://commons.wikimedia.org"),
+        "arxiv": ServiceConfig("https://export.arxiv.org"),
+        "semantic_scholar": ServiceConfig("https://api.semanticscholar.org", "S2_API_KEY"),
+    }
+
+
+@dataclass
+class ImageGenerationConfig:
+    """An OpenAI-compatible images endpoint (`POST {base_url}/images/generations`)."""
+
+    base_url: str = "https://api.openai.com/v1"
+    api_key_env: str = "OPENAI_API_KEY"
+    model: str = "gpt-image-1"
+    timeout_s: float = 120.0
+
+
+@dataclass
 class ToolsConfig:
     search_backend: str = "offline"  # offline | searxng | tavily | brave
-    corpus_index: Optional[str] = None  # SQLite FTS5 index; None: built from bundled samples
+    fetch_backend: str = "offline"  # offline (corpus:// only) | web
+    image_backend: str = "offline"  # offline | openverse | wikimedia
+    paper_backend: str = "offline"  # offline | arxiv | semantic_scholar
+    services: dict[str, ServiceConfig] = field(default_factory=_research_services)
+    corpus_index: Optional[str] = None  # SQLite FTS5 index (python -m agents.corpus build); None: built from `documents`
+    image_library: Optional[str] = None  # folder with library.json (scripts/build_image_library.py); None: built from `documents`
+    documents: Optional[str] = None  # what the default index and image library are built from; None: data/samples
+    build_dir: Optional[str] = None  # where default indexes and libraries are built; None: ~/.cache/deckforge
+    http_timeout_s: float = 30.0
+    http_retries: int = 2  # extra attempts after a 429, a 5xx or a connection failure
+    image_generation: Optional[ImageGenerationConfig] = None  # None: image_generation is not offered
     cache: str = "record"  # off | record | replay
     cache_dir: Optional[str] = None  # None: <run dir>/tool_cache
     sandbox: SandboxConfig = field(default_factory=SandboxConfig)

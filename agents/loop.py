@@ -1,0 +1,137 @@
+"""The agent loop: ask the model, run its tool calls, repeat until finalize succeeds or a limit is hit."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import time
+from dataclasses import replace
+from typing import Callable, Sequence
+
+from agents.budget import ContextBudget
+from agents.config import AgentConfig
+from agents.hooks import Injection, StepHook, StepState
+from agents.tools.registry import Observation, ToolContext, Toolset
+from core.llm_types import ModelError
+from core.protocols import Model
+from core.records import CriticInjection, Message, Step, ToolCall, Trajectory
+
+NUDGE = "You did not call a tool. Call a tool to continue; call finalize when the work is done."
+
+class AgentEnded(Exception):
+    """How a run ended; raised inside the loop only."""
+
+    status = "failed"
+
+    def __init__(self, failure: str | None = None, outcome: str | None = None):
+        super().__init__(failure or outcome)
+        self.failure, self.outcome = failure, outcome
+
+
+class Finalized(AgentEnded):
+    status = "finalized"
+
+
+class LimitReached(AgentEnded): ...
+
+
+class ContextOverflow(AgentEnded): ...
+
+
+class ModelFailed(AgentEnded): ...
+
+
+class Agent:
+    """One agent on one task: `await Agent(...).run(system, user)` returns its trajectory."""
+
+    def __init__(self, model: Model, toolset: Toolset, ctx: ToolContext, config: AgentConfig, task_id: str,
+                 hooks: Sequence[StepHook] = (), save: Callable[[Trajectory], None] | None = None):  # fmt: skip
+        self.model, self.toolset, self.ctx, self.config, self.hooks, self.save = model, toolset, ctx, config, hooks, save
+        self.schemas = toolset.schemas()
+        self.record = Trajectory(task_id=task_id, agent=ctx.role, model=model.name, tools_json=json.dumps(self.schemas))
+        self.messages: list[Message] = []
+        self.steps: list[Step] = []
+        self.injections: list[CriticInjection] = []
+        self.budget = ContextBudget(config.context_window, config.warn_fractions)
+        self.started = time.monotonic()
+
+    def start(self, system: str, user: str) -> None:
+        self.messages = [Message("system", system, kind="prompt"), Message("user", user, kind="prompt")]
+        self.started = time.monotonic()
+
+    async def run(self, system: str, user: str) -> Trajectory:
+        self.start(system, user)
+        end = AgentEnded("environment/crash")  # what a crash leaves in the record
+        try:
+            while True:
+                await self.step()
+        except AgentEnded as exc:
+            end = exc
+        finally:
+            trajectory = self.trajectory(end)
+            if self.save:
+                self.save(trajectory)
+        return trajectory
+
+    async def step(self) -> None:
+        self._check_limits()
+        index, started, t0 = len(self.steps), time.time(), time.perf_counter()
+        try:
+            reply = await self.model.chat(self.messages, self.schemas, image_root=self.ctx.workspace.root)
+        except ModelError as exc:
+            overflow = exc.kind == "context_length"
+            failure = "environment/context_overflow" if overflow else f"environment/model_error:{exc.kind}"
+            self.steps.append(Step(index, started, time.perf_counter() - t0, 0.0, error=failure))
+            raise (ContextOverflow if overflow else ModelFailed)(failure) from exc
+        t1 = time.perf_counter()
+        calls = reply.tool_calls
+        self.messages.append(Message("assistant", reply.content, reasoning=reply.reasoning, tool_calls=calls))
+        self.budget.update(reply.usage, len(self.messages))
+        observations = await self._execute(calls)
+        self._observe(calls, observations, self.budget.warning())
+        self.steps.append(Step(index, started, t1 - t0, time.perf_counter() - t1, reply.usage, tuple(c.name for c in calls)))
+        for call, observation in zip(calls, observations):
+            if call.name == "finalize" and not observation.is_error:
+                raise Finalized(outcome=json.loads(call.arguments)["outcome"])
+        for hook in self.hooks:
+            self._inject(index, await hook.after_step(StepState(index, calls, observations, self.ctx)))
+        if self.save:
+            self.save(self.trajectory())
+
+    def trajectory(self, end: AgentEnded | None = None) -> Trajectory:
+        status, failure, outcome = (end.status, end.failure, end.outcome) if end else ("running", None, None)
+        messages, steps, injections = tuple(self.messages), tuple(self.steps), tuple(self.injections)
+        return replace(self.record, messages=messages, steps=steps, injections=injections, status=status, failure=failure, outcome=outcome)
+
+    def _check_limits(self) -> None:
+        cfg = self.config
+        if len(self.steps) >= cfg.max_steps:
+            raise LimitReached("environment/step_limit")
+        if time.monotonic() - self.started > cfg.max_wall_s:
+            raise LimitReached("environment/timeout")
+        if sum(s.usage.total for s in self.steps) >= cfg.max_total_tokens:
+            raise LimitReached("environment/token_limit")
+        if self.budget.used(self.messages) > self.budget.window:
+            raise ContextOverflow("environment/context_overflow")
+
+    async def _execute(self, calls: tuple[ToolCall, ...]) -> tuple[Observation, ...]:
+        limit = self.config.max_tool_calls_per_turn
+        run = await asyncio.gather(*(self.toolset.call(self.ctx, call) for call in calls[:limit]))
+        skipped = Observation(f"Not run: at most {limit} tool calls run per turn; repeat it in your next turn.", is_error=True)
+        return (*run, *[skipped] * (len(calls) - limit))
+
+    def _observe(self, calls: tuple[ToolCall, ...], observations: tuple[Observation, ...], warning: str) -> None:
+        if not calls:
+            self.messages.append(Message("user", NUDGE + warning, kind="prompt"))
+        for i, (call, obs) in enumerate(zip(calls, observations)):
+            text = ("Error: " if obs.is_error else "") + obs.text + (warning if i == len(calls) - 1 else "")
+            self.messages.append(Message("tool", text, obs.images, tool_call_id=call.id, name=call.name, kind="tool"))
+
+    def _inject(self, step: int, injections: list[Injection]) -> None:
+        for injection in injections:
+            call = ToolCall(f"critic_{len(self.messages)}", "thinking", json.dumps({"thought": injection.thought}, ensure_ascii=False))
+            self.injections.append(
+                CriticInjection(step, len(self.messages), injection.critic_model, injection.findings_json, injection.observation_ref)
+            )
+            self.messages.append(Message("assistant", tool_calls=(call,), kind="critic"))
+            self.messages.append(Message("tool", injection.thought, tool_call_id=call.id, name="thinking", kind="critic"))

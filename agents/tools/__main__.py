@@ -1,0 +1,18 @@
+"""`python -m agents.tools list`: every role's tool schemas as JSON (role -> list of schemas)."""
+
+import argparse
+import json
+
+from agents.tools import ROLES, toolset_for
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(prog="python -m agents.tools", description=__doc__)
+    parser.add_argument("command", choices=["list"])
+    parser.parse_args()
+    schemas = {role: toolset_for(role).schemas() for role in (*ROLES, "single")}
+    print(json.dumps(schemas, indent=2, ensure_ascii=False))
+
+
+if __name__ == "__main__":
+    main()

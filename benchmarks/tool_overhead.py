@@ -1,0 +1,115 @@
+"""Agent-loop overhead per step: one file-tool call against the fake OpenAI server at 0 ms latency.
+
+    python -m benchmarks.tool_overhead [--rollouts 10] [--steps 40]
+
+The server runs in its own process. Each step is `Agent.step()`: ask the model
+(which always calls read_file on a 3 KB manuscript), run the tool, append the
+observation and record the step. Our overhead = step time minus the model's
+HTTP round trip as the client measured it (`ChatResult.latency_s`, which
+includes the openai SDK's request building); it covers message conversion,
+argument validation and the sandboxed read. Saving the trajectory as JSON after
+each step (what a `save` callback writing a file costs) is timed apart. Each
+rollout starts a fresh agent, so the history grows to `--steps` steps.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import multiprocessing as mp
+from multiprocessing.synchronize import Event
+import statistics
+import tempfile
+import time
+from pathlib import Path
+from typing import Sequence
+
+from agents.config import AgentConfig
+from agents.loop import Agent
+from agents.sandbox import Workspace
+from agents.tools import ToolContext, toolset_for
+from core.config import LLMConfig
+from core.llm import ModelClient
+from core.llm_types import ChatResult
+from core.records import Message, Trajectory
+from tests.fakes.openai_server import FakeOpenAIServer, Reply
+
+
+def _serve(port_queue: mp.Queue, stop: Event) -> None:
+    reply = Reply("", [("read_file", {"path": "manuscript.md"})], reasoning="Check the manuscript again.")
+    with FakeOpenAIServer(lambda _: reply) as srv:
+        port_queue.put(srv.url)
+        stop.wait()
+
+
+class Timed:
+    """The client, keeping each call's HTTP round trip as it measured it."""
+
+    def __init__(self, inner: ModelClient):
+        self.inner, self.name = inner, inner.name
+        self.latencies: list[float] = []
+
+    async def chat(self, messages: Sequence[Message], tools: Sequence[dict] | None = None, image_root: Path | None = None) -> ChatResult:
+        result = await self.inner.chat(messages, tools, image_root)
+        self.latencies.append(result.latency_s)
+        return result
+
+
+def _pct(values: list[float], q: float) -> float:
+    return sorted(values)[min(len(values) - 1, int(q * len(values)))]
+
+
+async def _measure(url: str, rollouts: int, steps: int, root: Path) -> tuple[list[float], list[float], list[float]]:
+    model = Timed(ModelClient(LLMConfig(base_url=url, model="fake"), "agent"))
+    totals: list[float] = []
+    saves: list[float] = []
+    for n in range(rollouts):
+        workspace = root / f"rollout_{n}"
+        workspace.mkdir(parents=True)
+        (workspace / "manuscript.md").write_text("# Tides\n\nThe moon pulls the sea.\n\n---\n\n" * 80)
+        record = workspace / "trajectory.json"
+        ctx = ToolContext(Workspace(workspace), "presenter")
+        agent = Agent(model, toolset_for("presenter"), ctx, AgentConfig(max_steps=steps), f"t{n}")
+        agent.start("You make slides. " * 100, "Make a deck about tides.")
+        for _ in range(steps):
+            started = time.perf_counter()
+            await agent.step()
+            stepped = time.perf_counter()
+            record.write_text(agent.trajectory().to_json())
+            totals.append(stepped - started)
+            saves.append(time.perf_counter() - stepped)
+        assert Trajectory.from_json(record.read_text()).steps[-1].tool_names == ("read_file",)
+    await model.inner.aclose()
+    overheads = [total - latency for total, latency in zip(totals, model.latencies)]
+    return totals, overheads, saves
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--rollouts", type=int, default=10)
+    parser.add_argument("--steps", type=int, default=40)
+    args = parser.parse_args()
+    queue: mp.Queue = mp.Queue()
+    stop = mp.Event()
+    server = mp.Process(target=_serve, args=(queue, stop), daemon=True)
+    server.start()
+    url = queue.get(timeout=30)
+    try:
+        with tempfile.TemporaryDirectory() as tmp:
+            asyncio.run(_measure(url, 1, 10, Path(tmp) / "warm"))  # warm-up (imports, connections)
+        with tempfile.TemporaryDirectory() as tmp:
+            totals, overheads, saves = asyncio.run(_measure(url, args.rollouts, args.steps, Path(tmp)))
+        ms = lambda v: f"{v * 1000:.2f} ms"  # noqa: E731
+        print(f"{len(totals)} steps ({args.rollouts} rollouts x {args.steps}), read_file each, fake server at 0 ms latency")
+        print(f"{'':>22} {'median':>10} {'p95':>10}")
+        print(f"{'step':>22} {ms(statistics.median(totals)):>10} {ms(_pct(totals, 0.95)):>10}")
+        print(f"{'model round trip':>22} {ms(statistics.median([t - o for t, o in zip(totals, overheads)])):>10}")
+        print(f"{'our overhead per step':>22} {ms(statistics.median(overheads)):>10} {ms(_pct(overheads, 0.95)):>10}  (target < 5 ms)")
+        print(f"{'saving the trajectory':>22} {ms(statistics.median(saves)):>10} {ms(_pct(saves, 0.95)):>10}")
+    finally:
+        stop.set()
+        server.join(timeout=10)
+
+
+if __name__ == "__main__":
+    main()
