@@ -157,3 +157,12 @@ async def test_concurrency_backs_off_on_429_and_recovers() -> None:
             await asyncio.gather(*(c.chat(HELLO) for _ in range(c.limit.current)))
         assert len(srv.faults_served) == overloaded
         assert c.limit.current > c.limit.lowest  # concurrency climbs back
+
+
+async def test_sampling_and_extra_body_reach_the_server() -> None:
+    with FakeOpenAIServer(answer) as srv:
+        extra = {"chat_template_kwargs": {"enable_thinking": False}}
+        await client(srv, temperature=0.2, max_tokens=77, extra_body=extra).chat(HELLO, tools=[{"type": "function", "function": {"name": "f", "parameters": {}}}])
+        body = srv.requests[0]
+    assert (body["temperature"], body["max_tokens"], body["model"]) == (0.2, 77, "fake")
+    assert body["chat_template_kwargs"] == {"enable_thinking": False} and body["tools"][0]["function"]["name"] == "f"
