@@ -37,6 +37,7 @@ class Observation:
     text: str
     images: tuple[str, ...] = ()  # workspace-relative paths
     is_error: bool = False
+    data: dict[str, Any] | None = None  # structured result for step hooks (the critic); never sent to the model
 
 
 class ToolError(Exception):

@@ -1,0 +1,154 @@
+"""The isolated critic: reviews each inspection with a fresh context and injects its reflection.
+
+After an `inspect_slide` / `inspect_manuscript` observation, the critic sees only
+that observation (the rendered image or the manuscript diagnostics), the
+artifact's source and the measured defects; never the agent's history. When it
+finds defects at or above `critic.min_severity`, its reasoning enters the agent's
+context as a `thinking` call (see agents.loop), marked as a critic injection.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections import Counter
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Protocol
+
+from agents.hooks import Injection, StepState
+from core.json_reply import JSONReplyError, ask_json
+from core.llm_types import ModelError
+from core.prompts import render
+from core.protocols import Model
+from core.records import Message
+from critic.config import CriticMode
+from critic.findings import Finding, Review, at_least, findings_from_measurements, findings_json
+
+log = logging.getLogger(__name__)
+
+PROMPTS = Path(__file__).parent / "prompts"
+INSPECT_TOOLS = ("inspect_slide", "inspect_manuscript")
+MAX_SOURCE_CHARS = 12_000
+
+
+@dataclass(frozen=True)
+class Inspection:
+    """What the critic is allowed to see of one inspection."""
+
+    tool: str
+    artifact: str  # workspace-relative path of the HTML or markdown file
+    source: str
+    measured: list[dict[str, Any]]  # defects (slides) or issues (manuscripts), as the tool measured them
+    image: str | None = None  # workspace-relative rendered PNG
+    details: dict[str, Any] | None = None  # slide size / constraints
+
+    @property
+    def ref(self) -> str:
+        return f"{self.tool}:{self.artifact}" + (f":{self.image}" if self.image else "")
+
+
+class Critic(Protocol):
+    name: str
+
+    async def review(self, inspection: Inspection, workspace: Path, language: str) -> Review: ...
+
+
+class ModelCritic:
+    """A separate model call (a VLM for slides) with nothing but the inspection in its context."""
+
+    def __init__(self, model: Model, json_retries: int = 2):
+        self.model = model
+        self.name = model.name
+        self.retries = json_retries
+
+    def request(self, inspection: Inspection, language: str) -> list[Message]:
+        source = inspection.source[:MAX_SOURCE_CHARS]
+        measured = json.dumps(inspection.measured, ensure_ascii=False, indent=1)
+        details = inspection.details or {}
+        if inspection.tool == "inspect_slide":
+            prompt = render(PROMPTS, "slide_review.j2", defects=measured, source=source, path=inspection.artifact,
+                            language=language, width=details.get("width"), height=details.get("height"), aspect=details.get("aspect"))  # fmt: skip
+        else:
+            prompt = render(PROMPTS, "manuscript_review.j2", diagnostics=measured, source=source, path=inspection.artifact,
+                            language=language, constraints=details.get("constraints") or "none")  # fmt: skip
+        return [Message("user", prompt, images=(inspection.image,) if inspection.image else ())]
+
+    async def review(self, inspection: Inspection, workspace: Path, language: str) -> Review:
+        return await ask_json(self.model, self.request(inspection, language), Review, self.retries, image_root=workspace)
+
+
+class RulesCritic:
+    """Findings from the measured defects alone; no model call."""
+
+    name = "rules"
+
+    async def review(self, inspection: Inspection, workspace: Path, language: str) -> Review:
+        findings = findings_from_measurements(inspection.measured)
+        return Review(reasoning=_rules_reasoning(findings, inspection.artifact, language), findings=findings)
+
+
+def _rules_reasoning(findings: list[Finding], artifact: str, language: str) -> str:
+    if not findings:
+        return ""
+    if language == "zh":
+        return f"检查 {artifact} 时发现 {len(findings)} 个问题，需要先修正再继续。"
+    return f"The inspection of {artifact} shows {len(findings)} problem(s); I should fix them before moving on."
+
+
+def thought(review: Review, findings: list[Finding]) -> str:
+    """The text injected as the agent's own `thinking`."""
+    lines = [review.reasoning.strip()] if review.reasoning.strip() else []
+    lines += [f"- [{f.category}/{f.severity}] {f.evidence} -> {f.fix}" for f in findings]
+    return "\n".join(lines)
+
+
+def inspection_from(tool: str, data: dict[str, Any], workspace: Path) -> Inspection:
+    """Build the critic's view from an inspect tool's structured observation data."""
+    artifact = data["artifact"]
+    source = (workspace / artifact).read_text(encoding="utf-8", errors="replace")
+    measured = data.get("defects") if tool == "inspect_slide" else data.get("issues")
+    details = {k: data[k] for k in ("width", "height", "aspect", "constraints") if k in data}
+    return Inspection(tool, artifact, source, list(measured or ()), data.get("png"), details)
+
+
+class CriticHook:
+    """The loop hook (agents.hooks.StepHook) that runs the critic after each inspection."""
+
+    def __init__(self, critic: Critic, min_severity: str, language: str):
+        self.critic = critic
+        self.min_severity = min_severity
+        self.language = language
+        self.findings: Counter = Counter()  # "<category>" -> count, all findings (Figure 4)
+        self.errors = 0
+
+    async def after_step(self, state: StepState) -> list[Injection]:
+        injections = []
+        workspace = state.ctx.workspace.root
+        for call, observation in zip(state.calls, state.observations):
+            if call.name not in INSPECT_TOOLS or observation.is_error or not observation.data:
+                continue
+            inspection = inspection_from(call.name, observation.data, workspace)
+            try:
+                review = await self.critic.review(inspection, workspace, self.language)
+            except (ModelError, JSONReplyError) as exc:
+                self.errors += 1
+                log.warning("critic gave no usable review of %s: %s", inspection.artifact, exc)
+                continue
+            self.findings.update(f.category for f in review.findings)
+            actionable = at_least(review.findings, self.min_severity)
+            if actionable:
+                injections.append(Injection(thought(review, actionable), self.critic.name, findings_json(actionable), inspection.ref))
+        return injections
+
+
+def make_critic_hook(mode: CriticMode | str, model: Model | None, min_severity: str, language: str) -> CriticHook | None:
+    """The hook for `critic.mode`; None in `self` mode (the agent's own reflection only)."""
+    mode = CriticMode(mode)
+    if mode is CriticMode.self:
+        return None
+    if mode is CriticMode.rules:
+        return CriticHook(RulesCritic(), min_severity, language)
+    if model is None:
+        raise ValueError("critic=extrinsic needs a critic model (roles.critic or the backbone llm)")
+    return CriticHook(ModelCritic(model), min_severity, language)
