@@ -5,6 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Optional
 
+from core.config import LLMConfig, RoleConfig
+
 
 @dataclass
 class AgentConfig:
@@ -88,3 +90,16 @@ class ToolsConfig:
     cache: str = "record"  # off | record | replay
     cache_dir: Optional[str] = None  # None: <run dir>/tool_cache
     sandbox: SandboxConfig = field(default_factory=SandboxConfig)
+
+
+@dataclass
+class GenerateConfig:
+    """`python -m agents.run`: one deck for a person, no critic (configs/generate.yaml)."""
+
+    llm: LLMConfig = field(default_factory=LLMConfig)
+    roles: dict[str, RoleConfig] = field(default_factory=dict)
+    agents: str = "dual"  # dual | single
+    reflection: str = "grounded"  # grounded | none
+    agent: AgentConfig = field(default_factory=AgentConfig)
+    tools: ToolsConfig = field(default_factory=ToolsConfig)
+    render: RenderConfig = field(default_factory=RenderConfig)

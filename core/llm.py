@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import base64
+import copy
 import email.utils
 import json
 import logging
@@ -367,6 +368,12 @@ class ModelClient:
             out_chars = len(content) + len(reasoning or "") + sum(len(c.arguments) for c in calls)
             usage, reported = Usage(estimate_prompt_tokens(messages), out_chars // 4), False
         return ChatResult(content, reasoning, calls, usage, choice.finish_reason, latency_s, reported)
+
+    def with_meter(self, meter: UsageMeter) -> ModelClient:
+        """The same endpoint, connection pool and concurrency limit, counting usage into `meter`."""
+        view = copy.copy(self)
+        view.meter = meter
+        return view
 
     async def list_models(self) -> list[str]:
         """Model ids the endpoint serves: a cheap reachability check before a run."""

@@ -177,6 +177,7 @@ class Rollout(Record):
     steps: dict[str, int] = field(default_factory=dict)  # agent -> steps
     tool_counts: dict[str, int] = field(default_factory=dict)
     injections: int = 0
+    findings: dict[str, int] = field(default_factory=dict)  # critic findings by category (injected or not)
     prompt_tokens: dict[str, int] = field(default_factory=dict)  # role -> tokens
     completion_tokens: dict[str, int] = field(default_factory=dict)
     cost_usd: float = 0.0

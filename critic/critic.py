@@ -81,7 +81,8 @@ class ModelCritic:
 class RulesCritic:
     """Findings from the measured defects alone; no model call."""
 
-    name = "rules"
+    def __init__(self, name: str = "rules"):
+        self.name = name
 
     async def review(self, inspection: Inspection, workspace: Path, language: str) -> Review:
         findings = findings_from_measurements(inspection.measured)

@@ -6,9 +6,10 @@ from dataclasses import dataclass, field
 from typing import Optional
 
 from hydra.core.config_store import ConfigStore
-from omegaconf import DictConfig
+from omegaconf import DictConfig, OmegaConf
 
 from agents.config import AgentConfig, RenderConfig, ToolsConfig
+from agents.research.runtime import validate_tools_config
 from core.config import (
     ConfigError,
     LLMConfig,
@@ -74,7 +75,7 @@ class TasksConfig:
 
 @dataclass
 class RolloutsConfig:
-    runner: str = "agents.deckgen:DeckRunner"  # import path of the class that plays one task
+    runner: str = "pipeline.runner:DeckRunner"  # import path of the class that plays one task
     max_wall_s: float = 3600.0  # per rollout, both agents together
     max_attempts: int = 3  # a rollout whose worker died is resubmitted up to this many times in all
     error_window: int = 20  # early stop: failure share over the last N finished rollouts ...
@@ -89,6 +90,8 @@ class SynthesizeConfig:
     stages: list[str] = field(default_factory=lambda: list(STAGES))
     llm: LLMConfig = field(default_factory=LLMConfig)
     roles: dict[str, RoleConfig] = field(default_factory=dict)  # agent, critic, judge, task_writer, ...
+    agents: str = "dual"  # dual (Researcher + Presenter) | single (one agent, the union of tools)
+    reflection: str = "grounded"  # grounded (inspect tools offered) | none
     agent: AgentConfig = field(default_factory=AgentConfig)
     tools: ToolsConfig = field(default_factory=ToolsConfig)
     render: RenderConfig = field(default_factory=RenderConfig)
@@ -104,6 +107,11 @@ class SynthesizeConfig:
 def validate(cfg: DictConfig) -> None:
     """Everything Hydra's types cannot say; raises ConfigError naming the key."""
     validate_common(cfg)
+    validate_tools_config(OmegaConf.to_object(cfg.tools))
+    if cfg.agents not in ("dual", "single"):
+        raise ConfigError(f"agents={cfg.agents!r}: expected 'dual' or 'single'")
+    if cfg.reflection not in ("grounded", "none"):
+        raise ConfigError(f"reflection={cfg.reflection!r}: expected 'grounded' or 'none'")
     unknown = [s for s in cfg.stages if s not in STAGES]
     if unknown:
         raise ConfigError(f"stages={list(cfg.stages)}: unknown {unknown}; known: {list(STAGES)}")

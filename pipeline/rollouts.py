@@ -55,14 +55,14 @@ class RunAborted(RuntimeError):
     """The run stopped early (error rate over the window); finished rollouts are kept."""
 
 
-def load_runner(path: str, cfg: Any, meter: UsageMeter) -> Runner:
-    """Instantiate `module:Class` with (cfg, meter)."""
+def load_runner(path: str, cfg: Any, meter: UsageMeter, run_dir: Path) -> Runner:
+    """Instantiate `module:Class` with (cfg, meter, run_dir)."""
     module_name, _, attr = path.partition(":")
     try:
         cls = getattr(importlib.import_module(module_name), attr)
     except (ImportError, AttributeError) as exc:
         raise ImportError(f"rollouts.runner={path!r} cannot be imported: {exc}") from exc
-    return cls(cfg, meter)
+    return cls(cfg, meter, run_dir)
 
 
 def workspace_for(run_dir: Path, task_id: str) -> Path:
@@ -87,7 +87,7 @@ class RolloutWorker:
         self.cfg = cfg
         self.store = RunStore(Path(run_dir))
         self.meter = UsageMeter()
-        self.runner = load_runner(cfg.rollouts.runner, cfg, self.meter)
+        self.runner = load_runner(cfg.rollouts.runner, cfg, self.meter, self.store.root)
         self._started = False
         self._lock = asyncio.Lock()
 
@@ -140,6 +140,8 @@ def init_ray(cfg: RayConfig) -> None:
     """Join RAY_ADDRESS / `ray.address`, else start an embedded instance; workers import our code."""
     if ray.is_initialized():
         return
+    if not (cfg.address or os.environ.get("RAY_ADDRESS")):
+        os.environ.setdefault("RAY_AUTH_MODE", "disabled")  # an embedded, single-user instance
     runtime_env = {"env_vars": {"PYTHONPATH": os.pathsep.join(filter(None, [str(PROJECT_ROOT), os.environ.get("PYTHONPATH")]))}}
     ray.init(
         address=cfg.address or os.environ.get("RAY_ADDRESS"),

@@ -16,7 +16,7 @@ from core.records import Rollout, Task, Usage
 
 
 class ScriptedRunner:
-    def __init__(self, cfg: Any, meter: UsageMeter):
+    def __init__(self, cfg: Any, meter: UsageMeter, run_dir: Path):
         self.cfg = cfg
         self.meter = meter
         self.started = False

@@ -1,0 +1,212 @@
+"""The scripted baseline policy (`llm=scripted`): a deterministic, rule-based agent. Not a model.
+
+It plays the Researcher, the Presenter, or both (single-agent mode) through the
+same agent loop and the same real tools as a model would: it converts the
+attachments, searches the offline corpus, writes a manuscript that honours the
+constraints, inspects it, writes HTML slides from built-in designs, inspects each
+slide and fixes what the inspection measured (shrinks type on overflow, drops
+images that overlap or fail, switches to high-contrast text), and finalizes. It
+reads the workspace directly to plan; every change it makes goes through a tool.
+Every record it produces says `policy="scripted"`.
+
+Each role is a generator that yields (reasoning, tool calls) and receives the
+observation texts of those calls.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass
+from pathlib import Path, PurePosixPath
+from typing import Any, Generator, Sequence
+
+from agents.policies.content import SlidePlan, document_title, manuscript_text, outline, parse_manuscript
+from agents.policies.designs import Design, design_for, design_plan, slide_html
+from core.llm import estimate_prompt_tokens
+from core.llm_types import ChatResult
+from core.records import Message, ToolCall, Usage
+
+NAME = "scripted-policy"
+DEFAULT_SLIDES = 6
+MAX_SLIDE_FIXES = 4
+Calls = list[tuple[str, dict[str, Any]]]
+Plan = Generator[tuple[str, Calls], list[str], None]
+
+_SAVED = re.compile(r"saved to (\S+)")
+_LISTED_IMAGE = re.compile(r"^- (\S+\.(?:png|jpe?g|gif|webp)) \((\d+)x(\d+)\)", re.MULTILINE)
+_DEFECT = re.compile(r"^(\w+) \((critical|major|minor)\)", re.MULTILINE)
+_ISSUE = re.compile(r"^- (\w+)(?: \(slide (\d+)\))?", re.MULTILINE)
+_QUOTED = re.compile(r"[\"“《]([^\"”》]{4,120})[\"”》]")
+
+
+@dataclass(frozen=True)
+class Brief:
+    """What the policy knows of its task (the same facts its prompts state)."""
+
+    task_id: str
+    instruction: str
+    language: str
+    aspect: str
+    width: int
+    height: int
+    slides: int | None
+    attachments: tuple[str, ...]  # workspace-relative
+    workspace: Path
+    manuscript: str = "manuscript.md"
+
+
+class ScriptedPolicy:
+    """Implements the Model protocol with a scripted plan per role."""
+
+    name = NAME
+
+    def __init__(self, role: str, brief: Brief):
+        plans = {"researcher": researcher, "presenter": presenter, "single": single}
+        self._plan = plans[role](brief)
+        self._turn = 0
+
+    async def chat(self, messages: Sequence[Message], tools: Sequence[dict] | None = None, image_root: Path | None = None) -> ChatResult:
+        observations = _latest_observations(messages)
+        try:
+            reasoning, calls = next(self._plan) if self._turn == 0 else self._plan.send(observations)
+        except StopIteration:  # the plan is over but the loop goes on (e.g. finalize refused): say so
+            reasoning, calls = "The scripted plan has no further steps.", [("finalize", {"outcome": "done"})]
+        self._turn += 1
+        tool_calls = tuple(ToolCall(f"call_{self._turn}_{i}", n, json.dumps(a, ensure_ascii=False)) for i, (n, a) in enumerate(calls))
+        out_chars = len(reasoning) + sum(len(c.arguments) for c in tool_calls)
+        usage = Usage(estimate_prompt_tokens(messages), out_chars // 4)
+        return ChatResult("", reasoning, tool_calls, usage, "tool_calls", 0.0, usage_reported=False)
+
+
+def _latest_observations(messages: Sequence[Message]) -> list[str]:
+    """Tool results since the policy's last turn (critic injections and image notes excluded)."""
+    out: list[str] = []
+    for m in reversed(messages):
+        if m.role == "assistant" and m.kind != "critic":
+            break
+        if m.role == "tool" and m.kind == "tool":
+            out.append(m.content)
+    return out[::-1]
+
+
+# ---------------------------------------------------------------- the Researcher
+
+
+def topic(brief: Brief) -> str:
+    quoted = _QUOTED.search(brief.instruction)
+    if quoted:
+        return quoted.group(1).strip()
+    first = re.split(r"[.。!！?？\n]", brief.instruction.strip())[0]
+    return first[:80]
+
+
+def researcher(brief: Brief, finalize: bool = True) -> Plan:
+    count = brief.slides or (1 if brief.aspect.startswith("A") else DEFAULT_SLIDES)
+    title = topic(brief)
+    plan = f"Scripted plan: read {len(brief.attachments)} attachment(s), search the corpus for '{title}', write {count} slide(s) in {brief.language}, check the manuscript, finalize."
+    yield plan, [("thinking", {"thought": plan})]
+    documents, images = [], []
+    for attachment in brief.attachments:
+        stem = PurePosixPath(attachment).stem
+        folder = f"sources/{stem}"
+        (observation,) = yield f"Converting {attachment} to markdown.", [("convert_to_markdown", {"file_path": attachment, "output_folder": folder})]
+        converted = brief.workspace / folder / f"{stem}.md"
+        if converted.exists():
+            documents.append(converted.read_text(encoding="utf-8", errors="replace"))
+            title = title if documents[1:] else document_title(documents[0]) or title
+            images += [m.group(1) for m in _LISTED_IMAGE.finditer(observation) if _landscape_enough(int(m.group(2)), int(m.group(3)))]
+    (found,) = yield f"Searching the corpus for '{title}'.", [("search_web", {"query": title, "max_results": 6})]
+    snippets = _snippets(found)
+    if not images:
+        (pictures,) = yield f"Looking for images about '{title}'.", [("search_images", {"query": title})]
+        images = _SAVED.findall(pictures)
+    assets = [f"assets/{PurePosixPath(p).name}" for p in images[:4]]
+    if images:
+        copy = "mkdir -p assets && cp " + " ".join(f"'{p}'" for p in images[:4]) + " assets/"
+        yield "Collecting the figures into assets/.", [("execute_command", {"command": copy})]
+    slides = outline(title, brief.instruction.split("\n")[0], brief.language, count, documents, snippets, assets)
+    yield f"Writing the manuscript: {len(slides)} slides.", [("write_file", {"path": brief.manuscript, "content": manuscript_text(slides)})]
+    for _ in range(3):
+        (report,) = yield "Checking the manuscript.", [("inspect_manuscript", {"md_file": brief.manuscript})]
+        fixed = _fix_manuscript(slides, report, count)
+        if fixed is None:
+            break
+        slides = fixed
+        yield "Fixing the reported issues.", [("write_file", {"path": brief.manuscript, "content": manuscript_text(slides)})]
+    if finalize:
+        yield "The manuscript is complete.", [("finalize", {"outcome": brief.manuscript})]
+
+
+def _landscape_enough(width: int, height: int) -> bool:
+    return width >= 120 and height >= 80 and 0.3 <= width / height <= 4
+
+
+def _snippets(found: str) -> list[str]:
+    lines = found.splitlines()
+    return [lines[i + 2].strip() for i, line in enumerate(lines) if re.match(r"^\d+\. ", line) and i + 2 < len(lines)]
+
+
+def _fix_manuscript(slides: list[SlidePlan], report: str, count: int) -> list[SlidePlan] | None:
+    """Slides with the reported issues fixed, or None when nothing is left to fix."""
+    issues = [(m.group(1), int(m.group(2)) if m.group(2) else None) for m in _ISSUE.finditer(report)]
+    fixable = [(code, n) for code, n in issues if code in ("missing_asset", "external_url", "duplicate_image", "missing_alt", "empty_slide", "slide_count")]
+    if not fixable:
+        return None
+    slides = [SlidePlan(s.title, list(s.bullets), s.image, s.image_alt) for s in slides]
+    for code, n in fixable:
+        if n and code in ("missing_asset", "external_url", "duplicate_image") and n <= len(slides):
+            slides[n - 1].image = None
+        if n and code == "missing_alt" and n <= len(slides):
+            slides[n - 1].image_alt = slides[n - 1].title
+        if n and code == "empty_slide" and n <= len(slides):
+            slides[n - 1].bullets = slides[n - 1].bullets or [slides[0].title]
+    while len(slides) > count:
+        slides.pop(-2 if len(slides) > 2 else -1)
+    while len(slides) < count:
+        slides.insert(-1, SlidePlan(slides[-1].title, list(slides[-1].bullets)))
+    return slides
+
+
+# ---------------------------------------------------------------- the Presenter
+
+
+def presenter(brief: Brief) -> Plan:
+    yield "Reading the manuscript.", [("read_file", {"path": brief.manuscript})]
+    text = (brief.workspace / brief.manuscript).read_text(encoding="utf-8", errors="replace")
+    plans = parse_manuscript(text)
+    design = design_for(brief.task_id)
+    thought = f"Design '{design.name}': {design.motif}. {len(plans)} slides at {brief.width}x{brief.height}."
+    yield thought, [("thinking", {"thought": thought})]
+    yield "Writing the design plan.", [("write_file", {"path": "design_plan.md", "content": design_plan(design, brief.language)})]
+    for number, plan in enumerate(plans, 1):
+        yield from _slide(brief, design, number, plan)
+    yield "Every slide is written and inspected.", [("finalize", {"outcome": "slides"})]
+
+
+def _slide(brief: Brief, design: Design, number: int, plan: SlidePlan) -> Plan:
+    path = f"slides/slide_{number:02d}.html"
+    scale, stacked, bullets = 1.0, False, list(plan.bullets)
+    image = f"../{plan.image}" if plan.image else None
+    for _ in range(MAX_SLIDE_FIXES):
+        html = slide_html(design, brief.width, brief.height, plan.title, bullets, image, scale, stacked, cover=number == 1)
+        yield f"Writing slide {number}.", [("write_file", {"path": path, "content": html})]
+        (report,) = yield f"Inspecting slide {number}.", [("inspect_slide", {"html_file": path, "aspect_ratio": brief.aspect})]
+        codes = {code for code, severity in _DEFECT.findall(report) if severity != "minor"}
+        if not codes:
+            return
+        if codes & {"overflow", "text_clipped"}:
+            scale *= 0.8
+            if scale < 0.6 and len(bullets) > 2:
+                bullets, scale = bullets[:-1], 0.8
+        if "overlap" in codes:
+            stacked, image = (True, image) if not stacked else (stacked, None)
+        if "broken_image" in codes:
+            image = None
+        if "low_contrast" in codes:
+            design = design.high_contrast()
+
+
+def single(brief: Brief) -> Plan:
+    yield from researcher(brief, finalize=False)
+    yield from presenter(brief)

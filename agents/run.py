@@ -1,0 +1,135 @@
+"""`python -m agents.run "instruction" [--attach FILE ...] [--aspect 16:9] [--slides 8] [--lang zh] [--out DIR] [key=value ...]`
+
+Generates one deck with the Researcher and Presenter agents against the configured
+model endpoint (Hydra overrides after the options, e.g. `llm=openai llm.model=gpt-4o`,
+`llm=vllm llm.base_url=http://HOST:8000/v1`, or `llm=scripted` offline). Writes the
+deck (PDF, PPTX, previews), the manuscript, the slides and the trajectories to DIR.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import hashlib
+import sys
+import time
+from pathlib import Path
+
+from hydra import compose, initialize_config_dir
+from hydra.core.config_store import ConfigStore
+from hydra.errors import HydraException
+from omegaconf import OmegaConf
+from omegaconf.errors import OmegaConfBaseException
+
+from agents.config import GenerateConfig
+from agents.deckgen import GenerationEnv, generate_deck
+from agents.hooks import Injection, StepState
+from agents.policies.scripted import Brief, ScriptedPolicy
+from agents.renderer import SLIDE_SIZES, Renderer
+from agents.research.runtime import RESOURCE_KEY, build_research
+from core.config import PROJECT_ROOT, ConfigError, resolve_role
+from core.language import detect_language
+from core.llm import ModelClient, UsageMeter
+from core.logs import console, setup_logging
+from core.protocols import Model
+from core.records import Constraints, Task
+
+ConfigStore.instance().store(name="generate_schema", node=GenerateConfig)
+
+
+class ShowSteps:
+    """A step hook that prints each agent step as it happens."""
+
+    def __init__(self, role: str):
+        self.role = role
+
+    async def after_step(self, state: StepState) -> list[Injection]:
+        calls = ", ".join(c.name for c in state.calls) or "(no tool call)"
+        errors = sum(o.is_error for o in state.observations)
+        console.print(f"[bold]{self.role}[/] step {state.step + 1}: {calls}" + (f" [red]({errors} error)[/]" if errors else ""))
+        return []
+
+
+def parse_args(argv: list[str]) -> tuple[argparse.Namespace, list[str]]:
+    parser = argparse.ArgumentParser(prog="python -m agents.run", description=__doc__.splitlines()[0])
+    parser.add_argument("instruction")
+    parser.add_argument("--attach", action="append", default=[], type=Path, metavar="FILE", help="a file to attach (repeat for more)")
+    parser.add_argument("--aspect", choices=sorted(SLIDE_SIZES), default="16:9")
+    parser.add_argument("--slides", type=int)
+    parser.add_argument("--lang", help="en, zh, ...; default: the instruction's language")
+    parser.add_argument("--out", type=Path)
+    parser.add_argument("overrides", nargs="*", help="Hydra overrides, e.g. llm=openai llm.model=gpt-4o")
+    args = parser.parse_intermixed_args(argv)
+    bad = [o for o in args.overrides if "=" not in o]
+    if bad:
+        parser.error(f"not a key=value override: {' '.join(bad)}")
+    if args.slides is not None and args.slides < 1:
+        parser.error("--slides must be >= 1")
+    missing = [str(p) for p in args.attach if not p.is_file()]
+    if missing:
+        parser.error(f"attachment not found: {', '.join(missing)}")
+    return args, args.overrides
+
+
+def load_config(overrides: list[str]) -> GenerateConfig:
+    try:
+        with initialize_config_dir(config_dir=str(PROJECT_ROOT / "configs"), version_base=None):
+            cfg = compose("generate", overrides=overrides)
+    except (HydraException, OmegaConfBaseException) as exc:
+        raise ConfigError(str(exc)) from exc
+    return OmegaConf.to_object(cfg)
+
+
+def make_task(args: argparse.Namespace) -> Task:
+    language = args.lang or detect_language(args.instruction).lang
+    task_id = "deck-" + hashlib.sha1(args.instruction.encode()).hexdigest()[:8]
+    constraints = Constraints(args.slides, args.slides, args.aspect, args.lang)
+    return Task(task_id, "manual", args.instruction, language, tuple(str(p.resolve()) for p in args.attach), constraints)
+
+
+async def generate(task: Task, cfg: GenerateConfig, out: Path) -> int:
+    meter = UsageMeter()
+    scripted = cfg.llm.backend == "scripted"
+    client = None if scripted else ModelClient(resolve_role(cfg.llm, cfg.roles, "agent"), "agent", meter)
+    if client is not None:
+        await client.list_models()  # fail fast on an unreachable endpoint
+
+    def model_for(role: str, brief: Brief) -> Model:
+        return ScriptedPolicy(role, brief) if scripted else client
+
+    research = build_research(cfg.tools, out, cfg.llm, cfg.roles, meter)
+    async with Renderer(cfg.render) as renderer:
+        env = GenerationEnv(
+            agent=cfg.agent, sandbox=cfg.tools.sandbox, renderer=renderer, model_for=model_for,
+            resources={RESOURCE_KEY: research}, removed_tools=frozenset(research.unavailable_tools()),
+            hooks_for=lambda role: [ShowSteps(role)], agents=cfg.agents, reflection=cfg.reflection,
+            policy="scripted" if scripted else "model",
+        )  # fmt: skip
+        outcome = await generate_deck(task, out, env)
+    totals = meter.totals()
+    if outcome.status != "done":
+        console.print(f"[red]failed[/]: {outcome.failure}; trajectories in {out}")
+        return 1
+    console.print(f"[green]deck[/]: {out / 'deck.pdf'} ({outcome.slides} slides, {outcome.defects} measured defects), {out / 'deck.pptx'}")
+    console.print(f"trajectories: {', '.join(str(out / p) for k, p in outcome.artifacts.items() if k.startswith('trajectory:'))}")
+    if totals.calls:
+        console.print(f"model calls {totals.calls}, tokens {totals.prompt_tokens}+{totals.completion_tokens}, cost ${totals.cost_usd:.4f}")
+    return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    args, overrides = parse_args(sys.argv[1:] if argv is None else argv)
+    setup_logging()
+    try:
+        cfg = load_config(overrides)
+    except ConfigError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    task = make_task(args)
+    out = (args.out or Path("decks") / f"{task.task_id}-{time.strftime('%Y%m%d-%H%M%S')}").resolve()
+    out.mkdir(parents=True, exist_ok=True)
+    return asyncio.run(generate(task, cfg, out))
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,72 @@
+"""The Reason tools that ground reflection in the environment: inspect_slide and inspect_manuscript.
+
+They need two resources in the tool context: `renderer` (agents.renderer.Renderer,
+one per worker process) and, optionally, `constraints` (core.records.Constraints)
+for the manuscript's slide-count and language checks. Their observations carry
+structured `data` for the critic.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import PurePosixPath
+from typing import Annotated, Literal
+
+from pydantic import Field
+
+from agents.inspection import inspect_slide as measure_slide
+from agents.manuscript import inspect_manuscript as diagnose_manuscript
+from agents.renderer import RenderError
+from agents.tools.registry import Observation, ToolContext, ToolError, tool
+from core.records import Constraints
+
+RENDERER = "renderer"
+CONSTRAINTS = "constraints"
+ASPECT = "aspect"
+Aspect = Literal["16:9", "4:3", "A1", "A2", "A3", "A4"]
+
+
+@tool("presenter")
+async def inspect_slide(
+    ctx: ToolContext,
+    html_file: Annotated[str, Field(description="The slide's HTML file in the workspace, e.g. 'slides/slide_01.html'.")],
+    aspect_ratio: Annotated[Aspect | None, Field(description="Slide format; default: the task's.")] = None,
+) -> Observation:
+    """Render a slide in the browser and look at it: returns the rendered image and the layout defects measured in the page."""
+    aspect = aspect_ratio or ctx.resources.get(ASPECT) or "16:9"
+    if not html_file.lower().endswith((".html", ".htm")):
+        raise ToolError(f"{html_file!r} is not an HTML file.")
+    path = str(ctx.workspace.resolve(html_file))
+    if ctx.workspace.stat(path) is None:
+        raise ToolError(f"{html_file!r} does not exist.")
+    png = PurePosixPath("renders") / f"{PurePosixPath(path).stem}.png"
+    ctx.workspace.mkdir("renders")
+    try:
+        result = await measure_slide(ctx.resources[RENDERER], ctx.workspace.root, path, aspect, ctx.workspace.root / png)
+    except RenderError as exc:
+        raise ToolError(f"{html_file!r} could not be rendered: {exc}") from exc
+    header = f"Rendered {path} at {result.width}x{result.height} ({aspect}); the image is attached."
+    data = result.to_dict() | {"artifact": path, "png": str(png)}
+    return Observation(f"{header}\n{result.report()}", images=(str(png),), data=data)
+
+
+@tool("researcher")
+async def inspect_manuscript(
+    ctx: ToolContext,
+    md_file: Annotated[str, Field(description="The manuscript's markdown file, e.g. 'manuscript.md'.")],
+) -> Observation:
+    """Check the manuscript: slide count, language, and per-slide issues (missing or remote images, missing alt text, duplicates, empty slides)."""
+    path = str(ctx.workspace.resolve(md_file))
+    if ctx.workspace.stat(path) is None:
+        raise ToolError(f"{md_file!r} does not exist.")
+    constraints: Constraints | None = ctx.resources.get(CONSTRAINTS)
+    wanted = {"slides_min": constraints.slides_min, "slides_max": constraints.slides_max, "language": constraints.language} if constraints else None
+    try:
+        report = await asyncio.to_thread(diagnose_manuscript, ctx.workspace.root / path, ctx.workspace.root, wanted)
+    except ValueError as exc:
+        raise ToolError(str(exc)) from exc
+    lines = [f"{path}: {report['slides']} slide(s), language {report['language']}."]
+    issues = report["issues"]
+    lines += [f"- {i['code']}" + (f" (slide {i['slide']})" if i.get("slide") else "") + f": {i['detail']}" for i in issues]
+    lines.append("No issues found." if not issues else f"{len(issues)} issue(s) to fix.")
+    return Observation("\n".join(lines), data=report | {"artifact": path, "constraints": str(wanted or "none")})

@@ -1,0 +1,112 @@
+"""The synthesis runner: one worker's renderer, models and research state; plays tasks with the critic on.
+
+Loaded by the rollout workers (`rollouts.runner`). Each rollout counts its own
+usage (agent and critic) so that its record carries its tokens and cost.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from pathlib import Path
+from typing import Sequence
+
+from agents.deckgen import DeckOutcome, GenerationEnv, generate_deck
+from agents.hooks import StepHook
+from agents.policies.scripted import Brief, ScriptedPolicy
+from agents.renderer import Renderer
+from agents.research.runtime import RESOURCE_KEY, Research, build_research
+from core.config import resolve_role
+from core.llm import ModelClient, UsageMeter
+from core.protocols import Model
+from core.records import Rollout, Task, Trajectory
+from critic.critic import CriticHook, RulesCritic, make_critic_hook
+from critic.config import CriticMode
+from pipeline.config import SynthesizeConfig
+
+SCRIPTED_CRITIC = "scripted-critic"
+
+
+class DeckRunner:
+    def __init__(self, cfg: SynthesizeConfig, meter: UsageMeter, run_dir: Path):
+        self.cfg = cfg
+        self.meter = meter
+        self.run_dir = run_dir
+        self.scripted = cfg.llm.backend == "scripted"
+        self.renderer = Renderer(cfg.render)
+        self.research: Research | None = None
+        self.agent_model: ModelClient | None = None
+        self.critic_model: ModelClient | None = None
+
+    async def start(self) -> None:
+        await self.renderer.__aenter__()
+        self.research = build_research(self.cfg.tools, self.run_dir, self.cfg.llm, self.cfg.roles, self.meter)
+        if not self.scripted:
+            self.agent_model = ModelClient(resolve_role(self.cfg.llm, self.cfg.roles, "agent"), "agent", self.meter)
+            if CriticMode(self.cfg.critic.mode) is CriticMode.extrinsic:
+                self.critic_model = ModelClient(resolve_role(self.cfg.llm, self.cfg.roles, "critic"), "critic", self.meter)
+
+    async def close(self) -> None:
+        await self.renderer.__aexit__(None, None, None)
+
+    def _critic(self, language: str, meter: UsageMeter) -> CriticHook | None:
+        mode, severity = CriticMode(self.cfg.critic.mode), self.cfg.critic.min_severity
+        if mode is CriticMode.extrinsic and self.scripted:  # offline: the critic reads the measurements
+            return CriticHook(RulesCritic(SCRIPTED_CRITIC), severity, language)
+        model = self.critic_model.with_meter(meter) if self.critic_model else None
+        return make_critic_hook(mode, model, severity, language)
+
+    async def rollout(self, task: Task, workspace: Path) -> Rollout:
+        meter = UsageMeter()
+        hooks: list[CriticHook] = []
+
+        def model_for(role: str, brief: Brief) -> Model:
+            return ScriptedPolicy(role, brief) if self.scripted else self.agent_model.with_meter(meter)
+
+        def hooks_for(role: str) -> Sequence[StepHook]:
+            hook = self._critic(task.language, meter)
+            hooks.extend([hook] if hook else [])
+            return [hook] if hook else []
+
+        env = GenerationEnv(
+            agent=self.cfg.agent, sandbox=self.cfg.tools.sandbox, renderer=self.renderer, model_for=model_for,
+            resources={RESOURCE_KEY: self.research}, removed_tools=frozenset(self.research.unavailable_tools()),
+            hooks_for=hooks_for, agents=self.cfg.agents, reflection=self.cfg.reflection,
+            policy="scripted" if self.scripted else "model",
+        )  # fmt: skip
+        try:
+            outcome = await generate_deck(task, workspace, env)
+        finally:
+            self.meter.merge(meter.snapshot())
+        return rollout_record(task, workspace.relative_to(self.run_dir), outcome, meter, hooks, env.policy)
+
+
+def rollout_record(task: Task, folder: Path, outcome: DeckOutcome, meter: UsageMeter, hooks: list[CriticHook], policy: str) -> Rollout:
+    """The Rollout row: status, artifacts (run-relative), steps, tools, injections, tokens and cost per role."""
+    usage = meter.snapshot()
+    prompt = {role: d["prompt_tokens"] for role, d in usage.items()}
+    completion = {role: d["completion_tokens"] for role, d in usage.items()}
+    for t in outcome.trajectories:  # the scripted policy makes no model calls: count its estimated tokens
+        if t.policy == "scripted":
+            prompt[t.agent] = t.usage.prompt_tokens
+            completion[t.agent] = t.usage.completion_tokens
+    findings: Counter = Counter()
+    for hook in hooks:
+        findings.update(hook.findings)
+    return Rollout(
+        task_id=task.task_id,
+        status=outcome.status,
+        failure=outcome.failure,
+        artifacts={name: (folder / path).as_posix() for name, path in outcome.artifacts.items()},
+        steps={t.agent: len(t.steps) for t in outcome.trajectories},
+        tool_counts=dict(_tool_counts(outcome.trajectories)),
+        injections=sum(len(t.injections) for t in outcome.trajectories),
+        findings=dict(findings),
+        prompt_tokens=prompt,
+        completion_tokens=completion,
+        cost_usd=sum(d["cost_usd"] for d in usage.values()),
+        policy=policy,
+    )
+
+
+def _tool_counts(trajectories: list[Trajectory]) -> Counter:
+    return Counter(c.name for t in trajectories for m in t.messages if m.kind == "model" for c in m.tool_calls)

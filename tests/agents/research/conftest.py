@@ -1,0 +1,118 @@
+"""Fixtures of the research tools' tests: one corpus index and one image library of ../shared/data per session,
+a workspace with a research context, tools called as the model calls them, and a scripted loopback HTTP server."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import replace
+from pathlib import Path
+from typing import Any, AsyncIterator, Awaitable, Callable, Optional
+
+import pytest
+
+import agents.research.tools  # noqa: F401  (registers the research tools)
+from agents.config import SandboxConfig, ServiceConfig, ToolsConfig
+from agents.research.documents import load_documents
+from agents.research.imagelib import build_library
+from agents.research.index import build_index
+from agents.research.runtime import RESOURCE_KEY, Research, build_research
+from agents.sandbox import Workspace
+from agents.tools import Observation, ToolContext, toolset_for
+from core.records import ToolCall
+from tests.fakes.http_server import ScriptedServer
+
+SHARED_DATA = Path(__file__).resolve().parents[4] / "shared" / "data"
+RESPONSES = Path(__file__).parent / "responses"
+ONLINE_SERVICES = ("searxng", "tavily", "brave", "openverse", "wikimedia", "arxiv", "semantic_scholar")
+
+Call = Callable[..., Awaitable[Observation]]
+
+
+def response(name: str) -> Any:
+    """A recorded-shape API answer from responses/ (JSON parsed; anything else as text)."""
+    path = RESPONSES / name
+    return json.loads(path.read_text(encoding="utf-8")) if path.suffix == ".json" else path.read_text(encoding="utf-8")
+
+
+@pytest.fixture(scope="session")
+def shared_data() -> Path:
+    if not SHARED_DATA.is_dir():
+        pytest.fail(f"{SHARED_DATA} is missing: the shared documents are part of the test assets")
+    return SHARED_DATA
+
+
+@pytest.fixture(scope="session")
+def corpus_path(shared_data: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    path = tmp_path_factory.mktemp("corpus") / "shared.db"
+    build_index(load_documents(shared_data), path)
+    return path
+
+
+@pytest.fixture(scope="session")
+def library_path(shared_data: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    folder = tmp_path_factory.mktemp("library") / "images"
+    build_library(shared_data, folder)
+    return folder
+
+
+@pytest.fixture
+def tools_config(corpus_path: Path, library_path: Path, tmp_path: Path) -> ToolsConfig:
+    """Offline backends over the session's index and library; the cache records into tmp_path/cache."""
+    sandbox = SandboxConfig(call_timeout_s=30)
+    return ToolsConfig(corpus_index=str(corpus_path), image_library=str(library_path), cache_dir=str(tmp_path / "cache"),
+                       http_retries=1, http_timeout_s=5, sandbox=sandbox)  # fmt: skip
+
+
+def pointed_at(cfg: ToolsConfig, url: str, **changes: Any) -> ToolsConfig:
+    """`cfg` with every online service at `url` (a loopback server) and test keys, plus `changes`."""
+    services = {name: ServiceConfig(url, f"TEST_{name.upper()}_KEY") for name in ONLINE_SERVICES}
+    return replace(cfg, services=services, **changes)
+
+
+@pytest.fixture(autouse=True)
+def service_keys(monkeypatch: pytest.MonkeyPatch) -> None:
+    for name in ONLINE_SERVICES:
+        monkeypatch.setenv(f"TEST_{name.upper()}_KEY", f"key-{name}")
+
+
+@pytest.fixture
+def workspace(tmp_path: Path) -> Workspace:
+    root = tmp_path / "ws"
+    root.mkdir()
+    return Workspace(root, SandboxConfig(call_timeout_s=30))
+
+
+def caller(ctx: ToolContext) -> Call:
+    """`caller(ctx)("search_web", query=...)`: a research tool called as the model calls it (JSON arguments, by name)."""
+    tools = toolset_for("researcher")
+
+    async def run(name: str, **arguments: Any) -> Observation:
+        return await tools.call(ctx, ToolCall("call_0", name, json.dumps(arguments)))
+
+    return run
+
+
+@pytest.fixture
+def research_call(tools_config: ToolsConfig, workspace: Workspace, tmp_path: Path) -> Callable[..., Call]:
+    """`research_call(cfg)` or `research_call(research=r)`: a caller with that research context, in the
+    test's workspace or in `root` (a fresh one)."""
+
+    def make(cfg: Optional[ToolsConfig] = None, research: Optional[Research] = None, root: Optional[Path] = None) -> Call:
+        research = research or build_research(cfg or tools_config, tmp_path)
+        if root is not None:
+            root.mkdir(parents=True)
+        ctx = ToolContext(Workspace(root or workspace.root, research.config.sandbox), "researcher", {RESOURCE_KEY: research})
+        return caller(ctx)
+
+    return make
+
+
+@pytest.fixture
+def call(research_call: Callable[..., Call]) -> Call:
+    return research_call()
+
+
+@pytest.fixture
+async def server() -> AsyncIterator[ScriptedServer]:
+    async with ScriptedServer() as srv:
+        yield srv

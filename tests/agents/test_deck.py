@@ -1,0 +1,104 @@
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import pymupdf
+import pytest
+from PIL import Image
+from pptx import Presentation
+
+from agents.deck import export_deck, slide_files
+from agents.renderer import Renderer
+from tests.agents.conftest import FIXTURES, SLIDES, session_loop
+
+
+def _workspace(tmp_path: Path, names: list[str]) -> Path:
+    shutil.copytree(FIXTURES / "assets", tmp_path / "assets")
+    (tmp_path / "slides").mkdir()
+    for number, name in zip((1, 2, 10), names):
+        shutil.copy(SLIDES / name, tmp_path / "slides" / f"slide_{number:02d}.html")
+    return tmp_path
+
+
+def test_slide_files_sort_by_number(tmp_path: Path) -> None:
+    for name in (
+        "slide_10.html",
+        "slide_2.html",
+        "slide_01.html",
+        "notes.html",
+        "slide_3.png",
+    ):
+        (tmp_path / name).write_text("x")
+    assert [p.name for p in slide_files(tmp_path)] == [
+        "slide_01.html",
+        "slide_2.html",
+        "slide_10.html",
+    ]
+    with pytest.raises(ValueError, match="no slide_NN.html"):
+        slide_files(_empty(tmp_path))
+    with pytest.raises(ValueError, match="not a folder"):
+        slide_files(tmp_path / "missing")
+
+
+def _empty(tmp_path: Path) -> Path:
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    return empty
+
+
+@pytest.mark.chromium
+@session_loop
+async def test_export_16_9_deck(renderer: Renderer, tmp_path: Path) -> None:
+    ws = _workspace(
+        tmp_path,
+        ["clean_title_en.html", "clean_image_text_en.html", "clean_table_zh.html"],
+    )
+    export = await export_deck(
+        renderer,
+        ws / "slides",
+        "16:9",
+        ws / "deck.pdf",
+        png_dir=ws / "renders",
+        pptx_path=ws / "deck.pptx",
+    )
+    assert export.pages == 3 and export.defects == 0
+    with pymupdf.open(ws / "deck.pdf") as pdf:
+        assert [(p.rect.width, p.rect.height) for p in pdf] == [(960, 540)] * 3
+        assert (
+            "Retrieval-Augmented" in pdf[0].get_text() and "华东" in pdf[2].get_text()
+        )
+        assert pdf[1].get_images()  # the photo came along
+    assert [p.name for p in export.pngs] == [
+        "slide_01.png",
+        "slide_02.png",
+        "slide_10.png",
+    ]
+    assert [Image.open(p).size for p in export.pngs] == [(1280, 720)] * 3
+    deck = Presentation(str(ws / "deck.pptx"))
+    assert (deck.slide_width, deck.slide_height) == (
+        12192000,
+        6858000,
+    )  # 13.333 x 7.5 in
+    assert [len(s.shapes) for s in deck.slides] == [1, 1, 1]
+    picture = deck.slides[0].shapes[0]
+    assert (picture.left, picture.top, picture.width, picture.height) == (
+        0,
+        0,
+        deck.slide_width,
+        deck.slide_height,
+    )
+
+
+@pytest.mark.chromium
+@session_loop
+async def test_export_4_3_deck_keeps_one_page_per_slide(
+    renderer: Renderer, tmp_path: Path
+) -> None:
+    ws = _workspace(tmp_path, ["clean_43_zh.html", "overflow_1_list_en.html"])
+    export = await export_deck(
+        renderer, ws / "slides", "4:3", ws / "out" / "deck.pdf", png_dir=ws / "png"
+    )
+    assert export.pages == 2 and export.pptx is None and export.defects > 0
+    with pymupdf.open(ws / "out" / "deck.pdf") as pdf:
+        assert [(p.rect.width, p.rect.height) for p in pdf] == [(720, 540)] * 2
