@@ -35,9 +35,8 @@ class DeckExport:
     pngs: tuple[Path, ...]
     pages: int
     defects: int  # defects measured over all slides
-    results: tuple[
-        RenderResult, ...
-    ] = ()  # per slide, in order: measured defects and layout
+    # Per slide, in order: measured defects and layout.
+    results: tuple[RenderResult, ...] = ()
 
 
 def slide_files(slides_dir: Path) -> list[Path]:
@@ -145,7 +144,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--pdf", type=Path, required=True)
     parser.add_argument("--pptx", type=Path)
     parser.add_argument(
-        "--png-dir", type=Path, help="default: renders/ beside the slides folder"
+        "--png-dir", type=Path, help="default: previews/ beside the slides folder"
     )
     parser.add_argument(
         "--workspace",
@@ -162,7 +161,7 @@ def main(argv: list[str] | None = None) -> int:
     except ValueError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
-    png_dir = args.png_dir or args.slides_dir.parent / "renders"
+    png_dir = args.png_dir or args.slides_dir.parent / "previews"
     try:
         export = asyncio.run(
             _export(

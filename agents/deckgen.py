@@ -150,8 +150,9 @@ def _save(workspace: Path, trajectory: Trajectory) -> None:
 
 async def generate_deck(task: Task, workspace: Path, env: GenerationEnv) -> DeckOutcome:
     """Play `task` in `workspace` and export the deck; never raises for an agent's failure."""
-    brief = brief_for(task, workspace, copy_attachments(task, workspace))
+    workspace.mkdir(parents=True, exist_ok=True)
     can_inspect = env.reflection != "none"
+    brief = replace(brief_for(task, workspace, copy_attachments(task, workspace)), can_inspect=can_inspect)
     removed = set(env.removed_tools) | (set() if can_inspect else set(INSPECT_TOOLS))
     resources = {RENDERER: env.renderer, CONSTRAINTS: task.constraints, ASPECT: brief.aspect, **env.resources}
     roles = ["researcher", "presenter"] if env.agents == "dual" else ["single"]

@@ -54,6 +54,7 @@ class Brief:
     attachments: tuple[str, ...]  # workspace-relative
     workspace: Path
     manuscript: str = "manuscript.md"
+    can_inspect: bool = True  # False when the inspect tools are not offered (reflection=none)
 
 
 class ScriptedPolicy:
@@ -127,7 +128,7 @@ def researcher(brief: Brief, finalize: bool = True) -> Plan:
         yield "Collecting the figures into assets/.", [("execute_command", {"command": copy})]
     slides = outline(title, brief.instruction.split("\n")[0], brief.language, count, documents, snippets, assets)
     yield f"Writing the manuscript: {len(slides)} slides.", [("write_file", {"path": brief.manuscript, "content": manuscript_text(slides)})]
-    for _ in range(3):
+    for _ in range(3 if brief.can_inspect else 0):
         (report,) = yield "Checking the manuscript.", [("inspect_manuscript", {"md_file": brief.manuscript})]
         fixed = _fix_manuscript(slides, report, count)
         if fixed is None:
@@ -191,6 +192,8 @@ def _slide(brief: Brief, design: Design, number: int, plan: SlidePlan) -> Plan:
     for _ in range(MAX_SLIDE_FIXES):
         html = slide_html(design, brief.width, brief.height, plan.title, bullets, image, scale, stacked, cover=number == 1)
         yield f"Writing slide {number}.", [("write_file", {"path": path, "content": html})]
+        if not brief.can_inspect:
+            return
         (report,) = yield f"Inspecting slide {number}.", [("inspect_slide", {"html_file": path, "aspect_ratio": brief.aspect})]
         codes = {code for code, severity in _DEFECT.findall(report) if severity != "minor"}
         if not codes:
