@@ -28,7 +28,7 @@ from agents.renderer import Renderer, aspect_size
 from agents.sandbox import Workspace
 from agents.tools import ToolContext
 from agents.toolbox import toolset_for
-from agents.tools.inspection_tools import ASPECT, CONSTRAINTS, RENDERER
+from agents.tools.inspection_tools import ASPECT, CONSTRAINTS, INSPECT_TOOLS, RENDERER
 from core.prompts import render
 from core.protocols import Model
 from core.records import Task, Trajectory
@@ -36,7 +36,6 @@ from core.records import Task, Trajectory
 log = logging.getLogger(__name__)
 
 PROMPTS = Path(__file__).parent / "roles" / "prompts"
-INSPECT_TOOLS = ("inspect_slide", "inspect_manuscript")
 LANGUAGE_NAMES = {"en": {"en": "English", "zh": "Chinese"}, "zh": {"en": "英文", "zh": "中文"}}
 ASPECT_NAMES = {
     "en": {"16:9": "16:9 widescreen", "4:3": "4:3 standard", "A1": "A1 portrait poster"},

@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from agents.hooks import Injection, StepState
+from agents.tools.inspection_tools import INSPECT_TOOLS
 from core.json_reply import JSONReplyError, ask_json
 from core.llm_types import ModelError
 from core.prompts import render
@@ -28,7 +29,6 @@ from critic.findings import Finding, Review, at_least, findings_from_measurement
 log = logging.getLogger(__name__)
 
 PROMPTS = Path(__file__).parent / "prompts"
-INSPECT_TOOLS = ("inspect_slide", "inspect_manuscript")
 MAX_SOURCE_CHARS = 12_000
 
 

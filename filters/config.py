@@ -4,12 +4,19 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-GATES = ("constraint", "consistency", "quality")
+from critic.config import Severity
+
+GATES = ("constraint", "consistency", "quality")  # the default gates, in pipeline order
 
 
 @dataclass
 class FiltersConfig:
-    gates: list[str] = field(default_factory=lambda: list(GATES))  # [] keeps every trajectory
+    gates: list[str] = field(default_factory=lambda: list(GATES))  # [] keeps every finished trajectory
     aspect_tolerance: float = 0.02  # relative difference of width/height ratios
     language_threshold: float = 0.5  # CJK share that makes a deck Chinese
     min_constraint_score: float = 1.0  # fraction of constraints a deck must meet
+    quality_reject_severity: Severity = Severity.critical  # measured defects this bad reject without a judge call
+    quality_images_per_call: int = 8  # slide images per quality-judge request (the VLM's image limit)
+    consistency_max_diff_chars: int = 8000  # revision diff shown to the consistency judge per injection
+    json_retries: int = 2  # re-asks after a malformed judge reply
+    max_concurrency: int = 16  # rollouts filtered at once

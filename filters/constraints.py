@@ -14,6 +14,7 @@ failure (`UnusablePDF`), never a crash.
 from __future__ import annotations
 
 import argparse
+import asyncio
 import json
 import math
 import re
@@ -25,19 +26,21 @@ from typing import NoReturn, Sequence
 import pymupdf
 
 from core.language import detect_language
+from core.protocols import Model
 from core.records import Constraints, Verdict
 from filters.config import FiltersConfig
+from filters.gates import ArtifactError, Candidate, environment_verdict, register_gate
 
 GATE = "constraint"
 ASPECTS: dict[str, float] = {"16:9": 16 / 9, "4:3": 4 / 3, **{f"A{n}": 1 / math.sqrt(2) for n in range(1, 5)}}  # w / h
 _A0_AREA_PT2 = 2383.9 * 3370.4  # one square metre
 
 
-class UnusablePDF(Exception):
+class UnusablePDF(ArtifactError):
     """The deck PDF is missing or cannot be read: an environment failure."""
 
     def to_verdict(self, task_id: str) -> Verdict:
-        return Verdict(task_id=task_id, gate=GATE, passed=False, category="environment", score=0.0, reasons=(str(self),))
+        return environment_verdict(task_id, GATE, str(self))
 
 
 @dataclass(frozen=True)
@@ -168,6 +171,26 @@ def _language(text: str, expected: str, threshold: float) -> Check:
     guess = detect_language(text, threshold)
     wanted = expected.split("-")[0].lower()
     return Check(guess.lang == wanted, expected, guess.lang)
+
+
+# ---------------------------------------------------------------- the gate
+
+
+class ConstraintGate:
+    name = GATE
+
+    def __init__(self, cfg: FiltersConfig):
+        self.cfg = cfg
+
+    async def judge(self, candidate: Candidate) -> Verdict:
+        pdf = candidate.path("pdf")
+        report = await asyncio.to_thread(check_deck, pdf, candidate.task.constraints, self.cfg)
+        return report.to_verdict(candidate.task.task_id)
+
+
+@register_gate(GATE)
+def _build(cfg: FiltersConfig, _: Model | None) -> ConstraintGate:
+    return ConstraintGate(cfg)
 
 
 # ---------------------------------------------------------------- CLI

@@ -32,6 +32,7 @@ from core.logs import console
 from core.records import Rollout, Task, read_parquet
 from core.run import RunContext
 from core.store import RunStore, UnitExists
+from pipeline.rollout_stats import publish, summarize
 from pipeline.stages import stage
 
 log = logging.getLogger(__name__)
@@ -289,14 +290,9 @@ def run_rollouts(ctx: RunContext) -> dict[str, Any]:
     feed = roll_out(ctx, todo) if todo else Feed()
     elapsed = time.monotonic() - started
     ctx.store.compact(STAGE, Rollout)
-    records = [r for r in ctx.store.load(STAGE, Rollout) if r.task_id in {t.task_id for t in tasks}]
-    finished = sum(r.status == "done" for r in records)
-    return {
-        "tasks": len(tasks),
-        "played": len(feed.finished),
-        "done": finished,
-        "failed": len(records) - finished,
-        "resubmitted": feed.resubmitted,
-        "rollouts_per_hour": round(3600 * len(feed.finished) / elapsed, 1) if feed.finished and elapsed else 0.0,
-        "cost_usd": round(sum(r.cost_usd for r in records), 4),
-    }
+    wanted = {t.task_id for t in tasks}
+    records = [r for r in ctx.store.load(STAGE, Rollout) if r.task_id in wanted]
+    stats = summarize(records, len(tasks), len(feed.finished), elapsed, str(ctx.cfg.critic.mode.value))
+    publish(ctx, stats | {"resubmitted": feed.resubmitted}, records)
+    keys = ("tasks", "played", "done", "failed", "yield", "rollouts_per_hour", "cost_usd", "injections")
+    return {k: stats[k] for k in keys} | {"resubmitted": feed.resubmitted}

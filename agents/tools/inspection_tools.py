@@ -20,6 +20,7 @@ from agents.renderer import RenderError
 from agents.tools.registry import Observation, ToolContext, ToolError, tool
 from core.records import Constraints
 
+INSPECT_TOOLS = ("inspect_slide", "inspect_manuscript")
 RENDERER = "renderer"
 CONSTRAINTS = "constraints"
 ASPECT = "aspect"

@@ -1,0 +1,210 @@
+"""Stage 3, filters: one verdict per gate per finished rollout, then the failure report.
+
+    python -m filters.run RUN_DIR [KEY=VALUE ...]
+    python -m filters.run runs/demo filters.gates=[constraint,quality] roles.quality_judge.base_url=http://gpu:8000/v1
+
+Reads the filters, llm and roles sections of RUN_DIR/config.yaml (KEY=VALUE overrides
+win), the tasks (tasks/*.parquet) and rollouts.parquet. A failed rollout gets one
+`environment` verdict from its failure and no gate runs; every finished one goes through
+each gate of `filters.gates` (see filters.gates.REGISTRY). Each verdict is published once
+as units/verdicts/<task_id>__<gate>.json, so a rerun judges only what is missing; a judge
+that fails leaves its verdict missing (undecided) for the next run. Then verdicts.parquet
+and RUN_DIR/filters/{failures.md, failures.png, defects.png}. Accepted = every gate passed;
+`filters.gates=[]` keeps every finished rollout.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import logging
+import sys
+from collections import Counter
+from contextlib import AsyncExitStack
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, NoReturn, Sequence
+
+import yaml
+from omegaconf import OmegaConf
+from omegaconf.errors import OmegaConfBaseException
+
+from core.config import ConfigError, LLMConfig, RoleConfig, resolve_role
+from core.json_reply import JSONReplyError
+from core.llm import ModelClient, UsageMeter
+from core.llm_types import ModelError
+from core.logs import setup_logging
+from core.records import Rollout, Task, Verdict, read_parquet
+from core.store import RunStore
+from filters import consistency, constraints, quality  # noqa: F401 - importing a gate module registers its gate
+from filters.config import FiltersConfig
+from filters.gates import REGISTRY, ArtifactError, Candidate, Gate, environment_verdict
+from filters.report import ENVIRONMENT, UNDECIDED, write_report
+
+log = logging.getLogger(__name__)
+
+STAGE = "verdicts"
+
+
+@dataclass
+class FilterRunConfig:
+    """The parts of a run's config the filters read."""
+
+    filters: FiltersConfig = field(default_factory=FiltersConfig)
+    llm: LLMConfig = field(default_factory=LLMConfig)
+    roles: dict[str, RoleConfig] = field(default_factory=dict)
+
+
+class RunIncomplete(RuntimeError):
+    """The run directory lacks what the filters read (tasks, rollouts)."""
+
+
+def unit_id(task_id: str, gate: str) -> str:
+    return f"{task_id}__{gate}"
+
+
+def load_config(root: Path, overrides: Sequence[str] = ()) -> FilterRunConfig:
+    """RUN_DIR/config.yaml's filters, llm and roles (defaults where absent), then `overrides`."""
+    path = root / "config.yaml"
+    saved = yaml.safe_load(path.read_text(encoding="utf-8")) if path.is_file() else {}
+    try:
+        merged = OmegaConf.merge(
+            OmegaConf.structured(FilterRunConfig),
+            {k: v for k, v in (saved or {}).items() if k in ("filters", "llm", "roles")},
+            OmegaConf.from_dotlist(list(overrides)),
+        )
+        cfg = OmegaConf.to_object(merged)
+    except OmegaConfBaseException as exc:
+        raise ConfigError(f"{path}: {exc}".replace("\n", "; ")) from exc
+    assert isinstance(cfg, FilterRunConfig)
+    validate(cfg.filters)
+    return cfg
+
+
+def validate(cfg: FiltersConfig) -> None:
+    """What the types cannot say; raises ConfigError naming the key."""
+    unknown = [g for g in cfg.gates if g not in REGISTRY]
+    if unknown:
+        raise ConfigError(f"filters.gates={list(cfg.gates)}: unknown {unknown}; registered: {sorted(REGISTRY)}")
+    if cfg.quality_images_per_call < 1 or cfg.max_concurrency < 1:
+        raise ConfigError("filters.quality_images_per_call and filters.max_concurrency must be >= 1")
+
+
+def load_inputs(store: RunStore) -> tuple[dict[str, Task], list[Rollout]]:
+    rollouts_path = store.path("rollouts.parquet")
+    if not rollouts_path.is_file():
+        raise RunIncomplete(f"{rollouts_path} is missing: run the rollouts stage first")
+    task_files = sorted(store.path("tasks").glob("*.parquet"))
+    tasks = {t.task_id: t for f in task_files for t in read_parquet(f, Task)}
+    rollouts = read_parquet(rollouts_path, Rollout)
+    orphans = [r.task_id for r in rollouts if r.task_id not in tasks]
+    if orphans:
+        raise RunIncomplete(f"rollouts of unknown tasks (not in {store.path('tasks')}/*.parquet): {orphans[:5]}")
+    return tasks, rollouts
+
+
+async def build_gates(names: Sequence[str], cfg: FilterRunConfig, meter: UsageMeter, stack: AsyncExitStack) -> dict[str, Gate]:
+    """The named gates, each with its judge model (None with a scripted backend); endpoints are checked first."""
+    gates = {}
+    for name in names:
+        spec = REGISTRY[name]
+        model = None
+        if spec.role is not None:
+            role_cfg = resolve_role(cfg.llm, cfg.roles, spec.role)
+            if role_cfg.backend != "scripted":
+                model = ModelClient(role_cfg, spec.role, meter)
+                stack.push_async_callback(model.aclose)
+                await model.list_models()  # a reachable endpoint before any judging
+        gates[name] = spec.build(cfg.filters, model)
+    return gates
+
+
+async def _verdict(gate: Gate, candidate: Candidate) -> Verdict:
+    try:
+        return await gate.judge(candidate)
+    except ArtifactError as exc:
+        return environment_verdict(candidate.task.task_id, gate.name, str(exc))
+
+
+async def judge_rollouts(store: RunStore, cfg: FilterRunConfig, meter: UsageMeter) -> dict[str, Any]:
+    validate(cfg.filters)
+    tasks, rollouts = load_inputs(store)
+    names = list(cfg.filters.gates)
+    done = store.done(STAGE)
+    pending = {
+        r.task_id: [g for g in ([ENVIRONMENT] if r.status != "done" else names) if unit_id(r.task_id, g) not in done]
+        for r in rollouts
+    }
+    needed = [g for g in names if any(g in todo for todo in pending.values())]
+    slots = asyncio.Semaphore(cfg.filters.max_concurrency)
+    undecided: Counter[str] = Counter()
+
+    async def one(gates: dict[str, Gate], rollout: Rollout, gate_name: str) -> None:
+        if gate_name == ENVIRONMENT:
+            verdict = environment_verdict(rollout.task_id, ENVIRONMENT, rollout.failure or "the rollout failed")
+        else:
+            async with slots:
+                try:
+                    verdict = await _verdict(gates[gate_name], Candidate(tasks[rollout.task_id], rollout, store.root))
+                except (ModelError, JSONReplyError) as exc:
+                    undecided[gate_name] += 1
+                    log.warning("%s: the %s judge gave no verdict (left for a rerun): %s", rollout.task_id, gate_name, exc)
+                    return
+        await asyncio.to_thread(store.commit, STAGE, unit_id(rollout.task_id, gate_name), verdict)  # fsyncs overlap
+
+    async with AsyncExitStack() as stack:
+        gates = await build_gates(needed, cfg, meter, stack)
+        await asyncio.gather(*(one(gates, r, g) for r in rollouts for g in pending[r.task_id]))
+    judged = sum(map(len, pending.values())) - sum(undecided.values())
+    return _summarise(store, rollouts, names, judged, undecided)
+
+
+def _summarise(store: RunStore, rollouts: list[Rollout], gates: list[str], judged: int, undecided: Counter[str]) -> dict[str, Any]:
+    store.compact(STAGE, Verdict)
+    ids = {r.task_id for r in rollouts}
+    verdicts = [v for v in store.load(STAGE, Verdict) if v.task_id in ids]
+    found = write_report(store.root, rollouts, verdicts, gates)
+    categories = Counter(o.category for o in found)
+    figures: dict[str, Any] = {
+        "rollouts": len(rollouts),
+        "accepted": categories.pop(None, 0),
+        "undecided": categories.pop(UNDECIDED, 0),
+        "rejected": sum(categories.values()),
+        "verdicts_written": judged,
+    }
+    figures |= {f"rejected_{category}": n for category, n in sorted(categories.items())}
+    figures |= {f"judge_failures_{gate}": n for gate, n in sorted(undecided.items())}
+    log.info("filters: %s (report in %s)", figures, store.path("filters", "failures.md"))
+    return figures
+
+
+# ---------------------------------------------------------------- CLI
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str) -> NoReturn:
+        self.exit(2, f"{self.prog}: error: {message}\n")
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = _Parser(prog="python -m filters.run", description=__doc__.split("\n\n")[0])
+    parser.add_argument("run_dir", type=Path, help="the run directory (holds config.yaml, tasks/, rollouts.parquet)")
+    parser.add_argument("overrides", nargs="*", metavar="KEY=VALUE", help="config overrides, e.g. filters.gates=[constraint]")
+    args = parser.parse_args(argv)
+    root = args.run_dir.resolve()
+    if not root.is_dir():
+        parser.error(f"{root}: not a directory")
+    try:
+        cfg = load_config(root, args.overrides)
+        setup_logging(root / "logs" / "filters.log")
+        figures = asyncio.run(judge_rollouts(RunStore(root), cfg, UsageMeter()))
+    except (ConfigError, RunIncomplete, ModelError) as exc:
+        print(f"{parser.prog}: error: {exc}", file=sys.stderr)
+        return 2
+    print(root.joinpath("filters", "failures.md").read_text(encoding="utf-8"))
+    print(" ".join(f"{k}={v}" for k, v in figures.items()))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
