@@ -141,6 +141,8 @@ PERFORMANCE_KEYS: tuple[str, ...] = (
     "rollouts.error_window",
     "rollouts.max_error_rate",
     "rollouts.max_attempts",
+    "filters.max_concurrency",
+    "filters.json_retries",
     "render.max_concurrent",
     "render.max_pages",
 )

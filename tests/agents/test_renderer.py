@@ -221,6 +221,7 @@ def _browser_processes() -> list[psutil.Process]:
 
 
 @pytest.mark.chromium
+@pytest.mark.slow
 async def test_batch_survives_chromium_being_killed(tmp_path: Path) -> None:
     files = sorted(SLIDES.glob("clean_*.html"))[:12]
     async with Renderer(
@@ -249,6 +250,7 @@ async def test_batch_survives_chromium_being_killed(tmp_path: Path) -> None:
 
 
 @pytest.mark.chromium
+@pytest.mark.slow
 async def test_hung_chromium_is_replaced(tmp_path: Path) -> None:
     slide = SLIDES / "clean_title_en.html"
     async with Renderer(RenderConfig(timeout_s=3)) as renderer:
@@ -272,6 +274,7 @@ async def test_hung_chromium_is_replaced(tmp_path: Path) -> None:
 
 
 @pytest.mark.chromium
+@pytest.mark.slow
 async def test_a_slide_that_hangs_fails_cleanly_and_the_renderer_goes_on(
     tmp_path: Path,
 ) -> None:

@@ -35,7 +35,7 @@ class ScriptedRunner:
                 os._exit(1)
         if "CRASH" in words:
             raise RuntimeError("scripted crash")
-        await asyncio.sleep(60 if "SLOW" in words else 0.05)
+        await asyncio.sleep(60 if "SLOW" in words else 0.3)
         self.meter.record_call("agent", Usage(100, 10), 0.001, 0.05, False)
         if "FAIL" in words:
             return Rollout(task_id=task.task_id, status="failed", failure="environment/model_error:server")
