@@ -25,7 +25,7 @@ $(PY):
 $(DEPS): pyproject.toml | $(PY)
 	@echo "installing Python packages into $(VENV) (log: $(VENV)/pip.log)"
 	@$(PY) -m pip install -q -U pip > $(VENV)/pip.log 2>&1 || (cat $(VENV)/pip.log; exit 1)
-	@$(PY) -m pip install -q -e ".[dev,eval]" >> $(VENV)/pip.log 2>&1 || (tail -50 $(VENV)/pip.log; exit 1)
+	@$(PY) -m pip install -q -e ".[dev,eval,train]" >> $(VENV)/pip.log 2>&1 || (tail -50 $(VENV)/pip.log; exit 1)
 	@touch $@
 
 benchmarks: setup

@@ -21,6 +21,7 @@ from core.config import (
 )
 from critic.config import CriticConfig
 from filters.config import GATES, FiltersConfig
+from train.config import ExportConfig, validate_export
 
 ASPECTS = ("16:9", "4:3", "A1", "A2", "A3", "A4", "free")
 STAGES = ("tasks", "rollouts", "filters", "export", "report")
@@ -100,6 +101,7 @@ class SynthesizeConfig:
     sources: SourcesConfig = field(default_factory=SourcesConfig)
     tasks: TasksConfig = field(default_factory=TasksConfig)
     rollouts: RolloutsConfig = field(default_factory=RolloutsConfig)
+    export: ExportConfig = field(default_factory=ExportConfig)
     ray: RayConfig = field(default_factory=RayConfig)
     tracking: TrackingConfig = field(default_factory=TrackingConfig)
 
@@ -108,6 +110,7 @@ def validate(cfg: DictConfig) -> None:
     """Everything Hydra's types cannot say; raises ConfigError naming the key."""
     validate_common(cfg)
     validate_tools_config(OmegaConf.to_object(cfg.tools))
+    validate_export(OmegaConf.to_object(cfg.export))
     if cfg.agents not in ("dual", "single"):
         raise ConfigError(f"agents={cfg.agents!r}: expected 'dual' or 'single'")
     if cfg.reflection not in ("grounded", "none"):

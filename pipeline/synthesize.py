@@ -5,7 +5,7 @@ from __future__ import annotations
 import hydra
 from omegaconf import DictConfig
 
-from pipeline import filtering as _filters, rollouts as _rollouts, tasks as _tasks  # noqa: F401  (register the stages)
+from pipeline import exporting as _export, filtering as _filters, rollouts as _rollouts, tasks as _tasks  # noqa: F401  (stages)
 from pipeline.config import validate
 from pipeline.stages import run_stages
 

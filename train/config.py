@@ -1,50 +1,114 @@
-"""The root config of `python -m train.sft` (configs/sft.yaml), registered in Hydra's ConfigStore."""
+"""Typed configs of `train/`: the export (ExportConfig) and the root config of `python -m train.sft` (SFTConfig)."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Optional
+from enum import Enum
+from typing import Any, Optional
 
 from hydra.core.config_store import ConfigStore
 
-from core.config import LLMConfig, RunConfig, TrackingConfig
+from core.config import ConfigError, LLMConfig, RunConfig, TrackingConfig, validate_common
+
+
+class Truncation(str, Enum):
+    drop = "drop"  # a sample longer than max_length is reported and left out
+    truncate = "truncate"  # cut at the last agent turn that fits
+
+
+@dataclass
+class ExportConfig:
+    """Accepted trajectories -> MS-SWIFT agent-format JSONL (`python -m train.export`)."""
+
+    out_dir: Optional[str] = None  # default: <run dir>/sft
+    max_length: int = 51_200  # tokens, as the SFT template counts them
+    truncation: Truncation = Truncation.drop
+    mask_critic: bool = False  # true: critic injections get "loss": false (context only)
+    val_fraction: float = 0.05  # share of tasks held out as val.jsonl (by task, never by sample)
+    seed: int = 0
+    model_dir: Optional[str] = None  # local processor files: count tokens with the real template
+    template: str = "glm4_5v"
+    agent_template: str = "glm4_5"
+    link_images: bool = True  # hard-link images into the export when possible, else copy
+    push_to_hub: Optional[str] = None  # a Hugging Face dataset repo id; None: local only
+    hub_private: bool = True
 
 
 @dataclass
 class ModelSpec:
-    id: str = "zai-org/GLM-4.6V-Flash"
+    id: str = "zai-org/GLM-4.6V-Flash"  # a hub id, or a local directory when hub=local
     hub: str = "huggingface"  # huggingface | modelscope | local
     model_type: str = "glm4v"
     template: str = "glm4_5v"
     agent_template: str = "glm4_5"
+    torch_dtype: str = "bfloat16"
+    attn_impl: str = "flash_attn"
+    build_script: Optional[str] = None  # project-relative script that builds a missing local model: `script OUT_DIR`
 
 
 @dataclass
 class TrainArgs:
-    dataset_dir: Optional[str] = None  # default: <run dir>/sft
+    dataset_dir: Optional[str] = None  # the export folder; default: <run dir>/sft
+    output_dir: Optional[str] = None  # checkpoints; default: <run dir>/checkpoints
     epochs: int = 5
+    max_steps: Optional[int] = None  # stop early (smoke runs); None: the epochs decide
     learning_rate: float = 1e-5
-    global_batch_size: int = 32
+    global_batch_size: int = 32  # = per_device_batch_size x gradient accumulation x GPUs (packs when packing)
     per_device_batch_size: int = 1
     max_length: int = 51_200
-    deepspeed: str = "zero3"
+    truncation_strategy: str = "delete"  # what MS-SWIFT does with a longer sample
+    deepspeed: Optional[str] = "zero3"  # None: no DeepSpeed (CPU smoke runs)
     packing: bool = True
     freeze_vit: bool = True
     freeze_aligner: bool = True
     gradient_checkpointing: bool = True
-    nproc_per_node: int = 8
-    nnodes: int = 1
-    dry_run: bool = False
+    save_steps: int = 50
+    save_total_limit: int = 2
+    logging_steps: int = 5
+    resume: Optional[str] = None  # a checkpoint directory, or "latest" (the newest under output_dir)
+    # Distributed launch. None reads the environment (NPROC_PER_NODE, NNODES, NODE_RANK,
+    # MASTER_ADDR, MASTER_PORT); the defaults are one node with 8 GPUs.
+    nproc_per_node: Optional[int] = None
+    nnodes: Optional[int] = None
+    node_rank: Optional[int] = None
+    master_addr: Optional[str] = None
+    master_port: Optional[int] = None
+    extra_args: dict[str, Any] = field(default_factory=dict)  # other `swift sft` flags: +train.extra_args.warmup_ratio=0.05
+    dry_run: bool = False  # print the command and environment, check the dataset, do not train
 
 
 @dataclass
 class SFTConfig:
     run: RunConfig = field(default_factory=RunConfig)
-    limit: Optional[int] = None
+    limit: Optional[int] = None  # accepted like every entry point; training uses the whole export
     llm: LLMConfig = field(default_factory=LLMConfig)  # accepted like every entry point; unused by training
     model: ModelSpec = field(default_factory=ModelSpec)
     train: TrainArgs = field(default_factory=TrainArgs)
     tracking: TrackingConfig = field(default_factory=TrackingConfig)
+
+
+HUBS = ("huggingface", "modelscope", "local")
+
+
+def validate_export(cfg: ExportConfig) -> None:
+    if cfg.max_length < 1:
+        raise ConfigError(f"export.max_length={cfg.max_length}: must be positive")
+    if not 0.0 <= cfg.val_fraction < 1.0:
+        raise ConfigError(f"export.val_fraction={cfg.val_fraction}: must be in [0, 1)")
+    Truncation(cfg.truncation)
+
+
+def validate_sft(cfg: Any) -> None:
+    """Semantic checks of an SFTConfig (DictConfig or object); each ConfigError names the key."""
+    validate_common(cfg)
+    if cfg.model.hub not in HUBS:
+        raise ConfigError(f"model.hub={cfg.model.hub!r}: expected one of {', '.join(HUBS)}")
+    t = cfg.train
+    for key in ("epochs", "global_batch_size", "per_device_batch_size", "max_length", "save_steps"):
+        if getattr(t, key) < 1:
+            raise ConfigError(f"train.{key}={getattr(t, key)}: must be >= 1")
+    if t.learning_rate <= 0:
+        raise ConfigError(f"train.learning_rate={t.learning_rate}: must be positive")
 
 
 ConfigStore.instance().store(name="sft_schema", node=SFTConfig)

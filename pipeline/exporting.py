@@ -1,0 +1,14 @@
+"""Stage 4, export: accepted trajectories -> MS-SWIFT agent-format JSONL in <run>/sft (train/export.py)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from core.run import RunContext
+from pipeline.stages import stage
+from train.export import export_run
+
+
+@stage("export")
+def run_export(ctx: RunContext) -> dict[str, Any]:
+    return export_run(ctx.store.root, ctx.cfg.export).figures()

@@ -1,0 +1,115 @@
+"""What a report reads from a run directory: records, config, stage figures and export counts.
+
+Every part is optional except the directory itself: a run stopped after its tasks, or
+whose filters or export never ran, still gets a report that says what is missing.
+Units (`units/<stage>/*.json`) are read when present, so a run still in progress is
+reported as far as it got; the compacted Parquet view is the fallback.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Optional, TypeVar
+
+import yaml
+
+from core.records import Record, Rollout, StageDone, Task, Verdict, read_parquet
+from core.store import RunStore
+from filters.config import GATES
+
+R = TypeVar("R", bound=Record)
+SFT_SPLITS = ("train", "val")
+
+
+class NotARun(FileNotFoundError):
+    """The directory is not a run directory (no config.yaml, tasks, or rollouts)."""
+
+
+@dataclass(frozen=True)
+class DeckSlide:
+    png: str  # workspace-relative
+    file: str
+    defects: tuple[dict[str, Any], ...]
+
+
+@dataclass(frozen=True)
+class RunData:
+    root: Path
+    config: dict[str, Any]
+    config_text: str
+    config_hash: str
+    tasks: dict[str, Task]  # every split
+    rollouts: list[Rollout]
+    verdicts: Optional[list[Verdict]]  # None: the filters have not run
+    gates: list[str]
+    stages: dict[str, dict[str, Any]]  # StageDone figures by stage
+    sft_samples: Optional[dict[str, int]]  # split -> samples; None: no export yet
+
+
+def load_run(root: Path) -> RunData:
+    root = Path(root).resolve()
+    store = RunStore(root)
+    config_file = root / "config.yaml"
+    if not (config_file.is_file() or (root / "tasks").is_dir() or (root / "units").is_dir()):
+        raise NotARun(f"{root} is not a run directory (no config.yaml, tasks/ or units/)")
+    config_text = config_file.read_text(encoding="utf-8") if config_file.is_file() else ""
+    config = yaml.safe_load(config_text) or {}
+    hash_file = root / "config.hash"
+    verdicts_present = (root / "units" / "verdicts").is_dir() or (root / "verdicts.parquet").is_file()
+    return RunData(
+        root=root,
+        config=config,
+        config_text=config_text,
+        config_hash=hash_file.read_text().strip() if hash_file.is_file() else "",
+        tasks={t.task_id: t for split in sorted((root / "tasks").glob("*.parquet")) for t in read_parquet(split, Task)},
+        rollouts=_records(store, "rollouts", "rollouts.parquet", Rollout),
+        verdicts=_records(store, "verdicts", "verdicts.parquet", Verdict) if verdicts_present else None,
+        gates=list((config.get("filters") or {}).get("gates", GATES)),
+        stages={name: json.loads(done.figures_json) for name, done in store.load_map("stages", StageDone).items()},
+        sft_samples=_sft_samples(root / "sft"),
+    )
+
+
+def _records(store: RunStore, stage: str, parquet: str, cls: type[R]) -> list[R]:
+    """The finished units of `stage` (the truth while a stage runs), else its Parquet view, else none."""
+    if store.done(stage):
+        return store.load(stage, cls)
+    path = store.path(parquet)
+    return read_parquet(path, cls) if path.is_file() else []
+
+
+def _sft_samples(folder: Path) -> Optional[dict[str, int]]:
+    files = {split: folder / f"{split}.jsonl" for split in SFT_SPLITS}
+    if not any(f.is_file() for f in files.values()):
+        return None
+    return {split: _lines(f) if f.is_file() else 0 for split, f in files.items()}
+
+
+def _lines(path: Path) -> int:
+    with open(path, "rb") as fh:
+        return sum(1 for line in fh if line.strip())
+
+
+def workspace(rollout: Rollout) -> str:
+    """The rollout's workspace, run-relative (rollouts/<task_id> unless its artifacts say otherwise)."""
+    some = next((p for name, p in sorted(rollout.artifacts.items()) if name.startswith("trajectory:")), None)
+    return some.rsplit("/", 1)[0] if some and "/" in some else f"rollouts/{rollout.task_id}"
+
+
+def read_deck(root: Path, rollout: Rollout) -> list[DeckSlide]:
+    """The final slides: deck_defects.json when readable, else the PNGs in previews/ (no defects known)."""
+    folder = root / workspace(rollout)
+    defects = rollout.artifacts.get("defects")
+    try:
+        data = json.loads((root / defects).read_text(encoding="utf-8")) if defects else None
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError):
+        data = None
+    if isinstance(data, dict) and isinstance(data.get("slides"), list):
+        return [
+            DeckSlide(str(s.get("png", "")), str(s.get("file", "")), tuple(d for d in s.get("defects") or () if isinstance(d, dict)))
+            for s in data["slides"]
+            if isinstance(s, dict)
+        ]
+    return [DeckSlide(p.relative_to(folder).as_posix(), "", ()) for p in sorted((folder / "previews").glob("*.png"))]

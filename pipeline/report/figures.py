@@ -1,0 +1,248 @@
+"""The run's figures, computed once: the static report and the wandb dashboard both show these.
+
+`compute_figures` turns a loaded run into `Figures` (funnel, yield, tokens and cost,
+throughput, failure, outcome and defect distributions, task mix, one row per rollout);
+`metrics` flattens them into the scalar names logged to wandb.
+"""
+
+from __future__ import annotations
+
+import statistics
+from collections import Counter
+from dataclasses import dataclass
+from typing import Optional
+
+from core.records import Rollout, Task
+from filters.report import ENVIRONMENT, outcomes
+from pipeline.augment import slide_bucket
+from pipeline.config import ConstraintMix
+from pipeline.report.data import RunData, read_deck
+
+ACCEPTED = "accepted"
+NOT_FILTERED = "not filtered"
+
+
+@dataclass(frozen=True)
+class FunnelStep:
+    label: str
+    count: Optional[int]  # None: the stage has not run
+    note: str
+
+
+@dataclass(frozen=True)
+class RoleUsage:
+    role: str
+    prompt_tokens: int
+    completion_tokens: int
+
+    @property
+    def total(self) -> int:
+        return self.prompt_tokens + self.completion_tokens
+
+
+@dataclass(frozen=True)
+class RolloutRow:
+    task_id: str
+    source: str
+    language: str
+    aspect: str
+    slides_asked: str
+    status: str  # done | failed
+    failure: str  # "" when done
+    outcome: str  # accepted | <rejection category> | undecided | not filtered
+    reasons: tuple[str, ...]
+    steps: int
+    injections: int
+    tokens: int
+    cost_usd: float
+    wall_s: float
+    slides: int  # slides in the final deck
+    defects: int  # measured defects in the final deck
+    policy: str
+
+    @property
+    def category(self) -> str:
+        """What the task table filters on: the filter outcome, else a failed rollout's failure category."""
+        if self.outcome == NOT_FILTERED and self.status != "done":
+            return self.failure.split("/")[0] or "unknown"
+        return self.outcome
+
+
+@dataclass(frozen=True)
+class MixRow:
+    label: str
+    train: int
+    eval: int
+
+    @property
+    def total(self) -> int:
+        return self.train + self.eval
+
+
+@dataclass(frozen=True)
+class MixTable:
+    title: str
+    rows: tuple[MixRow, ...]
+
+
+@dataclass(frozen=True)
+class Figures:
+    funnel: tuple[FunnelStep, ...]
+    rows: tuple[RolloutRow, ...]
+    usage: tuple[RoleUsage, ...]  # rollout tokens by role (agents, critic)
+    cost_usd: float
+    accepted: Optional[int]  # None: the filters have not run
+    headline: dict[str, Optional[float]]  # yield, tokens and cost per accepted trajectory, throughput
+    failures: Counter[str]  # failed rollouts by failure kind
+    outcomes: Optional[Counter[str]]  # rollouts by filter outcome; None: not filtered
+    gates: dict[str, Counter[str]]  # gate -> {"passed": n, "failed": n}
+    defects: Counter[tuple[str, str]]  # (code, severity) over the final decks
+    findings: Counter[str]  # critic findings by category (injected or not)
+    task_mix: tuple[MixTable, ...]
+    stages: dict[str, dict]  # StageDone figures by stage
+
+
+def compute_figures(run: RunData) -> Figures:
+    decks = {r.task_id: read_deck(run.root, r) if r.status == "done" else [] for r in run.rollouts}
+    fates = _fates(run)
+    rows = tuple(_row(r, run.tasks.get(r.task_id), fates[r.task_id], decks[r.task_id]) for r in run.rollouts)
+    usage = _usage(run.rollouts)
+    cost = sum(r.cost_usd for r in run.rollouts)
+    accepted = None if run.verdicts is None else sum(row.outcome == ACCEPTED for row in rows)
+    defects: Counter[tuple[str, str]] = Counter(
+        (str(d.get("code", "?")), str(d.get("severity", "?"))) for slides in decks.values() for s in slides for d in s.defects
+    )
+    return Figures(
+        funnel=_funnel(run, rows, accepted),
+        rows=rows,
+        usage=usage,
+        cost_usd=cost,
+        accepted=accepted,
+        headline=_headline(run, rows, sum(u.total for u in usage), cost, accepted),
+        failures=Counter(r.failure or "unknown" for r in run.rollouts if r.status != "done"),
+        outcomes=None if run.verdicts is None else Counter(row.outcome for row in rows),
+        gates=_gates(run),
+        defects=defects,
+        findings=sum((Counter(r.findings) for r in run.rollouts), Counter()),
+        task_mix=_task_mix(run),
+        stages=run.stages,
+    )
+
+
+def _fates(run: RunData) -> dict[str, tuple[str, tuple[str, ...]]]:
+    """task_id -> (outcome, reasons), from filters.report.outcomes when the filters ran."""
+    if run.verdicts is None:
+        return {r.task_id: (NOT_FILTERED, ()) for r in run.rollouts}
+    return {o.task_id: (o.category or ACCEPTED, o.reasons) for o in outcomes(run.rollouts, run.verdicts, run.gates)}
+
+
+def _row(rollout: Rollout, task: Optional[Task], fate: tuple[str, tuple[str, ...]], deck: list) -> RolloutRow:
+    constraints = task.constraints if task else None
+    return RolloutRow(
+        task_id=rollout.task_id,
+        source=task.source if task else "?",
+        language=task.language if task else "?",
+        aspect=(constraints.aspect_ratio if constraints else None) or "free",
+        slides_asked=slides_label(constraints.slides_min, constraints.slides_max) if constraints else "free",
+        status=rollout.status,
+        failure=rollout.failure or "",
+        outcome=fate[0],
+        reasons=fate[1],
+        steps=sum(rollout.steps.values()),
+        injections=rollout.injections,
+        tokens=sum(rollout.prompt_tokens.values()) + sum(rollout.completion_tokens.values()),
+        cost_usd=rollout.cost_usd,
+        wall_s=rollout.wall_s,
+        slides=len(deck),
+        defects=sum(len(s.defects) for s in deck),
+        policy=rollout.policy,
+    )
+
+
+def slides_label(low: Optional[int], high: Optional[int]) -> str:
+    if low is None:
+        return "free"
+    return str(low) if high in (None, low) else f"{low}-{high}"
+
+
+def _usage(rollouts: list[Rollout]) -> tuple[RoleUsage, ...]:
+    prompt: Counter[str] = Counter()
+    completion: Counter[str] = Counter()
+    for r in rollouts:
+        prompt.update(r.prompt_tokens)
+        completion.update(r.completion_tokens)
+    return tuple(RoleUsage(role, prompt[role], completion[role]) for role in sorted(set(prompt) | set(completion)))
+
+
+def _funnel(run: RunData, rows: tuple[RolloutRow, ...], accepted: Optional[int]) -> tuple[FunnelStep, ...]:
+    split = (run.config.get("rollouts") or {}).get("split", "train")
+    tasks = [t for t in run.tasks.values() if t.split == split]
+    others = len(run.tasks) - len(tasks)
+    done = sum(row.status == "done" for row in rows)
+    samples = run.sft_samples
+    return (
+        FunnelStep(f"tasks ({split})", len(tasks) if run.tasks else None, f"{others} more in other splits" if run.tasks else "no tasks/*.parquet"),
+        FunnelStep("rollouts", len(rows), f"{done} finished, {len(rows) - done} failed"),
+        FunnelStep(ACCEPTED, accepted, f"gates: {', '.join(run.gates) or 'none'}" if accepted is not None else "the filters have not run"),
+        FunnelStep(
+            "SFT samples",
+            sum(samples.values()) if samples is not None else None,
+            ", ".join(f"{k} {v}" for k, v in samples.items()) if samples is not None else "the export has not run",
+        ),
+    )
+
+
+def _ratio(numerator: float, denominator: Optional[float]) -> Optional[float]:
+    return numerator / denominator if denominator else None
+
+
+def _headline(run: RunData, rows: tuple[RolloutRow, ...], tokens: int, cost: float, accepted: Optional[int]) -> dict[str, Optional[float]]:
+    walls = sorted(row.wall_s for row in rows if row.wall_s > 0)
+    return {
+        "yield": _ratio(accepted, len(rows)) if accepted is not None else None,
+        "tokens_per_rollout": _ratio(tokens, len(rows)),
+        "tokens_per_accepted": _ratio(tokens, accepted),
+        "cost_usd": cost,
+        "cost_per_accepted_usd": _ratio(cost, accepted),
+        "rollouts_per_hour_per_slot": _ratio(3600 * len(walls), sum(walls)),
+        "wall_s_median": statistics.median(walls) if walls else None,
+        "wall_s_p95": walls[min(len(walls) - 1, round(0.95 * (len(walls) - 1)))] if walls else None,
+        "injections_per_rollout": _ratio(sum(row.injections for row in rows), len(rows)),
+    }
+
+
+def _gates(run: RunData) -> dict[str, Counter[str]]:
+    results: dict[str, Counter[str]] = {gate: Counter() for gate in [ENVIRONMENT, *run.gates]}
+    for v in run.verdicts or ():
+        results.setdefault(v.gate, Counter())["passed" if v.passed else "failed"] += 1
+    return results if run.verdicts is not None else {}
+
+
+def _task_mix(run: RunData) -> tuple[MixTable, ...]:
+    buckets = ((run.config.get("tasks") or {}).get("constraints") or {}).get("slides") or ConstraintMix().slides
+    keys = {
+        "language": lambda t: t.language,
+        "source": lambda t: t.source,
+        "aspect ratio": lambda t: t.constraints.aspect_ratio or "free",
+        "slide count": lambda t: slide_bucket(t.constraints, buckets),
+    }
+    tables = []
+    for title, key in keys.items():
+        counts = Counter((key(t), t.split) for t in run.tasks.values())
+        labels = sorted({label for label, _ in counts})
+        tables.append(MixTable(title, tuple(MixRow(label, counts[(label, "train")], counts[(label, "eval")]) for label in labels)))
+    return tuple(tables)
+
+
+def metrics(figures: Figures) -> dict[str, float]:
+    """The figures as flat scalars (what wandb's summary and the stage's return value hold)."""
+    found: dict[str, Optional[float]] = {f"funnel/{s.label.split(' ')[0].lower()}": s.count for s in figures.funnel}
+    found |= {f"report/{k}": v for k, v in figures.headline.items()}
+    for u in figures.usage:
+        found |= {f"tokens/{u.role}/prompt": u.prompt_tokens, f"tokens/{u.role}/completion": u.completion_tokens}
+    found |= {f"failures/{k}": v for k, v in figures.failures.items()}
+    found |= {f"outcomes/{k}": v for k, v in (figures.outcomes or {}).items()}
+    found |= {f"defects/{code}/{severity}": n for (code, severity), n in figures.defects.items()}
+    found |= {f"findings/{k}": v for k, v in figures.findings.items()}
+    return {k: v for k, v in found.items() if v is not None}
+

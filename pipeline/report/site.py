@@ -1,0 +1,165 @@
+"""The static report: report/index.html, one page per rollout, thumbnails and local assets.
+
+Pages link to the run's own files by relative path (renders, previews, PDFs), so the
+site opens from the file system with no server and no network; all HTML is rendered
+by Jinja with autoescape on.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import logging
+import shutil
+from collections import defaultdict
+from dataclasses import dataclass
+from functools import cache
+from pathlib import Path
+from typing import Any, Optional
+from urllib.parse import quote
+
+import jinja2
+
+from core.records import RecordError, Rollout, Trajectory, Verdict
+from filters.report import ENVIRONMENT, PAPER_SHARES, SEVERITIES
+from pipeline.report import charts
+from pipeline.report.data import DeckSlide, RunData, read_deck, workspace
+from pipeline.report.figures import Figures, RolloutRow
+from pipeline.report.steps import TrajectoryView, view
+from pipeline.report.thumbs import ThumbStats, make_thumbnails
+
+log = logging.getLogger(__name__)
+
+HERE = Path(__file__).parent
+AGENT_ORDER = ("researcher", "presenter", "single")
+NONE = "–"  # what a figure that does not exist yet shows
+FILTERS = ("source", "language", "status", "category")  # the task table's filters (RolloutRow attributes)
+
+
+@dataclass(frozen=True)
+class Site:
+    index: Path
+    pages: int
+    thumbs: dict[str, list[str]]  # task_id -> the deck's thumbnails, relative to report/
+    thumb_stats: ThumbStats
+
+
+@dataclass(frozen=True)
+class SlideView:
+    slide: DeckSlide
+    full: str  # href of the full-size PNG, from a rollout page
+    thumb: str  # href of the thumbnail ('' -> show the full image)
+
+
+@cache
+def _environment() -> jinja2.Environment:
+    env = jinja2.Environment(
+        loader=jinja2.FileSystemLoader(HERE / "templates"),
+        autoescape=True,
+        undefined=jinja2.StrictUndefined,
+        trim_blocks=True,
+        lstrip_blocks=True,
+    )
+    env.filters["href"] = lambda path: quote(str(path))
+    env.filters["count"] = lambda n: NONE if n is None else f"{n:,.0f}"
+    env.filters["share"] = lambda x: NONE if x is None else f"{100 * x:.1f}%"
+    env.filters["fixed"] = lambda x, digits: NONE if x is None else f"{x:.{digits}f}"
+    env.filters["usd"] = lambda x: NONE if x is None else f"${x:,.4f}"
+    return env
+
+
+def _render(name: str, **context: Any) -> str:
+    return _environment().get_template(name).render(**context)
+
+
+def write_site(run: RunData, figures: Figures) -> Site:
+    out = run.root / "report"
+    (out / "rollouts").mkdir(parents=True, exist_ok=True)
+    shutil.copytree(HERE / "static", out / "static", dirs_exist_ok=True)
+    decks = {r.task_id: read_deck(run.root, r) for r in run.rollouts}
+    sources = [f"{workspace(r)}/{s.png}" for r in run.rollouts for s in decks[r.task_id] if s.png]
+    thumbs, stats = make_thumbnails(run.root, out / "thumbs", sources)
+    deck_thumbs = {r.task_id: [thumbs[f"{workspace(r)}/{s.png}"] for s in decks[r.task_id] if f"{workspace(r)}/{s.png}" in thumbs] for r in run.rollouts}
+    verdicts: dict[str, list[Verdict]] = defaultdict(list)
+    for v in run.verdicts or ():
+        verdicts[v.task_id].append(v)
+    rows = {row.task_id: row for row in figures.rows}
+    ids = [r.task_id for r in run.rollouts]
+    for i, rollout in enumerate(run.rollouts):
+        page = _rollout_page(run, rollout, rows[rollout.task_id], decks[rollout.task_id], thumbs, verdicts[rollout.task_id],
+                             ids[i - 1] if i else None, ids[i + 1] if i + 1 < len(ids) else None)  # fmt: skip
+        (out / "rollouts" / f"{rollout.task_id}.html").write_text(page, encoding="utf-8")
+    index = out / "index.html"
+    index.write_text(_index_page(run, figures, deck_thumbs), encoding="utf-8")
+    return Site(index, len(run.rollouts), deck_thumbs, stats)
+
+
+def _index_page(run: RunData, figures: Figures, deck_thumbs: dict[str, list[str]]) -> str:
+    options = {name: sorted({getattr(row, name) for row in figures.rows}) for name in FILTERS}
+    return _render(
+        "index.html.j2",
+        root="",
+        title=f"Run report: {run.root.name}",
+        run=run,
+        figures=figures,
+        charts=_charts(figures),
+        paper_shares=PAPER_SHARES,
+        options=options,
+        covers={task_id: thumbs[0] for task_id, thumbs in deck_thumbs.items() if thumbs},
+        generated=dt.datetime.now().astimezone().strftime("%Y-%m-%d %H:%M %Z"),
+        files={name: (run.root / name).exists() for name in ("tasks/stats.md", "filters/failures.md", "sft")},
+    )
+
+
+def _charts(figures: Figures) -> list[charts.Chart]:
+    found = [
+        charts.bars("Funnel", {s.label: s.count or 0 for s in figures.funnel}, "nothing yet", ordered=True),
+        charts.bars("Failed rollouts by failure", figures.failures, "no rollout failed"),
+    ]
+    if figures.outcomes is not None:
+        found.append(charts.bars("Filter outcome per rollout", figures.outcomes, "no rollout filtered"))
+        gates = [(gate, counts) for gate, counts in figures.gates.items()]
+        found.append(charts.stacked_bars("Verdicts by gate", gates, ["passed", "failed"], "no verdicts"))
+    codes = sorted({c for c, _ in figures.defects}, key=lambda c: (-sum(figures.defects[(c, s)] for s in SEVERITIES), c))
+    rows = [(code, {s: figures.defects[(code, s)] for s in SEVERITIES}) for code in codes]
+    found.append(charts.stacked_bars("Measured defects in final decks", rows, SEVERITIES, "no defects measured"))
+    found.append(charts.bars("Critic findings by category", figures.findings, "no critic findings"))
+    return found
+
+
+def _rollout_page(run: RunData, rollout: Rollout, row: RolloutRow, deck: list[DeckSlide], thumbs: dict[str, str],
+                  verdicts: list[Verdict], previous: Optional[str], following: Optional[str]) -> str:  # fmt: skip
+    folder = workspace(rollout)
+    ws = f"../../{folder}"
+    slides = [SlideView(s, f"{ws}/{s.png}", f"../{thumbs[f'{folder}/{s.png}']}" if f"{folder}/{s.png}" in thumbs else "") for s in deck]
+    trajectories, broken = _trajectories(run.root, rollout)
+    order = {gate: i for i, gate in enumerate((ENVIRONMENT, *run.gates))}
+    return _render(
+        "rollout.html.j2",
+        root="../",
+        title=f"Rollout {rollout.task_id}",
+        rollout=rollout,
+        row=row,
+        task=run.tasks.get(rollout.task_id),
+        ws=ws,
+        slides=slides,
+        trajectories=trajectories,
+        broken=broken,
+        verdicts=sorted(verdicts, key=lambda v: order.get(v.gate, len(order))),
+        artifacts={name: f"../../{path}" for name, path in sorted(rollout.artifacts.items()) if (run.root / path).exists()},
+        previous=previous,
+        following=following,
+    )
+
+
+def _trajectories(root: Path, rollout: Rollout) -> tuple[list[TrajectoryView], list[str]]:
+    """The rollout's trajectories, researcher first; unreadable files are named, not fatal."""
+    named = [p for name, p in rollout.artifacts.items() if name.startswith("trajectory:")]
+    paths = [root / p for p in named] or sorted((root / workspace(rollout)).glob("trajectory_*.json"))
+    views, broken = [], []
+    for path in paths:
+        try:
+            views.append(view(Trajectory.from_json(path.read_text(encoding="utf-8"))))
+        except (OSError, ValueError, RecordError) as exc:
+            broken.append(f"{path.name}: {exc}")
+    views.sort(key=lambda v: (AGENT_ORDER.index(v.agent) if v.agent in AGENT_ORDER else len(AGENT_ORDER), v.agent))
+    return views, broken

@@ -1,0 +1,43 @@
+"""Build the report of a run: figures once, then the static site and the dashboard from them."""
+
+from __future__ import annotations
+
+import logging
+import time
+from pathlib import Path
+from typing import Any, Optional
+
+from core.run import RunContext
+from core.tracking import Tracker
+from pipeline.report.data import load_run
+from pipeline.report.figures import compute_figures
+from pipeline.report.site import write_site
+from pipeline.report.track import track
+from pipeline.stages import stage
+
+log = logging.getLogger(__name__)
+
+
+def make_report(root: Path, tracker: Optional[Tracker] = None) -> dict[str, Any]:
+    started = time.perf_counter()
+    run = load_run(root)
+    figures = compute_figures(run)
+    site = write_site(run, figures)
+    if tracker is not None:
+        covers = {task_id: site.index.parent / thumbs[0] for task_id, thumbs in site.thumbs.items() if thumbs}
+        track(tracker, figures, covers)
+    seconds = time.perf_counter() - started
+    log.info("report: %s (%d rollout pages, %.1f s)", site.index, site.pages, seconds)
+    return {
+        "rollouts": len(run.rollouts),
+        "pages": site.pages,
+        "thumbs_made": site.thumb_stats.made,
+        "thumbs_reused": site.thumb_stats.reused,
+        "thumbs_failed": site.thumb_stats.failed,
+        "seconds": round(seconds, 2),
+    }
+
+
+@stage("report")
+def run_report(ctx: RunContext) -> dict[str, Any]:
+    return make_report(ctx.store.root, ctx.tracker)

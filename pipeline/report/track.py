@@ -1,0 +1,26 @@
+"""The report's figures on the wandb dashboard: the same `Figures` the static site shows."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from core.tracking import Tracker
+from pipeline.report.figures import Figures, metrics
+
+TABLE = "report/rollouts"
+COLUMNS = ["task_id", "first_slide", "source", "language", "aspect", "slides_asked", "status", "category",
+           "slides", "defects", "injections", "steps", "tokens", "cost_usd", "wall_s"]  # fmt: skip
+
+
+def track(tracker: Tracker, figures: Figures, covers: dict[str, Path]) -> None:
+    """Summary scalars (see figures.metrics) and one table row per rollout, its first slide as an image."""
+    if not tracker.enabled:
+        return
+    tracker.summary(metrics(figures))
+    tracker.table(TABLE, COLUMNS, [_row(r, covers.get(r.task_id)) for r in figures.rows])
+
+
+def _row(r: Any, cover: Path | None) -> list[Any]:
+    return [r.task_id, cover, r.source, r.language, r.aspect, r.slides_asked, r.status, r.category,
+            r.slides, r.defects, r.injections, r.steps, r.tokens, r.cost_usd, r.wall_s]  # fmt: skip

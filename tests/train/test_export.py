@@ -1,0 +1,91 @@
+"""Export of synthetic run directories: acceptance, splits, images, lengths, the card, the CLI."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+from core.config import PROJECT_ROOT
+from tests.train.runs import RunShape, build_run
+from train.config import ExportConfig, Truncation
+from train.export import ExportReport, export_run, val_tasks
+from train.hub import hub_dataset
+from train.samples import IMAGE_TAG
+
+
+def rows(path: Path) -> list[dict]:
+    return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines()]
+
+
+def test_only_accepted_train_tasks_are_exported(exported: ExportReport) -> None:
+    # task-0003 fails the quality gate, task-0004's rollout failed, task-0005 is an eval task
+    assert {e.sample.task_id for e in exported.samples} == {"task-0000", "task-0001", "task-0002"}
+    assert (exported.rollouts, exported.accepted, exported.rejected) == (6, 4, {"quality": 1, "environment": 1})
+    assert [(s.task_id, s.kind) for s in exported.skipped] == [("task-0005", "eval_task")]
+    assert len(rows(exported.out_dir / "train.jsonl")) + len(rows(exported.out_dir / "val.jsonl")) == 6
+
+
+def test_tasks_never_straddle_the_split(exported: ExportReport) -> None:
+    train = {e.sample.task_id for e in exported.train}
+    val = {e.sample.task_id for e in exported.val}
+    assert len(val) == 1 and not train & val
+    assert all(len([e for e in exported.samples if e.sample.task_id == t]) == 2 for t in train | val)  # both agents
+    assert val_tasks(["a", "b", "c"], 0.0, 0) == set() and len(val_tasks(["a", "b"], 0.9, 0)) == 1
+
+
+def test_images_are_linked_in_order_with_relative_paths(exported: ExportReport) -> None:
+    for row in rows(exported.out_dir / "train.jsonl") + rows(exported.out_dir / "val.jsonl"):
+        tags = sum(m["content"].count(IMAGE_TAG) for m in row["messages"])
+        assert tags == len(row["images"])
+        for image in row["images"]:
+            assert not Path(image).is_absolute() and (exported.out_dir / image).is_file()
+        tool_images = [m for m in row["messages"] if IMAGE_TAG in m["content"]]
+        assert all(m["role"] == "tool_response" for m in tool_images)
+        assert row["images"] == sorted(row["images"])  # slide_01, slide_02, ... in the order they were rendered
+
+
+def test_the_card_reports_counts_sources_and_config(exported: ExportReport) -> None:
+    card = (exported.out_dir / "README.md").read_text(encoding="utf-8")
+    assert "accepted: 4 (every verdict in verdicts.parquet passed)" in card
+    assert "CC-BY-4.0" in card and "CC-BY-NC-SA-4.0" in card
+    assert "model: test-model" in card and "0123456789abcdef" in card
+    assert "Counted by: estimate" in card and "| 1,025-2,048 |" in card
+    assert "18 `thinking` calls" in card and "trained on" in card
+
+
+def test_without_verdicts_every_finished_rollout_is_accepted(tmp_path: Path) -> None:
+    run = build_run(tmp_path / "run", RunShape(verdicts=False))
+    report = export_run(run, ExportConfig(out_dir=str(tmp_path / "out"), val_fraction=0))
+    assert report.accepted == 4 and len(report.train) == 8 and not report.val
+    assert "no verdicts.parquet" in (tmp_path / "out" / "README.md").read_text(encoding="utf-8")
+    assert (tmp_path / "out" / "val.jsonl").read_text() == ""
+
+
+def test_long_samples_are_dropped_or_cut_at_a_turn(run_dir: Path, tmp_path: Path) -> None:
+    dropped = export_run(run_dir, ExportConfig(out_dir=str(tmp_path / "a"), max_length=1000))
+    assert not dropped.samples and {s.kind for s in dropped.skipped} == {"too_long", "eval_task"}
+    cut = export_run(run_dir, ExportConfig(out_dir=str(tmp_path / "b"), max_length=1000, truncation=Truncation.truncate))
+    assert len(cut.samples) == 6 and all(e.truncated and e.tokens.total <= 1000 for e in cut.samples)
+    for row in rows(tmp_path / "b" / "train.jsonl"):
+        assert row["messages"][-1]["role"] in ("assistant", "tool_call")
+        assert sum(m["content"].count(IMAGE_TAG) for m in row["messages"]) == len(row["images"])
+
+
+def test_cli_exports_and_reports(run_dir: Path, tmp_path: Path) -> None:
+    out = tmp_path / "cli"
+    done = subprocess.run([sys.executable, "-m", "train.export", str(run_dir), "--out", str(out), "--mask-critic"],
+                          cwd=PROJECT_ROOT, capture_output=True, text=True, check=True)  # fmt: skip
+    assert "accepted 4 of 6 rollouts" in done.stdout and "skipped task-0005" in done.stdout
+    losses = [m.get("loss") for r in rows(out / "train.jsonl") for m in r["messages"]]
+    assert losses.count(False) == 3 * len(rows(out / "train.jsonl"))  # three critic calls per trajectory, masked
+    bad = subprocess.run([sys.executable, "-m", "train.export"], cwd=PROJECT_ROOT, capture_output=True, text=True)
+    assert bad.returncode == 2 and "RUN_DIR" in bad.stderr
+
+
+def test_the_hub_dataset_embeds_images_and_keeps_both_splits(exported: ExportReport) -> None:
+    dataset = hub_dataset(exported.out_dir)  # what push_to_hub uploads (the upload itself needs a network)
+    assert (dataset["train"].num_rows, dataset["validation"].num_rows) == (len(exported.train), len(exported.val))
+    row = next(r for r in dataset["train"] if r["images"])
+    assert row["images"][0].size == (320, 180) and row["messages"][0]["role"] == "system"

@@ -1,0 +1,87 @@
+"""The dataset card (README.md) of an export: counts, token lengths, sources, licences, the pipeline config."""
+
+from __future__ import annotations
+
+import statistics
+from collections import Counter
+from itertools import pairwise
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from core.prompts import render
+
+if TYPE_CHECKING:
+    from train.export import Exported, ExportReport
+
+TEMPLATES = Path(__file__).parent / "templates"
+MAX_SKIPPED_LINES = 30
+BAR_WIDTH = 30
+
+
+def histogram(lengths: list[int], max_length: int) -> list[dict[str, Any]]:
+    """Counts per doubling bucket (1K, 2K, ... up to max_length)."""
+    edges = [0]
+    while edges[-1] * 2 < max_length:
+        edges.append(max(1024, edges[-1] * 2))
+    edges.append(max_length)
+    counts = [sum(1 for n in lengths if lo < n <= hi) for lo, hi in pairwise(edges)]
+    top = max(counts, default=0) or 1
+    return [
+        {"label": f"{lo + 1:,}-{hi:,}", "count": c, "bar": "█" * round(BAR_WIDTH * c / top)}
+        for (lo, hi), c in zip(pairwise(edges), counts, strict=True)
+    ]
+
+
+def _split(name: str, items: list[Exported]) -> dict[str, Any]:
+    return {"file": name, "samples": len(items), "tasks": len({e.sample.task_id for e in items}),
+            "images": sum(len(e.sample.images) for e in items)}  # fmt: skip
+
+
+def _sources(report: ExportReport) -> list[dict[str, Any]]:
+    tasks: dict[str, set[str]] = {}
+    licences: dict[str, Counter] = {}
+    for task_id in {e.sample.task_id for e in report.samples}:
+        task = report.tasks.get(task_id)
+        source = task.source if task else "unknown (task record missing)"
+        tasks.setdefault(source, set()).add(task_id)
+        licence = (task.provenance.get("licence") or task.provenance.get("license")) if task else None
+        licences.setdefault(source, Counter())[licence or "not recorded"] += 1
+    return [{"source": s, "tasks": len(ids), "licences": ", ".join(f"{k} ({n})" for k, n in licences[s].most_common())}
+            for s, ids in sorted(tasks.items())]  # fmt: skip
+
+
+def _listing(counter: Counter) -> str:
+    return ", ".join(f"{k} {n}" for k, n in counter.most_common()) or "none"
+
+
+def render_card(report: ExportReport, run_dir: Path) -> str:
+    samples = report.samples
+    lengths = [e.tokens.total for e in samples]
+    tokens = sum(lengths)
+    trained = sum(e.tokens.trained for e in samples)
+    languages = sorted({report.tasks[e.sample.task_id].language for e in samples if e.sample.task_id in report.tasks})
+    config_file, hash_file = run_dir / "config.yaml", run_dir / "config.hash"
+    skipped = [f"{s.task_id}/{s.agent}: {s.reason}" for s in report.skipped]
+    if len(skipped) > MAX_SKIPPED_LINES:
+        skipped = skipped[:MAX_SKIPPED_LINES] + [f"... and {len(skipped) - MAX_SKIPPED_LINES} more"]
+    return render(
+        TEMPLATES, "dataset_card.md.j2",
+        run_name=run_dir.name, languages=languages or ["en"],
+        splits=[_split("train.jsonl", report.train), _split("val.jsonl", report.val)],
+        rollouts=report.rollouts, accepted=report.accepted, acceptance=report.acceptance,
+        rejected=_listing(report.rejected) if report.rejected else "",
+        agents=_listing(Counter(e.sample.agent for e in samples)),
+        critic_calls=sum(e.sample.critic_calls for e in samples),
+        mask_critic=report.mask_critic,
+        policies=_listing(Counter(e.sample.policy for e in samples)),
+        scripted=sum(1 for e in samples if e.sample.policy == "scripted"),
+        max_length=f"{report.max_length:,}", truncated=sum(e.truncated for e in samples),
+        dropped_long=sum(1 for s in report.skipped if s.kind == "too_long"), skipped=skipped,
+        token_method=report.token_method, tokens=tokens, trained=trained, image_tokens=sum(e.tokens.image_tokens for e in samples),
+        trained_share=f"{trained / tokens:.1%}" if tokens else "n/a",
+        mean=round(statistics.mean(lengths)) if lengths else 0, median=round(statistics.median(lengths)) if lengths else 0,
+        longest=max(lengths, default=0), histogram=histogram(lengths, report.max_length),
+        sources=_sources(report),
+        config_hash=hash_file.read_text().strip() if hash_file.is_file() else "unknown",
+        config_yaml=config_file.read_text(encoding="utf-8").strip() if config_file.is_file() else "# no config.yaml in the run directory",
+    )  # fmt: skip

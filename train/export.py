@@ -1,0 +1,316 @@
+"""Export a run's accepted trajectories as an MS-SWIFT agent-format dataset.
+
+    python -m train.export runs/my-run                      # -> runs/my-run/sft/
+    python -m train.export runs/my-run --out DIR --mask-critic --max-length 32768 --truncation truncate
+    python -m train.export --validate runs/my-run/sft/train.jsonl [--model-dir DIR]
+
+A rollout is accepted when every verdict of it in verdicts.parquet passed; without
+verdicts.parquet every rollout with status "done" is (and the card says so). Each
+accepted trajectory becomes one sample per agent (train/samples.py); samples over
+`max_length` tokens are dropped or cut at the last agent turn that fits. Images are
+hard-linked (or copied) under images/<task_id>/ and referenced relative to the export
+folder. Tasks, never samples, are split between train.jsonl and val.jsonl.
+"""
+
+from __future__ import annotations
+
+import argparse
+import bisect
+import hashlib
+import json
+import logging
+import os
+import shutil
+import sys
+from collections import Counter
+from dataclasses import dataclass, field
+from functools import partial
+from pathlib import Path
+from typing import Any, Optional
+
+from core.logs import setup_logging
+from core.records import RecordError, Rollout, Task, Trajectory, Verdict, read_parquet
+from core.store import RunStore, atomic_write_text
+from train.card import render_card
+from train.config import ExportConfig, Truncation, validate_export
+from train.hub import push_to_hub
+from train.samples import Sample, SampleError, to_sample
+from train.tokens import TokenCount, TokenCounter, make_counter
+from train.validate import validate_file
+
+log = logging.getLogger(__name__)
+
+TRAJECTORY_PREFIX = "trajectory:"
+
+
+@dataclass(frozen=True)
+class Skipped:
+    task_id: str
+    agent: str
+    reason: str
+    kind: str = "invalid"  # invalid | too_long | eval_task
+
+
+@dataclass(frozen=True)
+class Exported:
+    sample: Sample
+    tokens: TokenCount
+    truncated: bool
+
+
+@dataclass
+class ExportReport:
+    out_dir: Path
+    token_method: str
+    acceptance: str  # how rollouts were accepted
+    max_length: int
+    mask_critic: bool
+    rollouts: int = 0
+    accepted: int = 0
+    rejected: Counter = field(default_factory=Counter)  # category -> rollouts
+    train: list[Exported] = field(default_factory=list)
+    val: list[Exported] = field(default_factory=list)
+    skipped: list[Skipped] = field(default_factory=list)
+    tasks: dict[str, Task] = field(default_factory=dict)
+
+    @property
+    def samples(self) -> list[Exported]:
+        return self.train + self.val
+
+    def figures(self) -> dict[str, Any]:
+        """Numbers for the stage log and tracking."""
+        samples = self.samples
+        return {
+            "rollouts": self.rollouts,
+            "accepted": self.accepted,
+            "train_samples": len(self.train),
+            "val_samples": len(self.val),
+            "skipped": len(self.skipped),
+            "truncated": sum(e.truncated for e in samples),
+            "images": sum(len(e.sample.images) for e in samples),
+            "tokens": sum(e.tokens.total for e in samples),
+            "trained_tokens": sum(e.tokens.trained for e in samples),
+            "critic_calls": sum(e.sample.critic_calls for e in samples),
+        }
+
+
+# ---------------------------------------------------------------- reading the run
+
+
+def load_tasks(run_dir: Path) -> dict[str, Task]:
+    tasks: dict[str, Task] = {}
+    for split in ("train", "eval"):
+        path = run_dir / "tasks" / f"{split}.parquet"
+        if path.is_file():
+            tasks.update((t.task_id, t) for t in read_parquet(path, Task))
+    return tasks
+
+
+def load_rollouts(run_dir: Path) -> list[Rollout]:
+    path = run_dir / "rollouts.parquet"
+    if path.is_file():
+        return read_parquet(path, Rollout)
+    return RunStore(run_dir).load("rollouts", Rollout)  # not compacted yet: the published units
+
+
+def accepted_rollouts(rollouts: list[Rollout], verdicts: Optional[list[Verdict]], report: ExportReport) -> list[Rollout]:
+    """Rollouts whose verdicts all passed; every finished one when there are no verdicts."""
+    done = [r for r in rollouts if r.status == "done"]
+    for r in rollouts:
+        if r.status != "done":
+            report.rejected[(r.failure or "failed").split("/")[0]] += 1
+    if verdicts is None:
+        report.acceptance = "no verdicts.parquet: every rollout with status done is accepted (unfiltered)"
+        return done
+    by_task: dict[str, list[Verdict]] = {}
+    for verdict in verdicts:
+        by_task.setdefault(verdict.task_id, []).append(verdict)
+    accepted = []
+    for rollout in done:
+        found = by_task.get(rollout.task_id, [])
+        failed = [v for v in found if not v.passed]
+        if found and not failed:
+            accepted.append(rollout)
+        else:
+            report.rejected[(failed[0].category or failed[0].gate) if failed else "not judged"] += 1
+    report.acceptance = "every verdict in verdicts.parquet passed"
+    return accepted
+
+
+def trajectory_samples(run_dir: Path, rollout: Rollout, mask_critic: bool, report: ExportReport) -> list[Sample]:
+    """One sample per trajectory artifact of the rollout; what cannot be exported is reported."""
+    artifacts = [(name.removeprefix(TRAJECTORY_PREFIX), rel) for name, rel in sorted(rollout.artifacts.items())
+                 if name.startswith(TRAJECTORY_PREFIX)]  # fmt: skip
+    if not artifacts:
+        report.skipped.append(Skipped(rollout.task_id, "-", "no trajectory artifact"))
+    samples = []
+    for agent, rel in artifacts:
+        path = run_dir / rel
+        try:
+            trajectory = Trajectory.from_json(path.read_text(encoding="utf-8"))
+            if trajectory.status != "finalized":
+                raise SampleError(f"trajectory status is {trajectory.status!r}, not finalized")
+            samples.append(to_sample(trajectory, path.parent, mask_critic))
+        except (OSError, json.JSONDecodeError, RecordError, SampleError) as exc:
+            report.skipped.append(Skipped(rollout.task_id, agent, f"{path.name}: {exc}"))
+    return samples
+
+
+# ---------------------------------------------------------------- lengths
+
+
+def fit(sample: Sample, counter: TokenCounter, cfg: ExportConfig) -> tuple[Optional[Sample], TokenCount, str]:
+    """The sample (cut when allowed) within max_length, its count, and why it was dropped if it was."""
+    tokens = counter.count(source_row(sample))
+    if tokens.total <= cfg.max_length:
+        return sample, tokens, ""
+    if Truncation(cfg.truncation) is Truncation.drop:
+        return None, tokens, f"{tokens.total} tokens > max_length {cfg.max_length}"
+    cuts = sample.cut_points()
+    counts: dict[int, TokenCount] = {}
+
+    def over(i: int) -> bool:
+        counts[i] = counter.count(source_row(sample.prefix(cuts[i])))
+        return counts[i].total > cfg.max_length
+
+    best = bisect.bisect_left(range(len(cuts)), True, key=over) - 1  # the last prefix that fits
+    if best < 0:
+        return None, tokens, f"even the first agent turn exceeds max_length {cfg.max_length}"
+    if best not in counts:
+        over(best)
+    return sample.prefix(cuts[best]), counts[best], ""
+
+
+def source_row(sample: Sample) -> dict[str, Any]:
+    return sample.to_swift(image_path=str)
+
+
+# ---------------------------------------------------------------- splitting and writing
+
+
+def val_tasks(task_ids: list[str], fraction: float, seed: int) -> set[str]:
+    """A deterministic share of the tasks (at least one when asked for, never all)."""
+    if fraction <= 0 or len(task_ids) < 2:
+        return set()
+    n = min(max(1, round(len(task_ids) * fraction)), len(task_ids) - 1)
+    ranked = sorted(task_ids, key=lambda t: hashlib.sha256(f"{seed}:{t}".encode()).hexdigest())
+    return set(ranked[:n])
+
+
+def _place_image(src: Path, dst: Path, link: bool) -> None:
+    dst.parent.mkdir(parents=True, exist_ok=True)
+    if dst.exists():
+        return
+    if link:
+        try:
+            os.link(src, dst)
+            return
+        except OSError:  # another filesystem, or no hard links: copy
+            pass
+    shutil.copy2(src, dst)
+
+
+def write_split(exported: list[Exported], out_dir: Path, name: str, rollouts_dir: Path, link: bool) -> Path:
+    """One JSONL file; each image is placed at images/<task_id>/<workspace path> and referenced relatively."""
+
+    def image_path(task_id: str, src: Path) -> str:
+        rel = Path("images") / task_id / src.relative_to(rollouts_dir / task_id)
+        _place_image(src, out_dir / rel, link)
+        return rel.as_posix()
+
+    lines = [json.dumps(e.sample.to_swift(partial(image_path, e.sample.task_id)), ensure_ascii=False) + "\n" for e in exported]
+    path = out_dir / name
+    atomic_write_text(path, "".join(lines))
+    return path
+
+
+def export_run(run_dir: Path, cfg: ExportConfig) -> ExportReport:
+    """Export the accepted trajectories of `run_dir` to `cfg.out_dir` (default <run>/sft)."""
+    validate_export(cfg)
+    run_dir = Path(run_dir).resolve()
+    out_dir = Path(cfg.out_dir).resolve() if cfg.out_dir else run_dir / "sft"
+    counter = make_counter(cfg.model_dir, cfg.template, cfg.agent_template)
+    report = ExportReport(out_dir, counter.method, "", cfg.max_length, cfg.mask_critic, tasks=load_tasks(run_dir))
+    rollouts = load_rollouts(run_dir)
+    verdicts_path = run_dir / "verdicts.parquet"
+    verdicts = read_parquet(verdicts_path, Verdict) if verdicts_path.is_file() else None
+    report.rollouts = len(rollouts)
+    accepted = accepted_rollouts(rollouts, verdicts, report)
+    report.accepted = len(accepted)
+    exported: list[Exported] = []
+    for rollout in sorted(accepted, key=lambda r: r.task_id):
+        task = report.tasks.get(rollout.task_id)
+        if task is not None and task.split == "eval":
+            report.skipped.append(Skipped(rollout.task_id, "-", "an eval task: never trained on", "eval_task"))
+            continue
+        for sample in trajectory_samples(run_dir, rollout, cfg.mask_critic, report):
+            kept, tokens, why = fit(sample, counter, cfg)
+            if kept is None:
+                report.skipped.append(Skipped(sample.task_id, sample.agent, why, "too_long"))
+            else:
+                exported.append(Exported(kept, tokens, kept is not sample))
+    held_out = val_tasks(sorted({e.sample.task_id for e in exported}), cfg.val_fraction, cfg.seed)
+    report.train = [e for e in exported if e.sample.task_id not in held_out]
+    report.val = [e for e in exported if e.sample.task_id in held_out]
+    out_dir.mkdir(parents=True, exist_ok=True)
+    shutil.rmtree(out_dir / "images", ignore_errors=True)  # images of an earlier export
+    rollouts_dir = run_dir / "rollouts"
+    write_split(report.train, out_dir, "train.jsonl", rollouts_dir, cfg.link_images)
+    write_split(report.val, out_dir, "val.jsonl", rollouts_dir, cfg.link_images)
+    atomic_write_text(out_dir / "README.md", render_card(report, run_dir))
+    log.info("exported %s to %s", report.figures(), out_dir)
+    if cfg.push_to_hub:
+        push_to_hub(out_dir, cfg.push_to_hub, cfg.hub_private)
+    return report
+
+
+# ---------------------------------------------------------------- CLI
+
+
+def _parser() -> argparse.ArgumentParser:
+    defaults = ExportConfig()
+    parser = argparse.ArgumentParser(
+        prog="python -m train.export", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("run_dir", nargs="?", type=Path, help="the run directory to export")
+    parser.add_argument("--out", type=Path, help="export folder (default: RUN_DIR/sft)")
+    parser.add_argument("--validate", type=Path, metavar="FILE", help="check an exported JSONL with MS-SWIFT instead of exporting")
+    parser.add_argument("--model-dir", help="local processor files: count and encode with the real template")
+    parser.add_argument("--max-length", type=int, default=defaults.max_length)
+    parser.add_argument("--truncation", choices=[t.value for t in Truncation], default=defaults.truncation.value)
+    parser.add_argument("--mask-critic", action="store_true", help='critic injections get "loss": false')
+    parser.add_argument("--val-fraction", type=float, default=defaults.val_fraction)
+    parser.add_argument("--seed", type=int, default=defaults.seed)
+    parser.add_argument("--template", default=defaults.template)
+    parser.add_argument("--agent-template", default=defaults.agent_template)
+    parser.add_argument("--copy-images", action="store_true", help="copy images instead of hard-linking them")
+    parser.add_argument("--push-to-hub", metavar="REPO_ID", help="also upload to this Hugging Face dataset repo")
+    return parser
+
+
+def main(argv: Optional[list[str]] = None) -> int:
+    args = _parser().parse_args(argv)
+    setup_logging()
+    if args.validate:
+        report = validate_file(args.validate, args.model_dir, args.template, args.agent_template)
+        print(report.summary())
+        return 0 if report.ok else 1
+    if args.run_dir is None:
+        _parser().error("give RUN_DIR to export, or --validate FILE")
+    cfg = ExportConfig(
+        out_dir=str(args.out) if args.out else None, max_length=args.max_length, truncation=Truncation(args.truncation),
+        mask_critic=args.mask_critic, val_fraction=args.val_fraction, seed=args.seed, model_dir=args.model_dir,
+        template=args.template, agent_template=args.agent_template, link_images=not args.copy_images,
+        push_to_hub=args.push_to_hub,
+    )  # fmt: skip
+    report = export_run(args.run_dir, cfg)
+    figures = report.figures()
+    print(f"exported {figures['train_samples']} train / {figures['val_samples']} val samples to {report.out_dir}")
+    print(f"accepted {report.accepted} of {report.rollouts} rollouts ({report.acceptance}); tokens: {report.token_method}")
+    for skipped in report.skipped:
+        print(f"  skipped {skipped.task_id}/{skipped.agent}: {skipped.reason}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,91 @@
+"""`python -m train.sft`: full-parameter SFT of GLM-4.6V-Flash with MS-SWIFT on a run's export.
+
+    python -m train.sft run.name=my-run                    # one node, 8 GPUs, DeepSpeed ZeRO-3
+    python -m train.sft run.name=my-run --dry-run          # print the command, check the dataset
+    NNODES=2 NODE_RANK=0 MASTER_ADDR=node0 python -m train.sft run.name=my-run   # on each node
+    python -m train.sft model=tiny run.dir=/tmp/run        # a tiny random GLM-4V, a few steps on CPU
+
+See docs/training.md and scripts/launch_sft_{slurm,ssh}.sh.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import subprocess
+import sys
+
+import hydra
+from omegaconf import DictConfig, OmegaConf
+
+from core.config import PROJECT_ROOT, ConfigError, run_dir
+from core.logs import setup_logging
+from train.config import ModelSpec, SFTConfig, validate_sft
+from train.launch import LaunchPlan, build_plan
+from train.tokens import has_processor
+from train.validate import validate_file
+
+log = logging.getLogger(__name__)
+
+DRY_RUN_FLAG = "--dry-run"
+
+
+def ensure_model(model: ModelSpec, dry_run: bool) -> None:
+    """A local model must exist; one with a build script is built on first use (not in a dry run)."""
+    if model.hub != "local" or os.path.isdir(model.id):
+        return
+    if model.build_script is None:
+        raise ConfigError(f"model.id={model.id!r} (model.hub=local) does not exist")
+    command = [sys.executable, str(PROJECT_ROOT / model.build_script), model.id]
+    if dry_run:
+        print(f"# the model is missing; a real run first builds it: {' '.join(command)}")
+        return
+    subprocess.run(command, check=True)
+
+
+def check_dataset(plan: LaunchPlan, model: ModelSpec) -> bool:
+    """Validate train.jsonl (and val.jsonl) with MS-SWIFT; False when it is missing or broken."""
+    train = plan.dataset_dir / "train.jsonl"
+    if not train.is_file():
+        print(f"# dataset missing: {train} (export it first: python -m train.export RUN_DIR)")
+        return False
+    model_dir = model.id if model.hub == "local" and has_processor(model.id) else None
+    files = [train] + [f for f in [plan.dataset_dir / "val.jsonl"] if f.is_file() and f.stat().st_size]
+    reports = [validate_file(f, model_dir, model.template, model.agent_template) for f in files]
+    for report in reports:
+        print("# dataset: " + report.summary().replace("\n", "\n# dataset: "))
+    return all(r.ok for r in reports)
+
+
+def main(cfg: DictConfig) -> int:
+    validate_sft(cfg)
+    sft: SFTConfig = OmegaConf.to_object(cfg)
+    root = run_dir(cfg)
+    setup_logging(None if sft.train.dry_run else root / "logs" / "sft.log")
+    plan = build_plan(sft, root)
+    print(plan.render(), flush=True)
+    ensure_model(sft.model, sft.train.dry_run)
+    dataset_ok = check_dataset(plan, sft.model)
+    if sft.train.dry_run:
+        print("# dry run: nothing trained")
+        return 0
+    if not dataset_ok:
+        log.error("the dataset in %s is missing or invalid: not training", plan.dataset_dir)
+        return 2
+    return subprocess.run(plan.argv, env={**os.environ, **plan.env}).returncode
+
+
+@hydra.main(config_path="../configs", config_name="sft", version_base=None)
+def _hydra_main(cfg: DictConfig) -> None:
+    try:
+        code = main(cfg)
+    except ConfigError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        code = 2
+    sys.exit(code)
+
+
+if __name__ == "__main__":
+    if DRY_RUN_FLAG in sys.argv:  # Hydra takes only key=value overrides
+        sys.argv = [a for a in sys.argv if a != DRY_RUN_FLAG] + ["train.dry_run=true"]
+    _hydra_main()
