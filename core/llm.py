@@ -121,7 +121,10 @@ def _content(message: Message, image_root: Path | None) -> str | list[dict[str, 
         return message.content
     root = image_root or Path.cwd()
     parts: list[dict[str, Any]] = [{"type": "text", "text": message.content}] if message.content else []
-    return parts + [_image_part(root / p) for p in message.images]
+    for image in message.images:  # an image deleted since (e.g. by the agent) becomes a note, not a crash
+        path = root / image
+        parts.append(_image_part(path) if path.is_file() else {"type": "text", "text": f"[image {image} no longer exists]"})
+    return parts
 
 
 def to_wire(messages: Sequence[Message], image_root: Path | None, images_in_tool_messages: bool) -> list[dict[str, Any]]:

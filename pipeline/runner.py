@@ -55,12 +55,16 @@ class DeckRunner:
         model = self.critic_model.with_meter(meter) if self.critic_model else None
         return make_critic_hook(mode, model, severity, language)
 
+    def model(self, role: str, brief: Brief, meter: UsageMeter) -> Model:
+        """The model playing `role` in one rollout, counting into that rollout's meter."""
+        return ScriptedPolicy(role, brief) if self.scripted else self.agent_model.with_meter(meter)
+
     async def rollout(self, task: Task, workspace: Path) -> Rollout:
         meter = UsageMeter()
         hooks: list[CriticHook] = []
 
         def model_for(role: str, brief: Brief) -> Model:
-            return ScriptedPolicy(role, brief) if self.scripted else self.agent_model.with_meter(meter)
+            return self.model(role, brief, meter)
 
         def hooks_for(role: str) -> Sequence[StepHook]:
             hook = self._critic(task.language, meter)

@@ -166,3 +166,10 @@ async def test_sampling_and_extra_body_reach_the_server() -> None:
         body = srv.requests[0]
     assert (body["temperature"], body["max_tokens"], body["model"]) == (0.2, 77, "fake")
     assert body["chat_template_kwargs"] == {"enable_thinking": False} and body["tools"][0]["function"]["name"] == "f"
+
+
+async def test_an_image_gone_from_disk_becomes_a_note(tmp_path: Path) -> None:
+    with FakeOpenAIServer(answer) as srv:
+        await client(srv).chat([Message("user", "look", images=("gone.png",))], image_root=tmp_path)
+        (message,) = srv.requests[0]["messages"]
+    assert message["content"][1] == {"type": "text", "text": "[image gone.png no longer exists]"}

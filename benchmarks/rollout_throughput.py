@@ -1,0 +1,154 @@
+"""Rollouts per hour on this machine against a model endpoint with a fixed latency, vs the ideal.
+
+    python -m benchmarks.rollout_throughput [--latency 0.3] [--concurrency 1 8 32 64]
+
+Each model call goes over HTTP to the fake OpenAI server (own process, fixed latency),
+and the answer played is the scripted policy's, so the tools, renders and exports are
+real. For each concurrency the ideal is the lower of two bounds: model latency alone
+(concurrency x 3600 / (calls per rollout x latency)) and this machine's render capacity
+(renders/s measured here with 8 concurrent renders, / renders per rollout x 3600).
+The rate is the steady state: from the concurrency-th finished rollout to the last
+(worker start-up excluded); "wall s" includes start-up.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import multiprocessing as mp
+import statistics
+import tempfile
+import time
+from pathlib import Path
+from typing import Sequence
+
+import ray
+from hydra import compose, initialize_config_dir
+
+from agents.config import RenderConfig
+from agents.policies.designs import DESIGNS, slide_html
+from agents.policies.scripted import Brief
+from agents.renderer import Renderer
+from core.config import PROJECT_ROOT, LLMConfig, RayConfig
+from core.llm import ModelClient, UsageMeter
+from core.llm_types import ChatResult
+from core.protocols import Model
+from core.records import Constraints, Message, Rollout, Task, read_parquet
+from core.run import open_run
+from core.store import atomic_write_parquet
+from pipeline import config as _schema  # noqa: F401  (registers synthesize_schema)
+from pipeline.rollouts import init_ray, run_rollouts
+from pipeline.runner import DeckRunner
+from tests.fakes.openai_server import FakeOpenAIServer, Reply
+
+SLIDES = 4
+
+
+def _serve(latency: float, urls: mp.Queue, stop: mp.Event) -> None:
+    with FakeOpenAIServer(lambda _: Reply("ok"), latency_s=latency) as srv:
+        urls.put(srv.url)
+        stop.wait()
+
+
+class PacedModel:
+    """The scripted policy's answers, each after a real round trip to the latency server."""
+
+    def __init__(self, policy: Model, client: ModelClient):
+        self.policy, self.client, self.name = policy, client, "scripted-behind-http"
+
+    async def chat(self, messages: Sequence[Message], tools: Sequence[dict] | None = None, image_root: Path | None = None) -> ChatResult:
+        await self.client.chat(list(messages[-2:]), image_root=image_root)
+        return await self.policy.chat(messages, tools, image_root)
+
+
+class PacedRunner(DeckRunner):
+    async def start(self) -> None:
+        await super().start()
+        self.paced = ModelClient(LLMConfig(base_url=self.cfg.llm.base_url, model="fake", max_concurrency=1024), "agent")
+
+    def model(self, role: str, brief: Brief, meter: UsageMeter) -> Model:
+        return PacedModel(super().model(role, brief, meter), self.paced.with_meter(meter))
+
+
+async def render_capacity(seconds: float = 8.0) -> float:
+    """Renders per second with 8 in flight: slides like the scripted policy's."""
+    with tempfile.TemporaryDirectory() as tmp:
+        root = Path(tmp)
+        pages = []
+        for i in range(16):
+            page = root / f"slide_{i:02d}.html"
+            page.write_text(slide_html(DESIGNS[i % 4], 1280, 720, f"Slide {i}", [f"Point {j} about the topic" for j in range(4)], None))
+            pages.append(page)
+        async with Renderer(RenderConfig(max_concurrent=8)) as renderer:
+            done, started = 0, time.monotonic()
+            while time.monotonic() - started < seconds:
+                await asyncio.gather(*(renderer.render(p, "16:9", png_path=p.with_suffix(".png"), workspace=root) for p in pages[:8]))
+                done += 8
+            return done / (time.monotonic() - started)
+
+
+def steady_rate(run: Path, concurrency: int) -> float:
+    """Rollouts per hour between the concurrency-th finish and the last (worker start-up excluded)."""
+    finished = sorted(p.stat().st_mtime for p in (run / "units" / "rollouts").glob("*.json"))
+    first = min(concurrency, len(finished) - 1) - 1
+    return (len(finished) - 1 - first) * 3600 / (finished[-1] - finished[first])
+
+
+def measure(url: str, concurrency: int, rollouts: int, work: Path) -> tuple[list[Rollout], float]:
+    workers = 1 if concurrency == 1 else 2
+    overrides = [
+        f"run.dir={work / f'c{concurrency}'}", "tracking=disabled", "llm=scripted", f"llm.base_url={url}", "critic=rules",
+        "rollouts.runner=benchmarks.rollout_throughput:PacedRunner", f"ray.num_workers={workers}",
+        f"ray.rollouts_per_worker={max(1, concurrency // workers)}", "ray.num_cpus_per_worker=0.01",
+        f"render.max_concurrent={min(8, concurrency)}",
+    ]  # fmt: skip
+    with initialize_config_dir(config_dir=str(PROJECT_ROOT / "configs"), version_base=None):
+        ctx = open_run(compose("synthesize", overrides=overrides), job_type="benchmark")
+    tasks = [
+        Task(f"b{i:04d}", "manual", f"A short talk about topic number {i} for a general audience.", "en", (),
+             Constraints(SLIDES, SLIDES, "16:9", None), split="train")
+        for i in range(rollouts)
+    ]  # fmt: skip
+    (ctx.store.root / "tasks").mkdir(exist_ok=True)
+    atomic_write_parquet(tasks, ctx.store.root / "tasks" / "train.parquet", Task)
+    run_rollouts(ctx)
+    return read_parquet(ctx.store.root / "rollouts.parquet", Rollout), steady_rate(ctx.store.root, concurrency)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--latency", type=float, default=0.3)
+    parser.add_argument("--concurrency", type=int, nargs="+", default=[1, 8, 32, 64])
+    parser.add_argument("--rounds", type=float, default=3.0, help="rollouts per measurement = rounds x concurrency (at least 3)")
+    args = parser.parse_args()
+    capacity = asyncio.run(render_capacity())
+    urls: mp.Queue = mp.Queue()
+    stop = mp.Event()
+    server = mp.Process(target=_serve, args=(args.latency, urls, stop), daemon=True)
+    server.start()
+    url = urls.get(timeout=30)
+    init_ray(RayConfig())
+    print(f"render capacity: {capacity:.1f} renders/s (8 in flight); model latency {args.latency * 1000:.0f} ms per call; 2 CPUs")
+    print(f"{'concurrency':>11} {'rollouts':>8} {'calls/r':>7} {'renders/r':>9} {'wall s':>7} {'r/hour':>8} {'ideal r/h':>9} {'bound':>7} {'of ideal':>8}")
+    try:
+        with tempfile.TemporaryDirectory() as tmp:
+            for c in args.concurrency:
+                n = max(3, int(args.rounds * c))
+                started = time.monotonic()
+                rows, rate = measure(url, c, n, Path(tmp))
+                wall = time.monotonic() - started
+                done = [r for r in rows if r.status == "done"]
+                calls = statistics.mean(sum(r.steps.values()) for r in done)
+                renders = statistics.mean(r.tool_counts.get("inspect_slide", 0) + SLIDES for r in done)
+                model_bound = c * 3600 / (calls * args.latency)
+                render_bound = capacity / renders * 3600
+                ideal = min(model_bound, render_bound)
+                bound = "model" if model_bound <= render_bound else "render"
+                print(f"{c:>11} {len(rows):>8} {calls:>7.1f} {renders:>9.1f} {wall:>7.1f} {rate:>8.0f} {ideal:>9.0f} {bound:>7} {rate / ideal:>8.0%}")
+    finally:
+        stop.set()
+        ray.shutdown()
+
+
+if __name__ == "__main__":
+    main()
