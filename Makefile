@@ -8,7 +8,7 @@ DEPS   := $(VENV)/.deps-installed
 .PHONY: demo test setup system benchmarks clean
 
 demo: setup
-	$(PY) -m pipeline.synthesize run.name=demo
+	$(PY) -m pipeline.synthesize run.name=demo limit=8
 
 test: setup
 	$(PY) -m pytest -q
@@ -29,7 +29,8 @@ $(DEPS): pyproject.toml | $(PY)
 	@touch $@
 
 benchmarks: setup
-	$(PY) -m benchmarks.client_overhead
+	for b in client_overhead tool_overhead render search filter_throughput packing rollout_throughput; do \
+	  $(PY) -m benchmarks.$$b || exit 1; done
 
 clean:
 	rm -rf $(VENV) runs .pytest_cache
