@@ -18,7 +18,7 @@ from agents.config import SandboxConfig
 from agents.research.backends import Backends
 from agents.research.convert import ConversionError, pdf_to_markdown
 from agents.research.documents import html_to_text
-from agents.research.index import CorpusError
+from agents.research.index import CorpusError, CorpusIndex
 from agents.tools.download import fetch
 from agents.tools.registry import ToolError
 
@@ -60,11 +60,19 @@ async def fetch_web(research: Research, url: str, sandbox: SandboxConfig) -> str
     return f"# {url}{moved}\n\n{markdown}"
 
 
-async def fetch_page(research: Research, url: str, sandbox: SandboxConfig) -> str:
-    """The Markdown of a URL or a corpus:// document, cut at MAX_PAGE_CHARS."""
+def _corpus_document(index: CorpusIndex | None, doc_id: str) -> str | None:
+    try:
+        return index.document(doc_id).markdown() if index else None
+    except CorpusError:
+        return None
+
+
+async def fetch_page(research: Research, url: str, sandbox: SandboxConfig, attachments: CorpusIndex | None = None) -> str:
+    """The Markdown of a URL or a corpus:// document (the task's attachments first), cut at MAX_PAGE_CHARS."""
     if url.startswith(CORPUS_SCHEME):
+        doc_id = url.removeprefix(CORPUS_SCHEME).split("#")[0]
         try:
-            text = (await research.corpus()).document(url.removeprefix(CORPUS_SCHEME).split("#")[0]).markdown()
+            text = _corpus_document(attachments, doc_id) or (await research.corpus()).document(doc_id).markdown()
         except CorpusError as exc:
             raise ToolError(str(exc)) from exc
     else:

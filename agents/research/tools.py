@@ -16,13 +16,15 @@ from pydantic import Field
 
 from agents.config import SandboxConfig
 from agents.research.convert import ConversionError, convert_bytes, document_text
-from agents.research.fetch import fetch_page
+from agents.research.documents import document_files, load_documents
+from agents.research.fetch import CORPUS_SCHEME, fetch_page
+from agents.research.index import CorpusIndex, build_index
 from agents.research.images import IMAGES
 from agents.research.models import analyze_document, caption_image, generate_image
 from agents.research.papers import PAPERS
 from agents.research.records import Author, ImageHit, Paper, Scholar, SearchHit, from_json, to_json
 from agents.research.render import authors_text, hits_text, images_text, papers_text, scholar_text
-from agents.research.runtime import Research, research_of
+from agents.research.runtime import Research, fingerprint, research_of
 from agents.research.search import SEARCH, TimeRange
 from agents.tools.files import image_size
 from agents.tools.registry import ToolContext, ToolError, tool
@@ -31,6 +33,8 @@ ROLE = "researcher"
 IMAGE_RESULTS = 5
 LIBRARY_ASSETS = "assets/library"  # where offline library images are copied in the workspace
 MODEL_CALL_TIMEOUT_S = 600.0
+ATTACHMENTS = "attachments"  # where the task's attached files are copied (agents.deckgen)
+ATTACHMENT_INDEX = ".research/attachments.db"
 
 Query = Annotated[str, Field(min_length=1, description="What to look for, in the language of the sources you want.")]
 MaxResults = Annotated[int, Field(ge=1, le=20, description="How many results to return.")]
@@ -59,16 +63,39 @@ async def search_web(
     """Search the web (or, offline, the local document collection). Returns titles, URLs and snippets; read a result with fetch_url."""
     research = research_of(ctx)
     backend = research.config.search_backend
-    found = await _retrieve(research, "search_web", backend, {"query": query, "max_results": max_results, "time_range": time_range},
-                            lambda: SEARCH.get(backend)(research, query, max_results, time_range))  # fmt: skip
+    attached = await attachment_index(ctx) if backend == "offline" else None
+    arguments = {"query": query, "max_results": max_results, "time_range": time_range}
+
+    async def search() -> list[SearchHit]:
+        own = attached[0].search(query, max_results) if attached else []
+        shared = await SEARCH.get(backend)(research, query, max_results, time_range)
+        return (own + [h for h in shared if h.url not in {o.url for o in own}])[:max_results]
+
+    found = await _retrieve(research, "search_web", backend, arguments | ({"attachments": attached[1]} if attached else {}), search)
     return hits_text(query, [from_json(SearchHit, h) for h in found])
+
+
+async def attachment_index(ctx: ToolContext) -> tuple[CorpusIndex, str] | None:
+    """The task's own attached documents, indexed once per workspace (offline search covers them too)."""
+    folder = ctx.workspace.root / ATTACHMENTS
+    if not folder.is_dir() or not document_files(folder):
+        return None
+    digest = fingerprint(folder)
+    index, stamp = ctx.workspace.root / ATTACHMENT_INDEX, ctx.workspace.root / f"{ATTACHMENT_INDEX}.fingerprint"
+    if not index.is_file() or not stamp.is_file() or stamp.read_text() != digest:
+        await asyncio.to_thread(build_index, load_documents(folder), index)
+        stamp.write_text(digest)
+    return CorpusIndex(index), digest
 
 
 @tool(ROLE)
 async def fetch_url(ctx: ToolContext, url: Annotated[str, Field(min_length=1, description="An http(s) URL, or a corpus:// address from search_web.")]) -> str:
     """Read a web page or PDF as Markdown (or a corpus:// document from search_web). Long pages are saved whole; read them on with read_file."""
     research = research_of(ctx)
-    return await _retrieve(research, "fetch_url", research.config.fetch_backend, {"url": url}, lambda: fetch_page(research, url, ctx.sandbox))
+    attached = await attachment_index(ctx) if url.startswith(CORPUS_SCHEME) else None
+    arguments = {"url": url} | ({"attachments": attached[1]} if attached else {})
+    index = attached[0] if attached else None
+    return await _retrieve(research, "fetch_url", research.config.fetch_backend, arguments, lambda: fetch_page(research, url, ctx.sandbox, index))
 
 
 @tool(ROLE)
