@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import multiprocessing as mp
 import statistics
 import time
 
@@ -21,7 +20,8 @@ import openai
 from core.config import LLMConfig
 from core.llm import ModelClient, to_wire
 from core.records import Message, ToolCall
-from tests.fakes.openai_server import FakeOpenAIServer, Reply
+from benchmarks.endpoint import fake_endpoint, percentile as _pct
+from tests.fakes.openai_server import Reply
 
 CONVERSATION = [
     Message("system", "You are a presentation designer. " * 50),
@@ -31,15 +31,7 @@ CONVERSATION = [
 ]
 
 
-def _serve(port_queue: mp.Queue, stop: mp.Event) -> None:
-    reply = Reply("", [("write_file", {"path": "slides/slide_01.html", "content": "<html></html>"})], reasoning="ok")
-    with FakeOpenAIServer(lambda _: reply) as srv:
-        port_queue.put(srv.url)
-        stop.wait()
-
-
-def _pct(values: list[float], q: float) -> float:
-    return sorted(values)[min(len(values) - 1, int(q * len(values)))]
+REPLY = Reply("", [("write_file", {"path": "slides/slide_01.html", "content": "<html></html>"})], reasoning="ok")
 
 
 async def _ours(url: str, calls: int, concurrency: int) -> tuple[list[float], list[float]]:
@@ -82,12 +74,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--calls", type=int, default=400)
     args = parser.parse_args()
-    queue: mp.Queue = mp.Queue()
-    stop = mp.Event()
-    server = mp.Process(target=_serve, args=(queue, stop), daemon=True)
-    server.start()
-    url = queue.get(timeout=30)
-    try:
+    with fake_endpoint(REPLY) as url:
         asyncio.run(_ours(url, 50, 8))  # warm-up
         print(f"{'concurrency':>11} {'bare SDK median':>16} {'ours median':>12} {'ours p95':>9} {'overhead median':>16} {'overhead p95':>13}")
         for concurrency in (1, 64):
@@ -98,9 +85,6 @@ def main() -> None:
                 f"{concurrency:>11} {ms(statistics.median(bare)):>16} {ms(statistics.median(totals)):>12} "
                 f"{ms(_pct(totals, 0.95)):>9} {ms(statistics.median(overheads)):>16} {ms(_pct(overheads, 0.95)):>13}"
             )
-    finally:
-        stop.set()
-        server.join(timeout=10)
 
 
 if __name__ == "__main__":

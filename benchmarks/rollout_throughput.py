@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import multiprocessing as mp
 import statistics
 import tempfile
 import time
@@ -39,15 +38,10 @@ from core.store import atomic_write_parquet
 from pipeline import config as _schema  # noqa: F401  (registers synthesize_schema)
 from pipeline.rollouts import init_ray, run_rollouts
 from pipeline.runner import DeckRunner
-from tests.fakes.openai_server import FakeOpenAIServer, Reply
+from benchmarks.endpoint import fake_endpoint
+from tests.fakes.openai_server import Reply
 
 SLIDES = 4
-
-
-def _serve(latency: float, urls: mp.Queue, stop: mp.Event) -> None:
-    with FakeOpenAIServer(lambda _: Reply("ok"), latency_s=latency) as srv:
-        urls.put(srv.url)
-        stop.wait()
 
 
 class PacedModel:
@@ -122,16 +116,11 @@ def main() -> None:
     parser.add_argument("--rounds", type=float, default=3.0, help="rollouts per measurement = rounds x concurrency (at least 3)")
     args = parser.parse_args()
     capacity = asyncio.run(render_capacity())
-    urls: mp.Queue = mp.Queue()
-    stop = mp.Event()
-    server = mp.Process(target=_serve, args=(args.latency, urls, stop), daemon=True)
-    server.start()
-    url = urls.get(timeout=30)
     init_ray(RayConfig())
     print(f"render capacity: {capacity:.1f} renders/s (8 in flight); model latency {args.latency * 1000:.0f} ms per call; 2 CPUs")
     print(f"{'concurrency':>11} {'rollouts':>8} {'calls/r':>7} {'renders/r':>9} {'wall s':>7} {'r/hour':>8} {'ideal r/h':>9} {'bound':>7} {'of ideal':>8}")
     try:
-        with tempfile.TemporaryDirectory() as tmp:
+        with fake_endpoint(Reply("ok"), args.latency) as url, tempfile.TemporaryDirectory() as tmp:
             for c in args.concurrency:
                 n = max(3, int(args.rounds * c))
                 started = time.monotonic()
@@ -146,7 +135,6 @@ def main() -> None:
                 bound = "model" if model_bound <= render_bound else "render"
                 print(f"{c:>11} {len(rows):>8} {calls:>7.1f} {renders:>9.1f} {wall:>7.1f} {rate:>8.0f} {ideal:>9.0f} {bound:>7} {rate / ideal:>8.0%}")
     finally:
-        stop.set()
         ray.shutdown()
 
 

@@ -16,8 +16,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import multiprocessing as mp
-from multiprocessing.synchronize import Event
 import statistics
 import tempfile
 import time
@@ -32,14 +30,11 @@ from core.config import LLMConfig
 from core.llm import ModelClient
 from core.llm_types import ChatResult
 from core.records import Message, Trajectory
-from tests.fakes.openai_server import FakeOpenAIServer, Reply
+from benchmarks.endpoint import fake_endpoint, percentile as _pct
+from tests.fakes.openai_server import Reply
 
 
-def _serve(port_queue: mp.Queue, stop: Event) -> None:
-    reply = Reply("", [("read_file", {"path": "manuscript.md"})], reasoning="Check the manuscript again.")
-    with FakeOpenAIServer(lambda _: reply) as srv:
-        port_queue.put(srv.url)
-        stop.wait()
+REPLY = Reply("", [("read_file", {"path": "manuscript.md"})], reasoning="Check the manuscript again.")
 
 
 class Timed:
@@ -53,10 +48,6 @@ class Timed:
         result = await self.inner.chat(messages, tools, image_root)
         self.latencies.append(result.latency_s)
         return result
-
-
-def _pct(values: list[float], q: float) -> float:
-    return sorted(values)[min(len(values) - 1, int(q * len(values)))]
 
 
 async def _measure(url: str, rollouts: int, steps: int, root: Path) -> tuple[list[float], list[float], list[float]]:
@@ -89,12 +80,7 @@ def main() -> None:
     parser.add_argument("--rollouts", type=int, default=10)
     parser.add_argument("--steps", type=int, default=40)
     args = parser.parse_args()
-    queue: mp.Queue = mp.Queue()
-    stop = mp.Event()
-    server = mp.Process(target=_serve, args=(queue, stop), daemon=True)
-    server.start()
-    url = queue.get(timeout=30)
-    try:
+    with fake_endpoint(REPLY) as url:
         with tempfile.TemporaryDirectory() as tmp:
             asyncio.run(_measure(url, 1, 10, Path(tmp) / "warm"))  # warm-up (imports, connections)
         with tempfile.TemporaryDirectory() as tmp:
@@ -106,9 +92,6 @@ def main() -> None:
         print(f"{'model round trip':>22} {ms(statistics.median([t - o for t, o in zip(totals, overheads)])):>10}")
         print(f"{'our overhead per step':>22} {ms(statistics.median(overheads)):>10} {ms(_pct(overheads, 0.95)):>10}  (target < 5 ms)")
         print(f"{'saving the trajectory':>22} {ms(statistics.median(saves)):>10} {ms(_pct(saves, 0.95)):>10}")
-    finally:
-        stop.set()
-        server.join(timeout=10)
 
 
 if __name__ == "__main__":

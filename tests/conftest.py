@@ -1,7 +1,41 @@
-"""Test-wide settings: nothing reaches a hub or wandb's servers."""
+"""Test-wide settings (nothing reaches a hub or wandb's servers) and shared fixtures."""
 
 import os
 
 os.environ.setdefault("WANDB_MODE", "disabled")
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("RAY_AUTH_MODE", "disabled")
+
+from pathlib import Path  # noqa: E402
+from typing import Callable  # noqa: E402
+
+import pytest  # noqa: E402
+import ray  # noqa: E402
+from hydra import compose, initialize_config_dir  # noqa: E402
+
+from core.config import PROJECT_ROOT  # noqa: E402
+from core.run import RunContext, open_run  # noqa: E402
+from pipeline import config as _schema  # noqa: E402, F401  (registers synthesize_schema)
+from pipeline.config import validate  # noqa: E402
+
+
+@pytest.fixture
+def make_run(tmp_path: Path) -> Callable[..., RunContext]:
+    """open_run() on a composed synthesize config with `overrides`, in tmp_path/run."""
+
+    def make(*overrides: str) -> RunContext:
+        with initialize_config_dir(config_dir=str(PROJECT_ROOT / "configs"), version_base=None):
+            cfg = compose("synthesize", overrides=[f"run.dir={tmp_path / 'run'}", "tracking=disabled", *overrides])
+        validate(cfg)
+        return open_run(cfg, job_type="test")
+
+    return make
+
+
+@pytest.fixture(scope="module")
+def embedded_ray():
+    """A local Ray instance for a test module; workers import the project and tests."""
+    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False, configure_logging=False,
+             runtime_env={"env_vars": {"PYTHONPATH": str(PROJECT_ROOT)}})
+    yield
+    ray.shutdown()

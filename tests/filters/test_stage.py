@@ -10,7 +10,6 @@ from core.run import RunContext
 from filters.run import STAGE
 from pipeline.filtering import run_filters
 from pipeline.stages import REGISTRY as STAGES
-from tests.pipeline.conftest import make_run  # noqa: F401 - the pipeline's run fixture, used by name
 
 
 def test_pipeline_stage_with_no_gates_keeps_every_finished_rollout(make_run: Callable[..., RunContext], fake_scenario_run: Path) -> None:

@@ -3,12 +3,10 @@
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 import pytest
-import ray
 
-from core.records import Rollout, Task, read_parquet
+from core.records import Rollout, read_parquet
 from pipeline.rollouts import run_rollouts
 from tests.fakes.openai_server import FakeOpenAIServer, FaultPlan, Reply
 from tests.pipeline.test_rollouts import write_tasks
@@ -46,12 +44,7 @@ def steady_model(body: dict) -> Reply:
     return Reply("", [("finalize", {"outcome": "slides"})])
 
 
-@pytest.fixture(scope="module", autouse=True)
-def embedded_ray():
-    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False, configure_logging=False,
-             runtime_env={"env_vars": {"PYTHONPATH": str(Path(__file__).parents[2])}})
-    yield
-    ray.shutdown()
+pytestmark = pytest.mark.usefixtures("embedded_ray")
 
 
 @pytest.mark.chromium

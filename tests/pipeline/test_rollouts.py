@@ -2,10 +2,8 @@
 
 from __future__ import annotations
 
-from pathlib import Path
 
 import pytest
-import ray
 
 from core.records import Rollout, Task, read_parquet
 from core.store import atomic_write_parquet
@@ -15,12 +13,7 @@ RUNNER = "rollouts.runner=tests.pipeline.fake_runner:ScriptedRunner"
 FAST = ["ray.num_workers=2", "ray.rollouts_per_worker=4", "ray.num_cpus_per_worker=0.5", RUNNER, "rollouts.max_wall_s=3"]
 
 
-@pytest.fixture(scope="module", autouse=True)
-def embedded_ray():
-    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False, configure_logging=False,
-             runtime_env={"env_vars": {"PYTHONPATH": str(Path(__file__).parents[2])}})
-    yield
-    ray.shutdown()
+pytestmark = pytest.mark.usefixtures("embedded_ray")
 
 
 def write_tasks(ctx, words: list[str]) -> list[Task]:

@@ -1,0 +1,285 @@
+"""The run report: figures, the static site (escaping, links, thumbnails cache), tracking, the CLI,
+and a browser test over a real scripted-policy run."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+from urllib.parse import unquote
+
+import pytest
+
+from agents.config import RenderConfig
+from agents.renderer import CHROMIUM_ARGS
+from core.config import PROJECT_ROOT, TrackingConfig
+from core.records import CriticInjection, Message, Rollout, Step, ToolCall, Trajectory, Usage
+from core.tracking import Tracker
+from pipeline.report import make_report, run_report
+from pipeline.report.data import load_run
+from pipeline.report.figures import ACCEPTED, NOT_FILTERED, compute_figures, metrics
+from pipeline.report.steps import WARNING_MARK, view
+from pipeline.stages import REGISTRY
+from tests.pipeline.report_run import INJECTED_FINDING, RolloutSpec, add_rollout, build_run, make_task
+
+PYTHON = sys.executable
+ENV = {**os.environ, "WANDB_MODE": "disabled", "RAY_AUTH_MODE": "disabled"}
+SRC = re.compile(r'(?:src|href)="([^"#]+)"')
+
+
+@pytest.fixture
+def synthetic(tmp_path: Path) -> Path:
+    root = tmp_path / "run"
+    build_run(root, 12, seed=3)
+    return root
+
+
+def _local_links(page: Path) -> list[Path]:
+    """The files a page's src/href attributes point to (relative links only)."""
+    return [page.parent / unquote(link) for link in SRC.findall(page.read_text(encoding="utf-8")) if "://" not in link]
+
+
+# ---------------------------------------------------------------- figures
+
+
+def test_figures_count_the_funnel_outcomes_and_defects(synthetic: Path) -> None:
+    run = load_run(synthetic)
+    figures = compute_figures(run)
+    done = [r for r in run.rollouts if r.status == "done"]
+    accepted = {v.task_id for v in run.verdicts} - {v.task_id for v in run.verdicts if not v.passed}
+    assert [s.count for s in figures.funnel] == [12, 12, len(accepted), 6]
+    assert figures.accepted == len(accepted) and figures.outcomes[ACCEPTED] == len(accepted)
+    assert figures.failures == {"environment/timeout": len(run.rollouts) - len(done)}
+    assert figures.defects[("low_contrast", "major")] == len(done)  # slide 2 of every deck
+    assert figures.headline["yield"] == pytest.approx(len(accepted) / 12)
+    assert figures.headline["cost_per_accepted_usd"] == pytest.approx(sum(r.cost_usd for r in run.rollouts) / len(accepted))
+    by_role = {u.role: u for u in figures.usage}
+    assert by_role["presenter"].prompt_tokens == sum(r.prompt_tokens.get("presenter", 0) for r in run.rollouts)
+    flat = metrics(figures)
+    assert flat["funnel/accepted"] == len(accepted) and flat["funnel/sft"] == 6
+    assert flat["defects/low_contrast/major"] == len(done)
+    assert {t.title for t in figures.task_mix} == {"language", "source", "aspect ratio", "slide count"}
+
+
+def test_a_run_without_filters_or_export_says_so(make_run: Any) -> None:
+    ctx = make_run()
+    ctx.store.root.joinpath("tasks").mkdir()
+    figures = run_report(ctx)
+    assert figures["rollouts"] == 0 and "report" in REGISTRY
+    html = ctx.store.path("report", "index.html").read_text(encoding="utf-8")
+    assert "The filters have not run" in html and "the export has not run" in html
+    assert compute_figures(load_run(ctx.store.root)).accepted is None
+
+
+def test_rows_of_an_unfiltered_failed_rollout_carry_its_failure_category(tmp_path: Path) -> None:
+    root = tmp_path / "run"
+    build_run(root, 20, seed=1)
+    for path in [root / "verdicts.parquet", *(root / "units" / "verdicts").iterdir()]:
+        path.unlink()
+    (root / "units" / "verdicts").rmdir()
+    rows = compute_figures(load_run(root)).rows
+    assert {r.category for r in rows if r.status == "failed"} == {"environment"}
+    assert {r.category for r in rows if r.status == "done"} == {NOT_FILTERED}
+
+
+# ---------------------------------------------------------------- trajectories
+
+
+def test_steps_show_calls_observations_injections_and_warnings() -> None:
+    finding = json.dumps([INJECTED_FINDING])
+    messages = (
+        Message("system", "sys", kind="prompt"),
+        Message("user", "make slides", kind="prompt"),
+        Message("assistant", reasoning="look", tool_calls=(ToolCall("c1", "inspect_slide", '{"html_file": "slides/s.html"}'),)),
+        Message("tool", "Rendered." + WARNING_MARK + "40,000 of 50,000 used", ("renders/s.png",), tool_call_id="c1", name="inspect_slide"),
+        Message("assistant", tool_calls=(ToolCall("critic_4", "thinking", '{"thought": "fix"}'),), kind="critic"),
+        Message("tool", "fix the title", tool_call_id="critic_4", name="thinking", kind="critic"),
+        Message("assistant", tool_calls=(ToolCall("c2", "write_file", '{"path": "x", "content": "<h1>'),)),
+        Message("tool", "Error: malformed arguments", tool_call_id="c2", name="write_file"),
+    )
+    trajectory = Trajectory(
+        task_id="t", agent="presenter", model="m", messages=messages,
+        steps=(Step(0, 1.0, 0.1, 0.2, Usage(100, 10)), Step(1, 2.0, 0.1, 0.0, Usage(200, 5)), Step(2, 3.0, 0.0, 0.0, error="environment/model_error:server")),
+        injections=(CriticInjection(0, 4, "critic-vlm", finding, "inspect_slide:slides/s.html:renders/s.png"),),
+    )  # fmt: skip
+    shown = view(trajectory)
+    first, second, failed = shown.steps
+    assert [n.role for n in shown.prompts] == ["system", "user"] and shown.warnings == 1 and shown.injections == 1
+    assert first.tokens == (100, 10) and first.calls[0].arguments[0].value == "slides/s.html"
+    observation = first.observations[0]
+    assert observation.text == "Rendered." and observation.warning.startswith("[context warning]") and observation.images == ("renders/s.png",)
+    injection = first.injections[0]
+    assert (injection.tool, injection.artifact, injection.image) == ("inspect_slide", "slides/s.html", "renders/s.png")
+    assert injection.findings == [INJECTED_FINDING] and injection.thought == "fix the title" and injection.critic_model == "critic-vlm"
+    assert second.calls[0].arguments[0].name == "(malformed JSON)" and second.observations[0].error
+    assert failed.error == "environment/model_error:server"
+
+
+# ---------------------------------------------------------------- the site
+
+
+def test_site_escapes_text_and_every_local_link_resolves(synthetic: Path) -> None:
+    figures = make_report(synthetic)
+    report = synthetic / "report"
+    pages = sorted((report / "rollouts").glob("*.html"))
+    assert figures["pages"] == len(pages) == 12
+    for page in [report / "index.html", *pages]:
+        html = page.read_text(encoding="utf-8")
+        assert "<script>alert(1)</script>" not in html and "<b>tides</b>" not in html
+        missing = [p for p in _local_links(page) if not p.exists()]
+        assert not missing, f"{page.name} links to missing files: {missing[:3]}"
+    injected = next(p for p in pages if "Critic injection" in p.read_text(encoding="utf-8"))
+    html = injected.read_text(encoding="utf-8")
+    assert "&lt;script&gt;alert(1)&lt;/script&gt;" in html and "overflow at h1.title" in html
+    assert not re.search(r"https?://", (report / "index.html").read_text(encoding="utf-8").replace(str(synthetic), ""))
+
+
+def test_thumbnails_are_made_once_and_remade_when_a_slide_changes(synthetic: Path) -> None:
+    first = make_report(synthetic)
+    assert first["thumbs_made"] > 0 and first["thumbs_reused"] == 0 and first["thumbs_failed"] == 0
+    again = make_report(synthetic)
+    assert again["thumbs_made"] == 0 and again["thumbs_reused"] == first["thumbs_made"]
+    preview = next(synthetic.glob("rollouts/*/previews/slide_01.png"))
+    preview.write_bytes(next(synthetic.glob("rollouts/*/previews/slide_03.png")).read_bytes())
+    os.utime(preview, ns=(preview.stat().st_atime_ns, preview.stat().st_mtime_ns + 10**9))
+    assert make_report(synthetic)["thumbs_made"] == 1
+
+
+def test_an_unreadable_first_slide_gets_no_thumbnail_and_no_broken_link(synthetic: Path) -> None:
+    preview = next(synthetic.glob("rollouts/*/previews/slide_01.png"))
+    preview.write_bytes(b"not a png")
+    assert make_report(synthetic)["thumbs_failed"] == 1
+    task_id = preview.parts[-3]
+    assert f"first slide of {task_id}" not in (synthetic / "report" / "index.html").read_text(encoding="utf-8")
+    assert "previews/slide_01.png" in (synthetic / "report" / "rollouts" / f"{task_id}.html").read_text(encoding="utf-8")
+
+
+class RecordingTracker(Tracker):
+    """A tracker that keeps what it is given instead of sending it to wandb."""
+
+    def __init__(self) -> None:
+        super().__init__(TrackingConfig(mode="disabled"), Path("."), "test", {}, "test")
+        self.summaries: dict[str, Any] = {}
+        self.tables: dict[str, tuple[list[str], list[list[Any]]]] = {}
+
+    @property
+    def enabled(self) -> bool:
+        return True
+
+    def summary(self, metrics: dict[str, Any]) -> None:
+        self.summaries |= metrics
+
+    def table(self, key: str, columns: list[str], rows: list[list[Any]]) -> None:
+        self.tables[key] = (columns, rows)
+
+
+def test_the_dashboard_gets_the_same_figures_as_the_site(synthetic: Path) -> None:
+    tracker = RecordingTracker()
+    make_report(synthetic, tracker)
+    assert tracker.summaries == metrics(compute_figures(load_run(synthetic)))
+    columns, rows = tracker.tables["report/rollouts"]
+    assert len(rows) == 12
+    covers = [row[columns.index("first_slide")] for row in rows]
+    assert all(c is None or (isinstance(c, Path) and c.suffix == ".jpg" and c.is_file()) for c in covers)
+    assert sum(c is not None for c in covers) == sum(row[columns.index("status")] == "done" for row in rows)
+
+
+def test_cli_writes_the_report_and_refuses_a_non_run(synthetic: Path, tmp_path: Path) -> None:
+    ok = subprocess.run([PYTHON, "-m", "pipeline.report", str(synthetic)], cwd=PROJECT_ROOT, env=ENV, capture_output=True, text=True, check=False, timeout=120)
+    assert ok.returncode == 0, ok.stderr
+    assert str(synthetic / "report" / "index.html") in ok.stdout
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    bad = subprocess.run([PYTHON, "-m", "pipeline.report", str(empty)], cwd=PROJECT_ROOT, env=ENV, capture_output=True, text=True, check=False, timeout=120)
+    assert bad.returncode == 2 and "not a run directory" in bad.stderr
+
+
+# ---------------------------------------------------------------- a real run in a browser
+
+
+@pytest.fixture(scope="session")
+def scripted_run(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, str]:
+    """A scripted-policy run (limit=3), filtered when the filters exist, plus one injected rollout if it had none."""
+    root = tmp_path_factory.mktemp("report-run") / "run"
+    command = [PYTHON, "-m", "pipeline.synthesize", f"run.dir={root}", "limit=3", "tracking=disabled"]
+    done = subprocess.run(command, cwd=PROJECT_ROOT, env=ENV, capture_output=True, text=True, check=False, timeout=900)
+    assert done.returncode == 0, done.stderr[-3000:]
+    if not (root / "verdicts.parquet").exists() and importlib.util.find_spec("filters.run"):
+        filtered = subprocess.run([PYTHON, "-m", "filters.run", str(root)], cwd=PROJECT_ROOT, env=ENV, capture_output=True, text=True, check=False, timeout=600)
+        assert filtered.returncode == 0, filtered.stderr[-3000:]
+    injected = next((r.task_id for r in load_run(root).rollouts if r.injections), None)
+    if injected is None:
+        injected = add_rollout(root, make_task("synthetic-injected", aspect="4:3"), RolloutSpec(slides=3, injected=True, warned=True)).task_id
+    report = subprocess.run([PYTHON, "-m", "pipeline.report", str(root)], cwd=PROJECT_ROOT, env=ENV, capture_output=True, text=True, check=False, timeout=300)
+    assert report.returncode == 0, report.stderr[-3000:]
+    return root, injected
+
+
+LOAD_ALL_IMAGES = """() => Promise.all([...document.images].map(img => {
+  img.loading = "eager";
+  return img.complete ? null : new Promise(done => { img.onload = img.onerror = done; });
+}))"""
+BROKEN_IMAGES = "() => [...document.images].filter(img => !img.naturalWidth).map(img => img.src)"
+
+
+@pytest.mark.chromium
+@pytest.mark.slow
+def test_report_of_a_scripted_run_in_chromium(scripted_run: tuple[Path, str], tmp_path_factory: pytest.TempPathFactory) -> None:
+    from playwright.sync_api import expect, sync_playwright
+
+    root, injected = scripted_run
+    rollouts: list[Rollout] = load_run(root).rollouts
+    scripted = next(r for r in rollouts if r.task_id != injected and r.status == "done")
+    shots = tmp_path_factory.mktemp("report-screenshots")
+    print(f"\nreport screenshots in {shots}")
+    errors: list[str] = []
+    with sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path=RenderConfig().chromium_path, args=CHROMIUM_ARGS)
+        page = browser.new_page(viewport={"width": 1300, "height": 900})
+        page.on("console", lambda message: errors.append(message.text) if message.type == "error" else None)
+        page.on("pageerror", lambda exc: errors.append(str(exc)))
+
+        page.goto((root / "report" / "index.html").as_uri())
+        table = page.locator("#rollout-table tbody tr")
+        expect(table).to_have_count(len(rollouts))
+        page.evaluate(LOAD_ALL_IMAGES)
+        assert page.evaluate(BROKEN_IMAGES) == []
+        page.screenshot(path=shots / "index.png", full_page=True)
+
+        page.select_option("select[data-filter=source]", "persona")
+        personas = sum(load_run(root).tasks[r.task_id].source == "persona" for r in rollouts)
+        expect(page.locator("#rollout-table tbody tr:not(.hidden)")).to_have_count(personas)
+        expect(page.locator("#shown")).to_have_text(f"{personas} of {len(rollouts)} rollouts")
+        page.locator("#rollouts").screenshot(path=shots / "index-filtered-persona.png")
+        page.select_option("select[data-filter=source]", "")
+        expect(page.locator("#rollout-table tbody tr:not(.hidden)")).to_have_count(len(rollouts))
+
+        page.click(f"#rollout-table a[href='rollouts/{scripted.task_id}.html']")
+        expect(page).to_have_url(re.compile(rf"/report/rollouts/{re.escape(scripted.task_id)}\.html$"))
+        expect(page.locator("#deck figure.slide img")).to_have_count(sum(1 for _ in (root / "rollouts" / scripted.task_id / "previews").glob("*.png")))
+        render = page.locator(".observation img.render").first
+        render.scroll_into_view_if_needed()
+        expect(render).to_be_visible()
+        page.evaluate(LOAD_ALL_IMAGES)
+        assert page.evaluate(BROKEN_IMAGES) == []
+        page.screenshot(path=shots / f"rollout-{scripted.task_id}.png", full_page=True)
+
+        page.goto((root / "report" / "index.html").as_uri())
+        page.click(f"#rollout-table a[href='rollouts/{injected}.html']")
+        injection = page.locator(".injection").first
+        injection.scroll_into_view_if_needed()
+        expect(injection).to_be_visible()
+        expect(injection.locator("table.findings")).to_contain_text("overflow at h1.title")
+        expect(injection.locator("figure.seen img")).to_be_visible()
+        expect(page.locator(".warning").first).to_contain_text("[context warning]")
+        injection.screenshot(path=shots / "critic-injection.png")
+        page.evaluate(LOAD_ALL_IMAGES)
+        assert page.evaluate(BROKEN_IMAGES) == []
+        page.screenshot(path=shots / f"rollout-{injected}.png", full_page=True)
+        browser.close()
+    assert errors == []
