@@ -29,7 +29,7 @@ $(DEPS): pyproject.toml | $(PY)
 	@touch $@
 
 benchmarks: setup
-	for b in client_overhead tool_overhead render search filter_throughput packing rollout_throughput; do \
+	for b in client_overhead tool_overhead render search filter_throughput packing rollout_throughput report; do \
 	  $(PY) -m benchmarks.$$b || exit 1; done
 
 clean:

@@ -229,6 +229,7 @@ def read_parquet(path: Path, cls: type[R]) -> list[R]:
 # ---------------------------------------------------------------- the codec
 
 
+@cache
 def _hints(cls: type) -> dict[str, Any]:
     return typing.get_type_hints(cls)
 

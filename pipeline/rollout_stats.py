@@ -50,21 +50,12 @@ def _agents(records: list[Rollout]) -> list[str]:
 
 
 def publish(ctx: RunContext, stats: dict[str, Any], records: list[Rollout]) -> Path:
-    """Write the figures to <run>/stats/rollouts.json and to the tracker (with a thumbnail table)."""
+    """Write the figures to <run>/stats/rollouts.json and to the tracker."""
     path = ctx.store.path("stats", "rollouts.json")
     path.parent.mkdir(exist_ok=True)
     atomic_write_text(path, json.dumps(stats, indent=1, ensure_ascii=False))
     scalars = {f"rollouts/{k}": v for k, v in stats.items() if isinstance(v, (int, float))}
     scalars |= {f"rollouts/findings/{k}": v for k, v in stats["findings_by_category"].items()}
     scalars |= {f"rollouts/failures/{k}": v for k, v in stats["failures_by_kind"].items()}
-    ctx.tracker.log(scalars)
-    if ctx.tracker.enabled:
-        rows = [[r.task_id, r.status, r.failure or "", r.injections, round(r.cost_usd, 4), _thumbnail(ctx, r)] for r in records]
-        ctx.tracker.table("rollouts/table", ["task_id", "status", "failure", "injections", "cost_usd", "first_slide"], rows)
+    ctx.tracker.log(scalars)  # the rollouts table with slide thumbnails is logged by the report stage
     return path
-
-
-def _thumbnail(ctx: RunContext, rollout: Rollout) -> Path | str:
-    previews = rollout.artifacts.get("previews")
-    first = sorted(ctx.store.path(previews).glob("*.png"))[:1] if previews else []
-    return first[0] if first else ""

@@ -5,7 +5,8 @@ from __future__ import annotations
 import hydra
 from omegaconf import DictConfig
 
-from pipeline import exporting as _export, filtering as _filters, rollouts as _rollouts, tasks as _tasks  # noqa: F401  (stages)
+from pipeline import exporting as _export, filtering as _filters, report as _report  # noqa: F401  (stages)
+from pipeline import rollouts as _rollouts, tasks as _tasks  # noqa: F401  (stages)
 from pipeline.config import validate
 from pipeline.stages import run_stages
 

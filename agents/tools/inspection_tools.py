@@ -40,8 +40,8 @@ async def inspect_slide(
     path = str(ctx.workspace.resolve(html_file))
     if ctx.workspace.stat(path) is None:
         raise ToolError(f"{html_file!r} does not exist.")
-    png = PurePosixPath("renders") / f"{PurePosixPath(path).stem}.png"
     ctx.workspace.mkdir("renders")
+    png = _next_render(ctx, PurePosixPath(path).stem)
     try:
         result = await measure_slide(ctx.resources[RENDERER], ctx.workspace.root, path, aspect, ctx.workspace.root / png)
     except RenderError as exc:
@@ -49,6 +49,15 @@ async def inspect_slide(
     header = f"Rendered {path} at {result.width}x{result.height} ({aspect}); the image is attached."
     data = result.to_dict() | {"artifact": path, "png": str(png)}
     return Observation(f"{header}\n{result.report()}", images=(str(png),), data=data)
+
+
+def _next_render(ctx: ToolContext, stem: str) -> PurePosixPath:
+    """A new file per inspection (`renders/slide_01.3.png`): the trajectory keeps each version it saw."""
+    taken = {str(e.path) for e in ctx.workspace.entries("renders", 1)}
+    version = 1
+    while f"renders/{stem}.{version}.png" in taken:
+        version += 1
+    return PurePosixPath("renders") / f"{stem}.{version}.png"
 
 
 @tool("researcher")

@@ -7,7 +7,7 @@ by CSS classes (`s-<series>`, see static/report.css).
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Mapping, Sequence
+from collections.abc import Mapping, Sequence
 
 LABEL_WIDTH = 210
 BAR_WIDTH = 360
@@ -38,9 +38,8 @@ class Chart:
     series: tuple[str, ...]
     bars: tuple[Bar, ...]
     empty: str  # what to say when there are no bars
-
-    label_width: int = LABEL_WIDTH
-    bar_height: int = ROW_HEIGHT - 6
+    label_width = LABEL_WIDTH
+    bar_height = ROW_HEIGHT - 6
 
     @property
     def width(self) -> int:

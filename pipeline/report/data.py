@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Optional, TypeVar
+from typing import Any, TypeVar
 
 import yaml
 
@@ -42,32 +42,39 @@ class RunData:
     config_hash: str
     tasks: dict[str, Task]  # every split
     rollouts: list[Rollout]
-    verdicts: Optional[list[Verdict]]  # None: the filters have not run
+    decks: dict[str, list[DeckSlide]]  # task_id -> the final slides (what exists of them)
+    verdicts: list[Verdict] | None  # None: the filters have not run
     gates: list[str]
-    stages: dict[str, dict[str, Any]]  # StageDone figures by stage
-    sft_samples: Optional[dict[str, int]]  # split -> samples; None: no export yet
+    stages: dict[str, dict[str, Any]]  # each stage's own figures (StageDone records, stats/<stage>.json)
+    sft_samples: dict[str, int] | None  # split -> samples; None: no export yet
+
+
+def check_run(root: Path) -> None:
+    if not any((root / name).exists() for name in ("config.yaml", "tasks", "units")):
+        raise NotARun(f"{root} is not a run directory (no config.yaml, tasks/ or units/)")
 
 
 def load_run(root: Path) -> RunData:
     root = Path(root).resolve()
+    check_run(root)
     store = RunStore(root)
     config_file = root / "config.yaml"
-    if not (config_file.is_file() or (root / "tasks").is_dir() or (root / "units").is_dir()):
-        raise NotARun(f"{root} is not a run directory (no config.yaml, tasks/ or units/)")
     config_text = config_file.read_text(encoding="utf-8") if config_file.is_file() else ""
     config = yaml.safe_load(config_text) or {}
     hash_file = root / "config.hash"
     verdicts_present = (root / "units" / "verdicts").is_dir() or (root / "verdicts.parquet").is_file()
+    rollouts = _records(store, "rollouts", "rollouts.parquet", Rollout)
     return RunData(
         root=root,
         config=config,
         config_text=config_text,
         config_hash=hash_file.read_text().strip() if hash_file.is_file() else "",
         tasks={t.task_id: t for split in sorted((root / "tasks").glob("*.parquet")) for t in read_parquet(split, Task)},
-        rollouts=_records(store, "rollouts", "rollouts.parquet", Rollout),
+        rollouts=rollouts,
+        decks={r.task_id: read_deck(root, r) for r in rollouts},
         verdicts=_records(store, "verdicts", "verdicts.parquet", Verdict) if verdicts_present else None,
         gates=list((config.get("filters") or {}).get("gates", GATES)),
-        stages={name: json.loads(done.figures_json) for name, done in store.load_map("stages", StageDone).items()},
+        stages=_stage_figures(store),
         sft_samples=_sft_samples(root / "sft"),
     )
 
@@ -80,7 +87,18 @@ def _records(store: RunStore, stage: str, parquet: str, cls: type[R]) -> list[R]
     return read_parquet(path, cls) if path.is_file() else []
 
 
-def _sft_samples(folder: Path) -> Optional[dict[str, int]]:
+def _stage_figures(store: RunStore) -> dict[str, dict[str, Any]]:
+    """Each stage's own figures: its StageDone record (units/stages), then its stats/<stage>.json."""
+    found = {name: json.loads(done.figures_json) for name, done in store.load_map("stages", StageDone).items()}
+    for path in sorted(store.path("stats").glob("*.json")):
+        try:
+            found[path.stem] = found.get(path.stem, {}) | json.loads(path.read_text(encoding="utf-8"))
+        except (OSError, json.JSONDecodeError) as exc:
+            found[path.stem] = {"unreadable": f"{path.name}: {exc}"}
+    return found
+
+
+def _sft_samples(folder: Path) -> dict[str, int] | None:
     files = {split: folder / f"{split}.jsonl" for split in SFT_SPLITS}
     if not any(f.is_file() for f in files.values()):
         return None

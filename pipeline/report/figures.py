@@ -10,13 +10,12 @@ from __future__ import annotations
 import statistics
 from collections import Counter
 from dataclasses import dataclass
-from typing import Optional
 
 from core.records import Rollout, Task
 from filters.report import ENVIRONMENT, outcomes
 from pipeline.augment import slide_bucket
 from pipeline.config import ConstraintMix
-from pipeline.report.data import RunData, read_deck
+from pipeline.report.data import DeckSlide, RunData
 
 ACCEPTED = "accepted"
 NOT_FILTERED = "not filtered"
@@ -25,7 +24,7 @@ NOT_FILTERED = "not filtered"
 @dataclass(frozen=True)
 class FunnelStep:
     label: str
-    count: Optional[int]  # None: the stage has not run
+    count: int | None  # None: the stage has not run
     note: str
 
 
@@ -50,7 +49,6 @@ class RolloutRow:
     status: str  # done | failed
     failure: str  # "" when done
     outcome: str  # accepted | <rejection category> | undecided | not filtered
-    reasons: tuple[str, ...]
     steps: int
     injections: int
     tokens: int
@@ -91,21 +89,21 @@ class Figures:
     rows: tuple[RolloutRow, ...]
     usage: tuple[RoleUsage, ...]  # rollout tokens by role (agents, critic)
     cost_usd: float
-    accepted: Optional[int]  # None: the filters have not run
-    headline: dict[str, Optional[float]]  # yield, tokens and cost per accepted trajectory, throughput
+    accepted: int | None  # None: the filters have not run
+    headline: dict[str, float | None]  # yield, tokens and cost per accepted trajectory, throughput
     failures: Counter[str]  # failed rollouts by failure kind
-    outcomes: Optional[Counter[str]]  # rollouts by filter outcome; None: not filtered
+    outcomes: Counter[str] | None  # rollouts by filter outcome; None: not filtered
     gates: dict[str, Counter[str]]  # gate -> {"passed": n, "failed": n}
     defects: Counter[tuple[str, str]]  # (code, severity) over the final decks
     findings: Counter[str]  # critic findings by category (injected or not)
     task_mix: tuple[MixTable, ...]
-    stages: dict[str, dict]  # StageDone figures by stage
+    stages: dict[str, dict]  # each stage's own figures (see data.RunData.stages)
 
 
 def compute_figures(run: RunData) -> Figures:
-    decks = {r.task_id: read_deck(run.root, r) if r.status == "done" else [] for r in run.rollouts}
-    fates = _fates(run)
-    rows = tuple(_row(r, run.tasks.get(r.task_id), fates[r.task_id], decks[r.task_id]) for r in run.rollouts)
+    decks = {r.task_id: run.decks[r.task_id] if r.status == "done" else [] for r in run.rollouts}  # final decks only
+    outcome_of = _outcome_by_task(run)
+    rows = tuple(_row(r, run.tasks.get(r.task_id), outcome_of[r.task_id], decks[r.task_id]) for r in run.rollouts)
     usage = _usage(run.rollouts)
     cost = sum(r.cost_usd for r in run.rollouts)
     accepted = None if run.verdicts is None else sum(row.outcome == ACCEPTED for row in rows)
@@ -129,25 +127,24 @@ def compute_figures(run: RunData) -> Figures:
     )
 
 
-def _fates(run: RunData) -> dict[str, tuple[str, tuple[str, ...]]]:
-    """task_id -> (outcome, reasons), from filters.report.outcomes when the filters ran."""
+def _outcome_by_task(run: RunData) -> dict[str, str]:
+    """task_id -> outcome, from filters.report.outcomes when the filters ran."""
     if run.verdicts is None:
-        return {r.task_id: (NOT_FILTERED, ()) for r in run.rollouts}
-    return {o.task_id: (o.category or ACCEPTED, o.reasons) for o in outcomes(run.rollouts, run.verdicts, run.gates)}
+        return {r.task_id: NOT_FILTERED for r in run.rollouts}
+    return {o.task_id: o.category or ACCEPTED for o in outcomes(run.rollouts, run.verdicts, run.gates)}
 
 
-def _row(rollout: Rollout, task: Optional[Task], fate: tuple[str, tuple[str, ...]], deck: list) -> RolloutRow:
+def _row(rollout: Rollout, task: Task | None, outcome: str, deck: list[DeckSlide]) -> RolloutRow:
     constraints = task.constraints if task else None
     return RolloutRow(
         task_id=rollout.task_id,
         source=task.source if task else "?",
         language=task.language if task else "?",
         aspect=(constraints.aspect_ratio if constraints else None) or "free",
-        slides_asked=slides_label(constraints.slides_min, constraints.slides_max) if constraints else "free",
+        slides_asked=_slides_label(constraints.slides_min, constraints.slides_max) if constraints else "free",
         status=rollout.status,
         failure=rollout.failure or "",
-        outcome=fate[0],
-        reasons=fate[1],
+        outcome=outcome,
         steps=sum(rollout.steps.values()),
         injections=rollout.injections,
         tokens=sum(rollout.prompt_tokens.values()) + sum(rollout.completion_tokens.values()),
@@ -159,7 +156,7 @@ def _row(rollout: Rollout, task: Optional[Task], fate: tuple[str, tuple[str, ...
     )
 
 
-def slides_label(low: Optional[int], high: Optional[int]) -> str:
+def _slides_label(low: int | None, high: int | None) -> str:
     if low is None:
         return "free"
     return str(low) if high in (None, low) else f"{low}-{high}"
@@ -174,7 +171,7 @@ def _usage(rollouts: list[Rollout]) -> tuple[RoleUsage, ...]:
     return tuple(RoleUsage(role, prompt[role], completion[role]) for role in sorted(set(prompt) | set(completion)))
 
 
-def _funnel(run: RunData, rows: tuple[RolloutRow, ...], accepted: Optional[int]) -> tuple[FunnelStep, ...]:
+def _funnel(run: RunData, rows: tuple[RolloutRow, ...], accepted: int | None) -> tuple[FunnelStep, ...]:
     split = (run.config.get("rollouts") or {}).get("split", "train")
     tasks = [t for t in run.tasks.values() if t.split == split]
     others = len(run.tasks) - len(tasks)
@@ -187,16 +184,16 @@ def _funnel(run: RunData, rows: tuple[RolloutRow, ...], accepted: Optional[int])
         FunnelStep(
             "SFT samples",
             sum(samples.values()) if samples is not None else None,
-            ", ".join(f"{k} {v}" for k, v in samples.items()) if samples is not None else "the export has not run",
+            ", ".join(f"{k} {v}" for k, v in samples.items()) + " (a sample per agent trajectory)" if samples is not None else "the export has not run",
         ),
     )
 
 
-def _ratio(numerator: float, denominator: Optional[float]) -> Optional[float]:
+def _ratio(numerator: float, denominator: float | None) -> float | None:
     return numerator / denominator if denominator else None
 
 
-def _headline(run: RunData, rows: tuple[RolloutRow, ...], tokens: int, cost: float, accepted: Optional[int]) -> dict[str, Optional[float]]:
+def _headline(run: RunData, rows: tuple[RolloutRow, ...], tokens: int, cost: float, accepted: int | None) -> dict[str, float | None]:
     walls = sorted(row.wall_s for row in rows if row.wall_s > 0)
     return {
         "yield": _ratio(accepted, len(rows)) if accepted is not None else None,
@@ -204,6 +201,7 @@ def _headline(run: RunData, rows: tuple[RolloutRow, ...], tokens: int, cost: flo
         "tokens_per_accepted": _ratio(tokens, accepted),
         "cost_usd": cost,
         "cost_per_accepted_usd": _ratio(cost, accepted),
+        "rollouts_per_hour": (run.stages.get("rollouts") or {}).get("rollouts_per_hour"),
         "rollouts_per_hour_per_slot": _ratio(3600 * len(walls), sum(walls)),
         "wall_s_median": statistics.median(walls) if walls else None,
         "wall_s_p95": walls[min(len(walls) - 1, round(0.95 * (len(walls) - 1)))] if walls else None,
@@ -212,10 +210,13 @@ def _headline(run: RunData, rows: tuple[RolloutRow, ...], tokens: int, cost: flo
 
 
 def _gates(run: RunData) -> dict[str, Counter[str]]:
+    """Verdicts passed and failed per gate (environment first); empty when the filters have not run."""
+    if run.verdicts is None:
+        return {}
     results: dict[str, Counter[str]] = {gate: Counter() for gate in [ENVIRONMENT, *run.gates]}
-    for v in run.verdicts or ():
+    for v in run.verdicts:
         results.setdefault(v.gate, Counter())["passed" if v.passed else "failed"] += 1
-    return results if run.verdicts is not None else {}
+    return results
 
 
 def _task_mix(run: RunData) -> tuple[MixTable, ...]:
@@ -235,8 +236,8 @@ def _task_mix(run: RunData) -> tuple[MixTable, ...]:
 
 
 def metrics(figures: Figures) -> dict[str, float]:
-    """The figures as flat scalars (what wandb's summary and the stage's return value hold)."""
-    found: dict[str, Optional[float]] = {f"funnel/{s.label.split(' ')[0].lower()}": s.count for s in figures.funnel}
+    """The figures as flat scalars: what the wandb summary holds (figures not known yet are left out)."""
+    found: dict[str, float | None] = {f"funnel/{s.label.split(' ')[0].lower()}": s.count for s in figures.funnel}
     found |= {f"report/{k}": v for k, v in figures.headline.items()}
     for u in figures.usage:
         found |= {f"tokens/{u.role}/prompt": u.prompt_tokens, f"tokens/{u.role}/completion": u.completion_tokens}

@@ -8,13 +8,12 @@ by Jinja with autoescape on.
 from __future__ import annotations
 
 import datetime as dt
-import logging
 import shutil
 from collections import defaultdict
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
-from typing import Any, Optional
+from typing import Any
 from urllib.parse import quote
 
 import jinja2
@@ -22,12 +21,10 @@ import jinja2
 from core.records import RecordError, Rollout, Trajectory, Verdict
 from filters.report import ENVIRONMENT, PAPER_SHARES, SEVERITIES
 from pipeline.report import charts
-from pipeline.report.data import DeckSlide, RunData, read_deck, workspace
+from pipeline.report.data import DeckSlide, RunData, workspace
 from pipeline.report.figures import Figures, RolloutRow
 from pipeline.report.steps import TrajectoryView, view
 from pipeline.report.thumbs import ThumbStats, make_thumbnails
-
-log = logging.getLogger(__name__)
 
 HERE = Path(__file__).parent
 AGENT_ORDER = ("researcher", "presenter", "single")
@@ -39,15 +36,8 @@ FILTERS = ("source", "language", "status", "category")  # the task table's filte
 class Site:
     index: Path
     pages: int
-    thumbs: dict[str, list[str]]  # task_id -> the deck's thumbnails, relative to report/
+    covers: dict[str, Path]  # task_id -> thumbnail of the deck's first slide
     thumb_stats: ThumbStats
-
-
-@dataclass(frozen=True)
-class SlideView:
-    slide: DeckSlide
-    full: str  # href of the full-size PNG, from a rollout page
-    thumb: str  # href of the thumbnail ('' -> show the full image)
 
 
 @cache
@@ -72,28 +62,29 @@ def _render(name: str, **context: Any) -> str:
 
 
 def write_site(run: RunData, figures: Figures) -> Site:
+    """Write the site; thumbnails are made of each deck's first slide (the task table, the dashboard)."""
     out = run.root / "report"
     (out / "rollouts").mkdir(parents=True, exist_ok=True)
     shutil.copytree(HERE / "static", out / "static", dirs_exist_ok=True)
-    decks = {r.task_id: read_deck(run.root, r) for r in run.rollouts}
-    sources = [f"{workspace(r)}/{s.png}" for r in run.rollouts for s in decks[r.task_id] if s.png]
-    thumbs, stats = make_thumbnails(run.root, out / "thumbs", sources)
-    deck_thumbs = {r.task_id: [thumbs[f"{workspace(r)}/{s.png}"] for s in decks[r.task_id] if f"{workspace(r)}/{s.png}" in thumbs] for r in run.rollouts}
+    decks = run.decks
+    firsts = {r.task_id: f"{workspace(r)}/{decks[r.task_id][0].png}" for r in run.rollouts if decks[r.task_id] and decks[r.task_id][0].png}
+    thumbs, stats = make_thumbnails(run.root, out / "thumbs", firsts.values())
+    covers = {task_id: thumbs[source] for task_id, source in firsts.items() if source in thumbs}
     verdicts: dict[str, list[Verdict]] = defaultdict(list)
     for v in run.verdicts or ():
         verdicts[v.task_id].append(v)
     rows = {row.task_id: row for row in figures.rows}
     ids = [r.task_id for r in run.rollouts]
     for i, rollout in enumerate(run.rollouts):
-        page = _rollout_page(run, rollout, rows[rollout.task_id], decks[rollout.task_id], thumbs, verdicts[rollout.task_id],
+        page = _rollout_page(run, rollout, rows[rollout.task_id], decks[rollout.task_id], verdicts[rollout.task_id],
                              ids[i - 1] if i else None, ids[i + 1] if i + 1 < len(ids) else None)  # fmt: skip
         (out / "rollouts" / f"{rollout.task_id}.html").write_text(page, encoding="utf-8")
     index = out / "index.html"
-    index.write_text(_index_page(run, figures, deck_thumbs), encoding="utf-8")
-    return Site(index, len(run.rollouts), deck_thumbs, stats)
+    index.write_text(_index_page(run, figures, covers), encoding="utf-8")
+    return Site(index, len(run.rollouts), {task_id: out / thumb for task_id, thumb in covers.items()}, stats)
 
 
-def _index_page(run: RunData, figures: Figures, deck_thumbs: dict[str, list[str]]) -> str:
+def _index_page(run: RunData, figures: Figures, covers: dict[str, str]) -> str:
     options = {name: sorted({getattr(row, name) for row in figures.rows}) for name in FILTERS}
     return _render(
         "index.html.j2",
@@ -104,21 +95,20 @@ def _index_page(run: RunData, figures: Figures, deck_thumbs: dict[str, list[str]
         charts=_charts(figures),
         paper_shares=PAPER_SHARES,
         options=options,
-        covers={task_id: thumbs[0] for task_id, thumbs in deck_thumbs.items() if thumbs},
+        covers=covers,
         generated=dt.datetime.now().astimezone().strftime("%Y-%m-%d %H:%M %Z"),
-        files={name: (run.root / name).exists() for name in ("tasks/stats.md", "filters/failures.md", "sft")},
+        files={name: (run.root / name).exists() for name in ("tasks/stats.md", "filters/failures.md")},
     )
 
 
 def _charts(figures: Figures) -> list[charts.Chart]:
     found = [
-        charts.bars("Funnel", {s.label: s.count or 0 for s in figures.funnel}, "nothing yet", ordered=True),
+        charts.bars("Funnel", {s.label: s.count for s in figures.funnel if s.count is not None}, "nothing yet", ordered=True),
         charts.bars("Failed rollouts by failure", figures.failures, "no rollout failed"),
     ]
     if figures.outcomes is not None:
         found.append(charts.bars("Filter outcome per rollout", figures.outcomes, "no rollout filtered"))
-        gates = [(gate, counts) for gate, counts in figures.gates.items()]
-        found.append(charts.stacked_bars("Verdicts by gate", gates, ["passed", "failed"], "no verdicts"))
+        found.append(charts.stacked_bars("Verdicts by gate", list(figures.gates.items()), ["passed", "failed"], "no verdicts"))
     codes = sorted({c for c, _ in figures.defects}, key=lambda c: (-sum(figures.defects[(c, s)] for s in SEVERITIES), c))
     rows = [(code, {s: figures.defects[(code, s)] for s in SEVERITIES}) for code in codes]
     found.append(charts.stacked_bars("Measured defects in final decks", rows, SEVERITIES, "no defects measured"))
@@ -126,11 +116,8 @@ def _charts(figures: Figures) -> list[charts.Chart]:
     return found
 
 
-def _rollout_page(run: RunData, rollout: Rollout, row: RolloutRow, deck: list[DeckSlide], thumbs: dict[str, str],
-                  verdicts: list[Verdict], previous: Optional[str], following: Optional[str]) -> str:  # fmt: skip
-    folder = workspace(rollout)
-    ws = f"../../{folder}"
-    slides = [SlideView(s, f"{ws}/{s.png}", f"../{thumbs[f'{folder}/{s.png}']}" if f"{folder}/{s.png}" in thumbs else "") for s in deck]
+def _rollout_page(run: RunData, rollout: Rollout, row: RolloutRow, deck: list[DeckSlide], verdicts: list[Verdict],
+                  previous: str | None, following: str | None) -> str:  # fmt: skip
     trajectories, broken = _trajectories(run.root, rollout)
     order = {gate: i for i, gate in enumerate((ENVIRONMENT, *run.gates))}
     return _render(
@@ -140,8 +127,8 @@ def _rollout_page(run: RunData, rollout: Rollout, row: RolloutRow, deck: list[De
         rollout=rollout,
         row=row,
         task=run.tasks.get(rollout.task_id),
-        ws=ws,
-        slides=slides,
+        ws=f"../../{workspace(rollout)}",
+        slides=deck,
         trajectories=trajectories,
         broken=broken,
         verdicts=sorted(verdicts, key=lambda v: order.get(v.gate, len(order))),

@@ -5,7 +5,7 @@ from __future__ import annotations
 import logging
 import time
 from pathlib import Path
-from typing import Any, Optional
+from typing import Any
 
 from core.run import RunContext
 from core.tracking import Tracker
@@ -18,14 +18,14 @@ from pipeline.stages import stage
 log = logging.getLogger(__name__)
 
 
-def make_report(root: Path, tracker: Optional[Tracker] = None) -> dict[str, Any]:
+def make_report(root: Path, tracker: Tracker | None = None) -> dict[str, Any]:
+    """Write root/report/ (and track the figures when given a tracker); returns what the build did."""
     started = time.perf_counter()
     run = load_run(root)
     figures = compute_figures(run)
     site = write_site(run, figures)
     if tracker is not None:
-        covers = {task_id: site.index.parent / thumbs[0] for task_id, thumbs in site.thumbs.items() if thumbs}
-        track(tracker, figures, covers)
+        track(tracker, figures, site.covers)
     seconds = time.perf_counter() - started
     log.info("report: %s (%d rollout pages, %.1f s)", site.index, site.pages, seconds)
     return {

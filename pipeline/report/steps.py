@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass, field
-from typing import Any, Optional
+from typing import Any
 
 from agents.budget import CONTEXT_WARNING
 from core.records import CriticInjection, Message, Step, Trajectory
@@ -66,8 +66,8 @@ class StepView:
     injections: list[Injection] = field(default_factory=list)
     notes: list[Note] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
-    tokens: Optional[tuple[int, int]] = None  # prompt, completion
-    seconds: Optional[tuple[float, float]] = None  # model, tools
+    tokens: tuple[int, int] | None = None  # prompt, completion
+    seconds: tuple[float, float] | None = None  # model, tools
     error: str = ""
 
 
@@ -120,7 +120,7 @@ def view(trajectory: Trajectory) -> TrajectoryView:
     )
 
 
-def _model_step(number: int, message: Message, step: Optional[Step]) -> StepView:
+def _model_step(number: int, message: Message, step: Step | None) -> StepView:
     return StepView(
         number=number,
         reasoning=message.reasoning or "",
@@ -157,7 +157,7 @@ def _observation(message: Message) -> Observation:
     )
 
 
-def _critic(steps: list[StepView], message: Message, record: Optional[CriticInjection]) -> None:
+def _critic(steps: list[StepView], message: Message, record: CriticInjection | None) -> None:
     """The critic's `thinking` call opens an injection (with its record); its result is the thought."""
     if not steps:
         steps.append(StepView(1))

@@ -15,7 +15,7 @@ import os
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Iterable
+from collections.abc import Iterable
 
 from PIL import Image, UnidentifiedImageError
 
@@ -54,10 +54,10 @@ def make_thumbnails(run_root: Path, folder: Path, sources: Iterable[str]) -> tup
             todo.append(source)
     with ThreadPoolExecutor(max_workers=os.cpu_count() or 2) as pool:
         failed = {s for s, ok in zip(todo, pool.map(lambda s: _thumbnail(run_root / s, _target(folder, s)), todo)) if not ok}
-    made = {s: k for s, k in keys.items() if s not in failed}
+    usable = {s: k for s, k in keys.items() if s not in failed}
     folder.mkdir(parents=True, exist_ok=True)
-    atomic_write_text(manifest_path, json.dumps(cached | made, sort_keys=True))
-    found = {s: _target(folder, s).relative_to(folder.parent).as_posix() for s in made}
+    atomic_write_text(manifest_path, json.dumps(cached | usable, sort_keys=True))
+    found = {s: _target(folder, s).relative_to(folder.parent).as_posix() for s in usable}
     return found, ThumbStats(made=len(todo) - len(failed), reused=len(keys) - len(todo), failed=len(failed))
 
 

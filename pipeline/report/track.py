@@ -6,7 +6,7 @@ from pathlib import Path
 from typing import Any
 
 from core.tracking import Tracker
-from pipeline.report.figures import Figures, metrics
+from pipeline.report.figures import Figures, RolloutRow, metrics
 
 TABLE = "report/rollouts"
 COLUMNS = ["task_id", "first_slide", "source", "language", "aspect", "slides_asked", "status", "category",
@@ -21,6 +21,6 @@ def track(tracker: Tracker, figures: Figures, covers: dict[str, Path]) -> None:
     tracker.table(TABLE, COLUMNS, [_row(r, covers.get(r.task_id)) for r in figures.rows])
 
 
-def _row(r: Any, cover: Path | None) -> list[Any]:
+def _row(r: RolloutRow, cover: Path | None) -> list[Any]:
     return [r.task_id, cover, r.source, r.language, r.aspect, r.slides_asked, r.status, r.category,
             r.slides, r.defects, r.injections, r.steps, r.tokens, r.cost_usd, r.wall_s]  # fmt: skip

@@ -13,6 +13,7 @@ import asyncio
 import itertools
 import json
 import random
+import re
 import threading
 import time
 from dataclasses import dataclass, field
@@ -81,8 +82,17 @@ class FaultPlan:
         return None
 
 
+_DATA_URL = re.compile(r"data:image/[^\"]+")
+IMAGE_TOKENS = 1000  # what a VLM server charges per image, roughly; not the base64 length
+
+
 def _tokens(text: str) -> int:
     return max(1, len(text) // 4)
+
+
+def _prompt_tokens(messages: list[dict[str, Any]]) -> int:
+    text, images = _DATA_URL.subn("", json.dumps(messages, ensure_ascii=False))
+    return _tokens(text) + IMAGE_TOKENS * images
 
 
 class FakeOpenAIServer:
@@ -197,7 +207,7 @@ class FakeOpenAIServer:
             message["tool_calls"] = calls
         if reply.reasoning is not None:
             message["reasoning_content"] = reply.reasoning
-        prompt = reply.prompt_tokens if reply.prompt_tokens is not None else _tokens(json.dumps(body.get("messages", [])))
+        prompt = reply.prompt_tokens if reply.prompt_tokens is not None else _prompt_tokens(body.get("messages", []))
         completion = (
             reply.completion_tokens
             if reply.completion_tokens is not None
