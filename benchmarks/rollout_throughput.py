@@ -6,7 +6,8 @@ Each model call goes over HTTP to the fake OpenAI server (own process, fixed lat
 and the answer played is the scripted policy's, so the tools, renders and exports are
 real. For each concurrency the ideal is the lower of two bounds: model latency alone
 (concurrency x 3600 / (calls per rollout x latency)) and this machine's render capacity
-(renders/s measured here with 8 concurrent renders, / renders per rollout x 3600).
+(renders/s measured here on a rollout's render mix, 8 decks at a time: every slide
+inspected, then the deck exported; / renders per rollout x 3600).
 The rate is the steady state: from the concurrency-th finished rollout to the last
 (worker start-up excluded); "wall s" includes start-up.
 """
@@ -27,6 +28,8 @@ from hydra import compose, initialize_config_dir
 from agents.config import RenderConfig
 from agents.policies.designs import DESIGNS, slide_html
 from agents.policies.scripted import Brief
+from agents.deck import export_deck
+from agents.inspection import inspect_slide
 from agents.renderer import Renderer
 from core.config import PROJECT_ROOT, LLMConfig, RayConfig
 from core.llm import ModelClient, UsageMeter
@@ -64,21 +67,29 @@ class PacedRunner(DeckRunner):
         return PacedModel(super().model(role, brief, meter), self.paced.with_meter(meter))
 
 
-async def render_capacity(seconds: float = 8.0) -> float:
-    """Renders per second with 8 in flight: slides like the scripted policy's."""
+async def render_capacity(decks: int = 16, in_flight: int = 8) -> float:
+    """Renders per second for the render mix of a rollout: each slide inspected (PNG + measurements),
+    then the deck exported (PNG + PDF page per slide, PDF merge, PPTX), `in_flight` decks at a time."""
     with tempfile.TemporaryDirectory() as tmp:
-        root = Path(tmp)
-        pages = []
-        for i in range(16):
-            page = root / f"slide_{i:02d}.html"
-            page.write_text(slide_html(DESIGNS[i % 4], 1280, 720, f"Slide {i}", [f"Point {j} about the topic" for j in range(4)], None))
-            pages.append(page)
         async with Renderer(RenderConfig(max_concurrent=8)) as renderer:
-            done, started = 0, time.monotonic()
-            while time.monotonic() - started < seconds:
-                await asyncio.gather(*(renderer.render(p, "16:9", png_path=p.with_suffix(".png"), workspace=root) for p in pages[:8]))
-                done += 8
-            return done / (time.monotonic() - started)
+            slots = asyncio.Semaphore(in_flight)
+
+            async def deck(n: int) -> int:
+                root = Path(tmp) / f"deck{n}"
+                (root / "slides").mkdir(parents=True)
+                for i in range(1, SLIDES + 1):
+                    bullets = [f"Point {j} about topic {n}" for j in range(4)]
+                    (root / "slides" / f"slide_{i:02d}.html").write_text(slide_html(DESIGNS[n % 4], 1280, 720, f"Slide {i}", bullets, None))
+                async with slots:
+                    for html in sorted((root / "slides").glob("*.html")):
+                        await inspect_slide(renderer, root, f"slides/{html.name}", "16:9")
+                    await export_deck(renderer, root / "slides", "16:9", root / "deck.pdf", png_dir=root / "previews", pptx_path=root / "deck.pptx")
+                return 2 * SLIDES
+
+            await deck(-1)  # warm-up
+            started = time.monotonic()
+            renders = sum(await asyncio.gather(*(deck(n) for n in range(decks))))
+            return renders / (time.monotonic() - started)
 
 
 def steady_rate(run: Path, concurrency: int) -> float:
@@ -117,7 +128,7 @@ def main() -> None:
     args = parser.parse_args()
     capacity = asyncio.run(render_capacity())
     init_ray(RayConfig())
-    print(f"render capacity: {capacity:.1f} renders/s (8 in flight); model latency {args.latency * 1000:.0f} ms per call; 2 CPUs")
+    print(f"render capacity: {capacity:.1f} renders/s (a rollout's mix: inspections, then the export); model latency {args.latency * 1000:.0f} ms per call; 2 CPUs")
     print(f"{'concurrency':>11} {'rollouts':>8} {'calls/r':>7} {'renders/r':>9} {'wall s':>7} {'r/hour':>8} {'ideal r/h':>9} {'bound':>7} {'of ideal':>8}")
     try:
         with fake_endpoint(Reply("ok"), args.latency) as url, tempfile.TemporaryDirectory() as tmp:

@@ -3,29 +3,127 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Optional
 
 from hydra.core.config_store import ConfigStore
+from omegaconf import DictConfig, OmegaConf
 
 from agents.config import AgentConfig, RenderConfig, ToolsConfig
-from core.config import LLMConfig, RayConfig, RoleConfig, RunConfig, TrackingConfig
+from agents.research.runtime import validate_tools_config
+from core.config import (
+    ConfigError,
+    LLMConfig,
+    RayConfig,
+    RoleConfig,
+    RunConfig,
+    TrackingConfig,
+    resolve_role,
+    validate_common,
+)
+from pipeline.config import RolloutsConfig
+
+BACKENDS = ("openai", "scripted")
+
+
+def _scripted_judge() -> LLMConfig:
+    return LLMConfig(backend="scripted", base_url="none://scripted", model="scripted-judge", temperature=0.0)
+
+
+@dataclass
+class JudgeConfig:
+    """Content and Style (PPTEval's two steps), independent of the system under test (the `judge/` group).
+
+    `endpoint` is the judge model (role `judge`): it scores each slide's description 1-5
+    against the rubrics in eval/prompts/. The describer (role `describer`, a vision model)
+    describes each slide image; its None fields inherit `endpoint`. A `scripted` backend is
+    the rule-based stand-in (measurements of the slide, not a model).
+    """
+
+    endpoint: LLMConfig = field(default_factory=_scripted_judge)
+    describer: RoleConfig = field(default_factory=RoleConfig)
+    json_retries: int = 2  # re-asks after a malformed reply
+    max_concurrency: int = 16  # slides judged at once
+    cache_dir: Optional[str] = None  # descriptions and scores by slide image hash; None: <run dir>/judge_cache
+
+
+@dataclass
+class DiversityConfig:
+    """Vendi score over image features of the rendered slides (DINOv2 in the paper)."""
+
+    encoder: Optional[str] = None  # local path or hub id (e.g. facebook/dinov2-base); None: not measured
+    batch_size: int = 16
+
+
+@dataclass
+class ReportConfig:
+    """How this run is labelled in the tables (`python -m eval.report` tables several runs together)."""
+
+    framework: str = "DeepPresenter"
+    model: Optional[str] = None  # None: the agent's model name
+    variant: Optional[str] = None  # Table 3 row; None: from `agents` and `reflection`
+
+
+def _eval_rollouts() -> RolloutsConfig:
+    return RolloutsConfig(runner="eval.runner:EvalRunner", split="eval")
 
 
 @dataclass
 class EvalConfig:
     run: RunConfig = field(default_factory=lambda: RunConfig(name="eval"))
     limit: Optional[int] = None
-    tasks: Optional[str] = None  # a tasks parquet; default: <synthesis run>/tasks/eval.parquet
-    llm: LLMConfig = field(default_factory=LLMConfig)
-    roles: dict[str, RoleConfig] = field(default_factory=dict)  # describer, judge
+    tasks: str = "runs/demo"  # a tasks parquet, or a synthesis run directory (its tasks/eval.parquet)
+    llm: LLMConfig = field(default_factory=LLMConfig)  # the system under test
+    roles: dict[str, RoleConfig] = field(default_factory=dict)  # agent and research-tool roles
     agent: AgentConfig = field(default_factory=AgentConfig)
     tools: ToolsConfig = field(default_factory=ToolsConfig)
     render: RenderConfig = field(default_factory=RenderConfig)
     reflection: str = "grounded"  # grounded | none
     agents: str = "dual"  # dual | single
-    diversity_encoder: Optional[str] = None  # local path or hub id of an image encoder (DINOv2 in the paper)
+    judge: JudgeConfig = field(default_factory=JudgeConfig)
+    diversity: DiversityConfig = field(default_factory=DiversityConfig)
+    report: ReportConfig = field(default_factory=ReportConfig)
+    rollouts: RolloutsConfig = field(default_factory=_eval_rollouts)
     ray: RayConfig = field(default_factory=RayConfig)
     tracking: TrackingConfig = field(default_factory=TrackingConfig)
+
+
+def describer_config(judge: JudgeConfig) -> LLMConfig:
+    """The describer's endpoint: `judge.endpoint` with `judge.describer`'s non-None fields."""
+    return resolve_role(judge.endpoint, {"describer": judge.describer}, "describer")
+
+
+def tasks_file(tasks: str) -> Path:
+    """`tasks=` as a parquet file: the file itself, or a synthesis run's tasks/eval.parquet."""
+    path = Path(tasks).expanduser().resolve()
+    return path / "tasks" / "eval.parquet" if path.is_dir() else path
+
+
+def validate_judge(judge: DictConfig | JudgeConfig) -> None:
+    if judge.endpoint.backend not in BACKENDS or judge.describer.backend not in (None, *BACKENDS):
+        raise ConfigError(f"judge.endpoint.backend and judge.describer.backend: expected one of {BACKENDS}")
+    if judge.max_concurrency < 1 or judge.json_retries < 0:
+        raise ConfigError("judge.max_concurrency must be >= 1 and judge.json_retries >= 0")
+
+
+def validate(cfg: DictConfig) -> None:
+    """Everything Hydra's types cannot say; raises ConfigError naming the key."""
+    validate_common(cfg)
+    validate_tools_config(OmegaConf.to_object(cfg.tools))
+    if cfg.agents not in ("dual", "single"):
+        raise ConfigError(f"agents={cfg.agents!r}: expected 'dual' or 'single'")
+    if cfg.reflection not in ("grounded", "none"):
+        raise ConfigError(f"reflection={cfg.reflection!r}: expected 'grounded' or 'none'")
+    validate_judge(cfg.judge)
+    if cfg.diversity.batch_size < 1:
+        raise ConfigError("diversity.batch_size must be >= 1")
+    if cfg.ray.num_workers < 1 or cfg.ray.rollouts_per_worker < 1:
+        raise ConfigError("ray.num_workers and ray.rollouts_per_worker must be >= 1")
+    if not tasks_file(cfg.tasks).is_file():
+        raise ConfigError(
+            f"tasks={cfg.tasks}: no tasks file at {tasks_file(cfg.tasks)} "
+            "(give a tasks parquet or a synthesis run directory; `python -m pipeline.tasks run.name=NAME` makes one)"
+        )
 
 
 ConfigStore.instance().store(name="eval_schema", node=EvalConfig)

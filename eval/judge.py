@@ -1,0 +1,185 @@
+"""Content and Style, PPTEval's two steps: describe each slide image, then score the description.
+
+A describer (a vision model, role `describer`) writes what a slide holds along the content
+aspects (text density and quality, image relevance) and the style aspects (visual
+consistency, colour, visual elements); a judge (role `judge`) scores the description 1-5
+against the rubrics in eval/prompts/, with a reason per dimension. A deck's Content and
+Style are the means over its slides. Descriptions and scores are cached on disk by the
+slide image's hash and the describer's / judge's identity (model name, temperature, prompts), so
+re-scoring a run costs no model call. A slide whose reply stays malformed after the
+re-asks is left unjudged (nothing cached): its deck has no Content/Style this time.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import json
+import logging
+from dataclasses import dataclass
+from pathlib import Path
+from statistics import mean
+from typing import Protocol, TypeVar
+
+import pydantic
+
+from core.config import LLMConfig
+from core.json_reply import JSONReplyError, ask_json
+from core.llm_types import ModelError
+from core.prompts import render
+from core.protocols import Model
+from core.records import Message
+from core.store import atomic_write_text
+from eval.slides import SlideView
+
+log = logging.getLogger(__name__)
+
+PROMPTS = Path(__file__).parent / "prompts"
+T = TypeVar("T", bound=pydantic.BaseModel)
+
+
+class SlideDescription(pydantic.BaseModel):
+    content: str = pydantic.Field(min_length=1)  # text density and quality, image relevance
+    style: str = pydantic.Field(min_length=1)  # visual consistency, colour, visual elements
+
+
+class Score(pydantic.BaseModel):
+    score: int = pydantic.Field(ge=1, le=5)
+    reason: str = pydantic.Field(min_length=1)
+
+
+class SlideScores(pydantic.BaseModel):
+    content: Score
+    style: Score
+
+
+class Describer(Protocol):
+    identity: str  # what the cached descriptions depend on
+
+    async def describe(self, slide: SlideView) -> SlideDescription: ...
+
+
+class Judge(Protocol):
+    identity: str
+
+    async def score(self, slide: SlideView, description: SlideDescription) -> SlideScores: ...
+
+
+def check_prompts() -> None:
+    """Render every template once (a missing variable or a syntax error fails before any work)."""
+    render(PROMPTS, "describe.j2")
+    render(PROMPTS, "judge.j2", content="-", style="-")
+
+
+def _prompts_digest(*names: str) -> str:
+    return hashlib.sha256("".join((PROMPTS / n).read_text(encoding="utf-8") for n in names).encode()).hexdigest()[:12]
+
+
+def model_identity(cfg: LLMConfig, *templates: str) -> str:
+    return f"{cfg.model} t={cfg.temperature:g} prompts={_prompts_digest(*templates)}"
+
+
+class ModelDescriber:
+    def __init__(self, model: Model, cfg: LLMConfig, retries: int):
+        self.model, self.retries = model, retries
+        self.identity = model_identity(cfg, "describe.j2")
+
+    async def describe(self, slide: SlideView) -> SlideDescription:
+        message = Message("user", render(PROMPTS, "describe.j2"), images=(slide.png.name,))
+        return await ask_json(self.model, [message], SlideDescription, self.retries, image_root=slide.png.parent)
+
+
+class ModelJudge:
+    def __init__(self, model: Model, cfg: LLMConfig, retries: int):
+        self.model, self.retries = model, retries
+        self.identity = model_identity(cfg, "judge.j2", "rubric_content.j2", "rubric_style.j2")
+
+    async def score(self, slide: SlideView, description: SlideDescription) -> SlideScores:
+        prompt = render(PROMPTS, "judge.j2", content=description.content, style=description.style)
+        return await ask_json(self.model, [Message("user", prompt)], SlideScores, self.retries)
+
+
+class JudgeCache:
+    """JSON files under `root/<kind>/<key[:2]>/<key>.json`, written atomically."""
+
+    def __init__(self, root: Path):
+        self.root = root
+
+    @staticmethod
+    def key(*parts: str) -> str:
+        return hashlib.sha256("\n".join(parts).encode()).hexdigest()
+
+    def _path(self, kind: str, key: str) -> Path:
+        return self.root / kind / key[:2] / f"{key}.json"
+
+    def get(self, kind: str, key: str, schema: type[T]) -> T | None:
+        path = self._path(kind, key)
+        if not path.is_file():
+            return None
+        try:
+            return schema.model_validate_json(path.read_text(encoding="utf-8"))
+        except pydantic.ValidationError:
+            log.warning("%s: unreadable cache entry, asking again", path)
+            return None
+
+    def put(self, kind: str, key: str, value: pydantic.BaseModel) -> None:
+        path = self._path(kind, key)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        atomic_write_text(path, json.dumps(value.model_dump(), ensure_ascii=False))
+
+
+@dataclass(frozen=True)
+class SlideJudgement:
+    number: int
+    digest: str
+    description: SlideDescription
+    scores: SlideScores
+
+
+@dataclass(frozen=True)
+class DeckJudgement:
+    slides: tuple[SlideJudgement, ...]
+    error: str | None = None  # why the deck is unjudged
+
+    @property
+    def content(self) -> float | None:
+        return float(mean(s.scores.content.score for s in self.slides)) if self.slides and not self.error else None
+
+    @property
+    def style(self) -> float | None:
+        return float(mean(s.scores.style.score for s in self.slides)) if self.slides and not self.error else None
+
+
+class SlideJudging:
+    """Describer + judge + cache, at most `max_concurrency` slides at once."""
+
+    def __init__(self, describer: Describer, judge: Judge, cache: JudgeCache, max_concurrency: int):
+        self.describer, self.judge, self.cache = describer, judge, cache
+        self._slots = asyncio.Semaphore(max_concurrency)
+
+    async def slide(self, slide: SlideView) -> SlideJudgement:
+        described = self.cache.key(slide.digest, self.describer.identity)
+        scored = self.cache.key(described, self.judge.identity)
+        async with self._slots:
+            description = self.cache.get("descriptions", described, SlideDescription)
+            if description is None:
+                description = await self.describer.describe(slide)
+                self.cache.put("descriptions", described, description)
+            scores = self.cache.get("scores", scored, SlideScores)
+            if scores is None:
+                scores = await self.judge.score(slide, description)
+                self.cache.put("scores", scored, scores)
+        return SlideJudgement(slide.number, slide.digest, description, scores)
+
+    async def deck(self, slides: list[SlideView]) -> DeckJudgement:
+        """Every slide judged (those that fail do not stop the others); unjudged if any failed."""
+        results = await asyncio.gather(*(self.slide(s) for s in slides), return_exceptions=True)
+        failed = [(s, r) for s, r in zip(slides, results) if isinstance(r, BaseException)]
+        for _, exc in failed:
+            if not isinstance(exc, (JSONReplyError, ModelError)):
+                raise exc
+        if failed:
+            slide, exc = failed[0]
+            log.warning("%s: %d slide(s) could not be judged: %s", slide.png, len(failed), exc)
+            return DeckJudgement((), error=f"judge: slide {slide.number}: {exc}")
+        return DeckJudgement(tuple(r for r in results if isinstance(r, SlideJudgement)))

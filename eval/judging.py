@@ -1,0 +1,61 @@
+"""The describer and judge a `JudgeConfig` names (scripted or model clients), and their endpoint check."""
+
+from __future__ import annotations
+
+from contextlib import AsyncExitStack
+from pathlib import Path
+
+from core.config import LLMConfig
+from core.llm import ModelClient, UsageMeter
+from eval.config import JudgeConfig, describer_config
+from eval.judge import (
+    Describer,
+    Judge,
+    JudgeCache,
+    ModelDescriber,
+    ModelJudge,
+    SlideJudging,
+)
+from eval.scripted_judge import ScriptedDescriber, ScriptedJudge
+
+ROLES = ("describer", "judge")
+
+
+def cache_root(cfg: JudgeConfig, run_dir: Path) -> Path:
+    return Path(cfg.cache_dir).expanduser().resolve() if cfg.cache_dir else run_dir / "judge_cache"
+
+
+def judge_endpoints(cfg: JudgeConfig) -> dict[str, LLMConfig]:
+    """The model endpoints of the describer and the judge, by role (scripted ones left out)."""
+    found = {"describer": describer_config(cfg), "judge": cfg.endpoint}
+    return {role: c for role, c in found.items() if c.backend != "scripted"}
+
+
+async def check_endpoints(found: dict[str, LLMConfig]) -> None:
+    """Each endpoint lists its models (raises core.llm_types.ModelError naming the role and URL)."""
+    for role, llm in found.items():
+        client = ModelClient(llm, role)
+        try:
+            await client.list_models()
+        finally:
+            await client.aclose()
+
+
+def _client(llm: LLMConfig, role: str, meter: UsageMeter, stack: AsyncExitStack) -> ModelClient:
+    client = ModelClient(llm, role, meter)
+    stack.push_async_callback(client.aclose)
+    return client
+
+
+def build_judging(cfg: JudgeConfig, meter: UsageMeter, cache: Path, stack: AsyncExitStack) -> SlideJudging:
+    """The describer and judge of `cfg` (model clients are closed by `stack`), with their cache."""
+    described = describer_config(cfg)
+    describer: Describer = (
+        ScriptedDescriber() if described.backend == "scripted"
+        else ModelDescriber(_client(described, "describer", meter, stack), described, cfg.json_retries)
+    )  # fmt: skip
+    judge: Judge = (
+        ScriptedJudge() if cfg.endpoint.backend == "scripted"
+        else ModelJudge(_client(cfg.endpoint, "judge", meter, stack), cfg.endpoint, cfg.json_retries)
+    )  # fmt: skip
+    return SlideJudging(describer, judge, JudgeCache(cache), cfg.max_concurrency)

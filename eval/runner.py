@@ -1,0 +1,39 @@
+"""The evaluation runner: the synthesis DeckRunner with no critic (the paper uses none at inference).
+
+Loaded by the rollout workers (`rollouts.runner=eval.runner:EvalRunner`): the same
+renderer, research state, models and Rollout records as synthesis, with `critic=self`
+(the agent's own reflection only) and the system's ablation modes (`agents`, `reflection`).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from core.llm import UsageMeter
+from core.records import Rollout, Task
+from critic.config import CriticConfig, CriticMode
+from eval.config import EvalConfig
+from pipeline.config import SynthesizeConfig
+from pipeline.runner import DeckRunner
+
+
+def inference_config(cfg: EvalConfig) -> SynthesizeConfig:
+    """The parts of the eval config a DeckRunner reads, with the critic off."""
+    return SynthesizeConfig(
+        llm=cfg.llm, roles=cfg.roles, agents=cfg.agents, reflection=cfg.reflection, agent=cfg.agent,
+        tools=cfg.tools, render=cfg.render, critic=CriticConfig(mode=CriticMode.self),
+    )  # fmt: skip
+
+
+class EvalRunner:
+    def __init__(self, cfg: EvalConfig, meter: UsageMeter, run_dir: Path):
+        self.runner = DeckRunner(inference_config(cfg), meter, run_dir)
+
+    async def start(self) -> None:
+        await self.runner.start()
+
+    async def rollout(self, task: Task, workspace: Path) -> Rollout:
+        return await self.runner.rollout(task, workspace)
+
+    async def close(self) -> None:
+        await self.runner.close()

@@ -1,0 +1,100 @@
+"""A deck's slides as the judges and the diversity encoder see them.
+
+A deck is one of: an exported workspace (deck_defects.json + previews/ + deck.pdf, as
+rollouts leave them), a PDF (pages rendered to PNG), a folder of slide images, or one
+image. Each slide carries its image, its PDF page's text layer and embedded images
+when there is a PDF, and the layout defects the renderer measured when there are some.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import dataclass
+from functools import cached_property
+from pathlib import Path
+from typing import Any
+
+import pymupdf
+
+from core.language import normalize_text
+from filters.gates import ArtifactError
+from filters.quality import deck_slides
+
+IMAGE_SUFFIXES = (".png", ".jpg", ".jpeg", ".webp")
+DEFECTS_FILE = "deck_defects.json"
+CSS_PX_PER_PT = 96 / 72  # Chromium prints 1280 px as 960 pt: pages render back at their CSS size
+
+
+class DeckUnreadable(ValueError):
+    """A deck path that holds no slides this module can read."""
+
+
+@dataclass(frozen=True)
+class PageFacts:
+    text: str  # the page's text layer, NFKC-normalised
+    images: int  # raster images placed on the page
+
+
+@dataclass(frozen=True)
+class SlideView:
+    number: int  # from 1
+    png: Path
+    page: PageFacts | None = None  # None: no PDF (bare images)
+    defects: tuple[dict[str, Any], ...] = ()  # {code, severity, element, detail} measured by the renderer
+
+    @cached_property
+    def digest(self) -> str:
+        """SHA-256 of the slide image: the key of every cached description, score and feature."""
+        return hashlib.sha256(self.png.read_bytes()).hexdigest()
+
+
+def pdf_pages(pdf: Path) -> list[PageFacts]:
+    try:
+        with pymupdf.open(pdf, filetype="pdf") as doc:
+            return [PageFacts(normalize_text(page.get_text()), len(page.get_images(full=True))) for page in doc]
+    except (RuntimeError, ValueError) as exc:
+        raise DeckUnreadable(f"{pdf}: not a readable PDF ({exc})") from exc
+
+
+def load_deck(path: Path, render_dir: Path) -> list[SlideView]:
+    """The slides at `path`; a PDF's pages are rendered under `render_dir` (once, by content hash)."""
+    if path.is_dir() and (path / DEFECTS_FILE).is_file():
+        return _workspace(path)
+    if path.is_file() and path.suffix.lower() == ".pdf":
+        return _pdf(path, render_dir)
+    images = sorted(p for p in path.iterdir() if p.suffix.lower() in IMAGE_SUFFIXES) if path.is_dir() else [path]
+    images = [p for p in images if p.is_file() and p.suffix.lower() in IMAGE_SUFFIXES]
+    if not images:
+        raise DeckUnreadable(f"{path}: no deck here (expected a {DEFECTS_FILE} workspace, a PDF, or slide images)")
+    return [SlideView(n, p.resolve()) for n, p in enumerate(images, start=1)]
+
+
+def _workspace(folder: Path) -> list[SlideView]:
+    try:
+        slides = deck_slides(json.loads((folder / DEFECTS_FILE).read_text(encoding="utf-8")))
+    except (ArtifactError, json.JSONDecodeError, KeyError, TypeError) as exc:
+        raise DeckUnreadable(f"{folder / DEFECTS_FILE}: {exc}") from exc
+    pdf = folder / "deck.pdf"
+    pages = pdf_pages(pdf) if pdf.is_file() else []
+    missing = [s.png for s in slides if not (folder / s.png).is_file()]
+    if missing:
+        raise DeckUnreadable(f"{folder}: slide image(s) missing: {', '.join(missing)}")
+    return [
+        SlideView(s.number, (folder / s.png).resolve(), pages[s.number - 1] if s.number <= len(pages) else None, s.measured)
+        for s in slides
+    ]
+
+
+def _pdf(pdf: Path, render_dir: Path) -> list[SlideView]:
+    pages = pdf_pages(pdf)
+    if not pages:
+        raise DeckUnreadable(f"{pdf}: the PDF has no pages")
+    out = render_dir / hashlib.sha256(pdf.read_bytes()).hexdigest()[:16]
+    pngs = [out / f"slide_{n:02d}.png" for n in range(1, len(pages) + 1)]
+    if not all(p.is_file() for p in pngs):
+        out.mkdir(parents=True, exist_ok=True)
+        with pymupdf.open(pdf, filetype="pdf") as doc:
+            for page, png in zip(doc, pngs):
+                page.get_pixmap(matrix=pymupdf.Matrix(CSS_PX_PER_PT, CSS_PX_PER_PT)).save(png)
+    return [SlideView(n, png, facts) for n, (png, facts) in enumerate(zip(pngs, pages), start=1)]
