@@ -12,14 +12,17 @@ from __future__ import annotations
 import asyncio
 import base64
 import contextlib
+import hashlib
 import io
 import logging
 import math
 import os
 import re
+import shutil
 import time
+from collections import OrderedDict
 from collections.abc import Coroutine, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Self
 from urllib.parse import urlparse
@@ -78,6 +81,10 @@ KNOWN_SIZES: tuple[tuple[int, int], ...] = (
 )
 
 _HEALTH_CHECK_S = 5.0
+_PRINTED_KEPT = 512  # recent renders with a PDF page, reused by the deck export when nothing changed
+_OUTPUT_DIRS = {"renders", "previews", "tool_cache"}  # what renders and tools write: not inputs of a render
+_PAGE_RESOURCES = (".css", ".js", ".png", ".jpg", ".jpeg", ".gif", ".webp", ".svg", ".bmp", ".ico",
+                   ".woff", ".woff2", ".ttf", ".otf")  # fmt: skip
 _CLOSE_S = 5.0
 # Markup that runs code or changes the document's URL: such slides need a fresh navigation.
 _NEEDS_NAVIGATION = re.compile(
@@ -173,6 +180,7 @@ class Renderer:
         self._cond = asyncio.Condition()
         self._restart_lock = asyncio.Lock()
         self._background: set[asyncio.Task[None]] = set()
+        self._printed: OrderedDict[tuple[Path, str, str], RenderResult] = OrderedDict()  # results with a PDF page
 
     async def __aenter__(self) -> Self:
         await self.start()
@@ -226,6 +234,9 @@ class Renderer:
             raise ValueError(f"{html_path}: outside the workspace {root}")
         if self._current is None:
             raise RuntimeError("Renderer used outside `async with` (not started)")
+        key = (html, aspect, await asyncio.to_thread(_state_digest, html, root))
+        if want_pdf and key in self._printed:  # printed at an inspection and unchanged since
+            return await asyncio.to_thread(_reuse, self._printed[key], Path(png_path))
         async with self._sem:
             start = time.perf_counter()
             for attempt in (1, 2):
@@ -250,7 +261,7 @@ class Renderer:
                 defects = await asyncio.to_thread(
                     self._finish, png, Path(png_path), layout, failures
                 )
-                return RenderResult(
+                result = RenderResult(
                     html_path=html,
                     png_path=Path(png_path),
                     width=width,
@@ -263,6 +274,11 @@ class Renderer:
                     seconds=time.perf_counter() - start,
                     attempts=attempt,
                 )
+                if pdf is not None:
+                    self._printed[key] = result
+                    while len(self._printed) > _PRINTED_KEPT:
+                        self._printed.popitem(last=False)
+                return result
         raise AssertionError("unreachable")
 
     async def _capture(
@@ -514,6 +530,28 @@ class Renderer:
         task = asyncio.get_running_loop().create_task(coro)
         self._background.add(task)
         task.add_done_callback(self._background.discard)
+
+
+def _state_digest(html: Path, root: Path) -> str:
+    """What a render depends on: the HTML and every file of the workspace a page may load (sizes, times)."""
+    digest = hashlib.sha256(html.read_bytes())
+    for folder, dirs, files in os.walk(root):
+        dirs[:] = sorted(d for d in dirs if not d.startswith(".") and (folder != str(root) or d not in _OUTPUT_DIRS))
+        for name in sorted(f for f in files if f.lower().endswith(_PAGE_RESOURCES)):
+            try:
+                st = os.stat(os.path.join(folder, name))
+            except FileNotFoundError:
+                continue
+            digest.update(f"{folder}/{name}:{st.st_size}:{st.st_mtime_ns}".encode())
+    return digest.hexdigest()
+
+
+def _reuse(result: RenderResult, png_path: Path) -> RenderResult:
+    """A cached render's result, its PNG copied where this caller wants it."""
+    if png_path.resolve() != result.png_path.resolve():
+        png_path.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(result.png_path, png_path)
+    return replace(result, png_path=png_path, seconds=0.0)
 
 
 def blocked_reason(url: str, root: Path) -> str | None:

@@ -7,7 +7,8 @@ and the answer played is the scripted policy's, so the tools, renders and export
 real. For each concurrency the ideal is the lower of two bounds: model latency alone
 (concurrency x 3600 / (calls per rollout x latency)) and this machine's render capacity
 (renders/s measured here on a rollout's render mix, 8 decks at a time: every slide
-inspected, then the deck exported; / renders per rollout x 3600).
+inspected (PNG, measurements, PDF page), then the deck exported, which reuses the
+renders of unchanged slides; / renders per rollout x 3600).
 The rate is the steady state: from the concurrency-th finished rollout to the last
 (worker start-up excluded); "wall s" includes start-up.
 """
@@ -84,7 +85,7 @@ async def render_capacity(decks: int = 16, in_flight: int = 8) -> float:
                     for html in sorted((root / "slides").glob("*.html")):
                         await inspect_slide(renderer, root, f"slides/{html.name}", "16:9")
                     await export_deck(renderer, root / "slides", "16:9", root / "deck.pdf", png_dir=root / "previews", pptx_path=root / "deck.pptx")
-                return 2 * SLIDES
+                return SLIDES  # the export reuses the inspections' renders of unchanged slides
 
             await deck(-1)  # warm-up
             started = time.monotonic()
@@ -139,7 +140,7 @@ def main() -> None:
                 wall = time.monotonic() - started
                 done = [r for r in rows if r.status == "done"]
                 calls = statistics.mean(sum(r.steps.values()) for r in done)
-                renders = statistics.mean(r.tool_counts.get("inspect_slide", 0) + SLIDES for r in done)
+                renders = statistics.mean(r.tool_counts.get("inspect_slide", 0) for r in done)
                 model_bound = c * 3600 / (calls * args.latency)
                 render_bound = capacity / renders * 3600
                 ideal = min(model_bound, render_bound)

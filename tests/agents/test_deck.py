@@ -102,3 +102,21 @@ async def test_export_4_3_deck_keeps_one_page_per_slide(
     assert export.pages == 2 and export.pptx is None and export.defects > 0
     with pymupdf.open(ws / "out" / "deck.pdf") as pdf:
         assert [(p.rect.width, p.rect.height) for p in pdf] == [(720, 540)] * 2
+
+
+@session_loop
+async def test_export_reuses_inspections_of_unchanged_slides(renderer: Renderer, tmp_path: Path) -> None:
+    from agents.inspection import inspect_slide
+
+    slides = tmp_path / "slides"
+    slides.mkdir()
+    for n in (1, 2):
+        (slides / f"slide_0{n}.html").write_text(f'<html><body style="margin:0;width:1280px;height:720px"><h1>Slide {n}</h1></body></html>')
+    for n in (1, 2):
+        await inspect_slide(renderer, tmp_path, f"slides/slide_0{n}.html", "16:9")
+    (slides / "slide_02.html").write_text('<html><body style="margin:0;width:1280px;height:720px"><h1>Changed</h1></body></html>')
+    deck = await export_deck(renderer, slides, "16:9", tmp_path / "deck.pdf", png_dir=tmp_path / "previews", workspace=tmp_path)
+    first, second = deck.results
+    assert first.seconds == 0.0 and second.seconds > 0.0  # slide 1 reused; slide 2 changed, so rendered again
+    assert (tmp_path / "previews" / "slide_01.png").read_bytes() == (tmp_path / "renders" / "slide_01.png").read_bytes()
+    assert "Changed" in pymupdf.open(tmp_path / "deck.pdf")[1].get_text()
