@@ -235,8 +235,9 @@ class Renderer:
         if self._current is None:
             raise RuntimeError("Renderer used outside `async with` (not started)")
         key = (html, aspect, await asyncio.to_thread(_state_digest, html, root))
-        if want_pdf and key in self._printed:  # printed at an inspection and unchanged since
-            return await asyncio.to_thread(_reuse, self._printed[key], Path(png_path))
+        cached = self._printed.get(key) if want_pdf else None
+        if cached is not None and cached.png_path.is_file():  # printed at an inspection and unchanged since
+            return await asyncio.to_thread(_reuse, cached, Path(png_path))
         async with self._sem:
             start = time.perf_counter()
             for attempt in (1, 2):
