@@ -101,7 +101,7 @@ def steady_rate(run: Path, concurrency: int) -> float:
 
 
 def measure(url: str, concurrency: int, rollouts: int, work: Path) -> tuple[list[Rollout], float]:
-    workers = 1 if concurrency == 1 else 2
+    workers = min(2, -(-concurrency // 16))  # the default layout: one worker process per 16 rollouts in flight
     overrides = [
         f"run.dir={work / f'c{concurrency}'}", "tracking=disabled", "llm=scripted", f"llm.base_url={url}", "critic=rules",
         "rollouts.runner=benchmarks.rollout_throughput:PacedRunner", f"ray.num_workers={workers}",
