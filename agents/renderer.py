@@ -234,8 +234,8 @@ class Renderer:
             raise ValueError(f"{html_path}: outside the workspace {root}")
         if self._current is None:
             raise RuntimeError("Renderer used outside `async with` (not started)")
-        key = (html, aspect, await asyncio.to_thread(_state_digest, html, root))
-        cached = self._printed.get(key) if want_pdf else None
+        key = (html, aspect, await asyncio.to_thread(_state_digest, html, root)) if want_pdf else None
+        cached = self._printed.get(key) if key else None
         if cached is not None and cached.png_path.is_file():  # printed at an inspection and unchanged since
             return await asyncio.to_thread(_reuse, cached, Path(png_path))
         async with self._sem:
@@ -275,7 +275,7 @@ class Renderer:
                     seconds=time.perf_counter() - start,
                     attempts=attempt,
                 )
-                if pdf is not None:
+                if key is not None:
                     self._printed[key] = result
                     while len(self._printed) > _PRINTED_KEPT:
                         self._printed.popitem(last=False)

@@ -4,13 +4,10 @@ from __future__ import annotations
 
 import random
 
+from agents.deckgen import LANGUAGE_NAMES
 from core.records import Constraints
 from pipeline.config import ConstraintMix
 
-LANGUAGE_NAMES = {
-    "en": {"en": "English", "zh": "Chinese"},
-    "zh": {"en": "英文", "zh": "中文"},
-}
 ASPECT_NAMES = {
     "en": {"16:9": "16:9 widescreen", "4:3": "4:3", "A1": "an A1 portrait poster"},
     "zh": {"16:9": "16:9 宽屏", "4:3": "4:3", "A1": "A1 竖版海报"},
