@@ -15,7 +15,7 @@ import re
 import shutil
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Callable, Sequence
+from typing import Any, Callable, Sequence
 
 from PIL import Image, UnidentifiedImageError
 
@@ -25,6 +25,7 @@ from agents.hooks import StepHook
 from agents.loop import Agent
 from agents.policies.scripted import Brief
 from agents.renderer import Renderer, aspect_size
+from agents.research.runtime import RESOURCE_KEY as RESEARCH
 from agents.sandbox import Workspace
 from agents.tools import ToolContext
 from agents.toolbox import toolset_for
@@ -59,6 +60,17 @@ class GenerationEnv:
     agents: str = "dual"  # dual | single
     reflection: str = "grounded"  # grounded | none
     policy: str = "model"  # model | scripted
+
+
+def environment(
+    cfg: Any, renderer: Renderer, research: Any, model_for: Callable[[str, Brief], Model], hooks_for: Callable[[str], Sequence[StepHook]]
+) -> GenerationEnv:
+    """The environment a config describes (a GenerateConfig, SynthesizeConfig, ...: llm, agent, tools, agents, reflection)."""
+    return GenerationEnv(
+        agent=cfg.agent, sandbox=cfg.tools.sandbox, renderer=renderer, model_for=model_for,
+        resources={RESEARCH: research}, removed_tools=frozenset(research.unavailable_tools()), hooks_for=hooks_for,
+        agents=cfg.agents, reflection=cfg.reflection, policy="scripted" if cfg.llm.backend == "scripted" else "model",
+    )  # fmt: skip
 
 
 @dataclass

@@ -22,11 +22,11 @@ from omegaconf import OmegaConf
 from omegaconf.errors import OmegaConfBaseException
 
 from agents.config import GenerateConfig
-from agents.deckgen import GenerationEnv, generate_deck
+from agents.deckgen import environment, generate_deck
 from agents.hooks import Injection, StepState
 from agents.policies.scripted import Brief, ScriptedPolicy
 from agents.renderer import SLIDE_SIZES, Renderer
-from agents.research.runtime import RESOURCE_KEY, build_research
+from agents.research.runtime import build_research
 from core.config import PROJECT_ROOT, ConfigError, resolve_role
 from core.language import detect_language
 from core.llm import ModelClient, UsageMeter
@@ -99,12 +99,7 @@ async def generate(task: Task, cfg: GenerateConfig, out: Path) -> int:
 
     research = build_research(cfg.tools, out, cfg.llm, cfg.roles, meter)
     async with Renderer(cfg.render) as renderer:
-        env = GenerationEnv(
-            agent=cfg.agent, sandbox=cfg.tools.sandbox, renderer=renderer, model_for=model_for,
-            resources={RESOURCE_KEY: research}, removed_tools=frozenset(research.unavailable_tools()),
-            hooks_for=lambda role: [ShowSteps(role)], agents=cfg.agents, reflection=cfg.reflection,
-            policy="scripted" if scripted else "model",
-        )  # fmt: skip
+        env = environment(cfg, renderer, research, model_for, lambda role: [ShowSteps(role)])
         outcome = await generate_deck(task, out, env)
     totals = meter.totals()
     if outcome.status != "done":

@@ -10,11 +10,11 @@ from collections import Counter
 from pathlib import Path
 from typing import Sequence
 
-from agents.deckgen import DeckOutcome, GenerationEnv, generate_deck
+from agents.deckgen import DeckOutcome, environment, generate_deck
 from agents.hooks import StepHook
 from agents.policies.scripted import Brief, ScriptedPolicy
 from agents.renderer import Renderer
-from agents.research.runtime import RESOURCE_KEY, Research, build_research
+from agents.research.runtime import Research, build_research
 from core.config import resolve_role
 from core.llm import ModelClient, UsageMeter
 from core.protocols import Model
@@ -71,12 +71,7 @@ class DeckRunner:
             hooks.extend([hook] if hook else [])
             return [hook] if hook else []
 
-        env = GenerationEnv(
-            agent=self.cfg.agent, sandbox=self.cfg.tools.sandbox, renderer=self.renderer, model_for=model_for,
-            resources={RESOURCE_KEY: self.research}, removed_tools=frozenset(self.research.unavailable_tools()),
-            hooks_for=hooks_for, agents=self.cfg.agents, reflection=self.cfg.reflection,
-            policy="scripted" if self.scripted else "model",
-        )  # fmt: skip
+        env = environment(self.cfg, self.renderer, self.research, model_for, hooks_for)
         try:
             outcome = await generate_deck(task, workspace, env)
         finally:
