@@ -16,6 +16,7 @@ class AgentConfig:
     max_tool_calls_per_turn: int = 8
     context_window: int = 50_000
     warn_fractions: list[float] = field(default_factory=lambda: [0.5, 0.8])
+    save_interval_s: float = 2.0  # a running trajectory is checkpointed at most this often; the final one always
 
 
 @dataclass

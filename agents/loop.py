@@ -54,6 +54,7 @@ class Agent:
         self.injections: list[CriticInjection] = []
         self.budget = ContextBudget(config.context_window, config.warn_fractions)
         self.started = time.monotonic()
+        self.saved_at = -float("inf")
 
     def start(self, system: str, user: str) -> None:
         self.messages = [Message("system", system, kind="prompt"), Message("user", user, kind="prompt")]
@@ -95,7 +96,8 @@ class Agent:
                 raise Finalized(outcome=json.loads(call.arguments)["outcome"])
         for hook in self.hooks:
             self._inject(index, await hook.after_step(StepState(index, calls, observations, self.ctx)))
-        if self.save:
+        if self.save and time.monotonic() - self.saved_at >= self.config.save_interval_s:
+            self.saved_at = time.monotonic()
             self.save(self.trajectory())
 
     def trajectory(self, end: AgentEnded | None = None) -> Trajectory:

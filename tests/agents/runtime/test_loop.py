@@ -145,13 +145,22 @@ async def test_no_tool_call_gets_a_nudge(ctx: ToolContext) -> None:
 async def test_finalize_refused_then_accepted(ctx: ToolContext) -> None:
     saves: list[Trajectory] = []
     with FakeOpenAIServer(replay([Reply(tool_calls=[FINALIZE]), Reply(tool_calls=[WRITE_SLIDE]), Reply(tool_calls=[FINALIZE])])) as srv:
-        result = await agent(srv, ctx, saves=saves).run(SYSTEM, USER)
+        result = await agent(srv, ctx, saves=saves, save_interval_s=0).run(SYSTEM, USER)
     assert "does not exist" in result.messages[3].content and result.messages[3].content.startswith("Error:")
     assert (result.status, result.outcome, len(result.steps)) == ("finalized", "slides/", 3)
     assert [t.status for t in saves] == ["running", "running", "finalized"]
     assert [len(t.steps) for t in saves] == [1, 2, 3]
     assert Trajectory.from_json(saves[-1].to_json()) == result
     assert json.loads(result.tools_json) == toolset_for("presenter").schemas()
+
+
+async def test_running_checkpoints_are_spaced_out_and_the_final_save_always_happens(ctx: ToolContext) -> None:
+    saves: list[Trajectory] = []
+    turns = replay([Reply(tool_calls=[("thinking", {"thought": "plan"})]), Reply(tool_calls=[WRITE_SLIDE]), Reply(tool_calls=[FINALIZE])])
+    with FakeOpenAIServer(turns) as srv:
+        result = await agent(srv, ctx, saves=saves, save_interval_s=3600).run(SYSTEM, USER)
+    assert [(t.status, len(t.steps)) for t in saves] == [("running", 1), ("finalized", 3)]
+    assert saves[-1] == result
 
 
 async def test_images_reach_the_model_from_the_workspace(ctx: ToolContext) -> None:
