@@ -1,5 +1,6 @@
 // In-page measurement of one rendered slide (agents/inspection.py evaluates it once per render).
-// Returns plain JSON: boxes in CSS px as [left, top, right, bottom]; Python turns it into defects.
+// Returns a JSON string (one string crosses the Playwright protocol far cheaper than a deep object):
+// boxes in CSS px as [left, top, right, bottom]; Python turns it into defects.
 async ({ width, height, tol, minSide }) => {
   const measure = async () => {
     for (const anim of document.getAnimations()) {
@@ -305,13 +306,13 @@ async ({ width, height, tol, minSide }) => {
   };
 
   try {
-    return await measure();
+    return JSON.stringify(await measure());
   } catch (error) {
     // A page this script cannot handle must not fail the render: report the error, measure nothing.
-    return {
+    return JSON.stringify({
       slide: [width, height], scroll: [width, height], rootClips: true, clipped: [], outside: [], overlaps: [],
       texts: [], images: [], backgrounds: [], frames: [], visibleText: 1, visibleMedia: 0, elements: 0,
       error: String((error && error.stack) || error),
-    };
+    });
   }
 }

@@ -14,6 +14,7 @@ import base64
 import contextlib
 import hashlib
 import io
+import json
 import logging
 import math
 import os
@@ -291,7 +292,7 @@ class Renderer:
             slot.reset(root)
             page = slot.page
             await self._load(slot, html)
-            layout = await page.evaluate(MEASURE_JS, measure_args(*size))
+            layout = json.loads(await page.evaluate(MEASURE_JS, measure_args(*size)))
             if "error" in layout:
                 log.warning(
                     "measuring %s failed, only pixels are inspected: %s",
