@@ -9,6 +9,7 @@ context as a `thinking` call (see agents.loop), marked as a critic injection.
 
 from __future__ import annotations
 
+import asyncio
 import json
 import logging
 from collections import Counter
@@ -124,23 +125,31 @@ class CriticHook:
         self.errors = 0
 
     async def after_step(self, state: StepState) -> list[Injection]:
-        injections = []
+        """One review per inspection of the step (a turn may inspect several slides: reviewed concurrently)."""
         workspace = state.ctx.workspace.root
-        for call, observation in zip(state.calls, state.observations):
-            if call.name not in INSPECT_TOOLS or observation.is_error or not observation.data:
-                continue
-            inspection = inspection_from(call.name, observation.data, workspace)
-            try:
-                review = await self.critic.review(inspection, workspace, self.language)
-            except (ModelError, JSONReplyError) as exc:
-                self.errors += 1
-                log.warning("critic gave no usable review of %s: %s", inspection.artifact, exc)
+        inspections = [
+            inspection_from(call.name, observation.data, workspace)
+            for call, observation in zip(state.calls, state.observations)
+            if call.name in INSPECT_TOOLS and not observation.is_error and observation.data
+        ]
+        reviews = await asyncio.gather(*(self._review(inspection, workspace) for inspection in inspections))
+        injections = []
+        for inspection, review in zip(inspections, reviews):
+            if review is None:
                 continue
             self.findings.update(f.category for f in review.findings)
             actionable = at_least(review.findings, self.min_severity)
             if actionable:
                 injections.append(Injection(thought(review, actionable), self.critic.name, findings_json(actionable), inspection.ref))
         return injections
+
+    async def _review(self, inspection: Inspection, workspace: Path) -> Review | None:
+        try:
+            return await self.critic.review(inspection, workspace, self.language)
+        except (ModelError, JSONReplyError) as exc:
+            self.errors += 1
+            log.warning("critic gave no usable review of %s: %s", inspection.artifact, exc)
+            return None
 
 
 def make_critic_hook(mode: CriticMode | str, model: Model | None, min_severity: str, language: str) -> CriticHook | None:

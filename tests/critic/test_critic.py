@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 from pathlib import Path
 
@@ -17,7 +18,8 @@ from agents.tools.registry import Tool, Toolset
 from core.config import LLMConfig
 from core.llm import ModelClient
 from core.records import ToolCall
-from critic.critic import CriticHook, ModelCritic, RulesCritic, make_critic_hook
+from critic.critic import CriticHook, Inspection, ModelCritic, RulesCritic, make_critic_hook
+from critic.findings import Finding, Review
 from tests.fakes.openai_server import FakeOpenAIServer, Reply
 
 SLIDE = '<html><body style="width:1280px;height:720px"><h1>Secret slide title</h1></body></html>'
@@ -82,6 +84,27 @@ async def test_a_broken_critic_never_breaks_the_rollout(ctx: ToolContext) -> Non
         assert await hook.after_step(state(ctx, slide_data())) == []
     assert hook.errors == 1
 
+
+
+async def test_inspections_of_one_turn_are_reviewed_concurrently_and_injected_in_order(ctx: ToolContext) -> None:
+    (ctx.workspace.root / "slides" / "slide_02.html").write_text(SLIDE)
+    started: list[str] = []
+    everyone_started = asyncio.Event()
+
+    class WaitingCritic:  # each review waits until every review of the turn has begun
+        name = "waiting"
+
+        async def review(self, inspection: Inspection, workspace: Path, language: str) -> Review:
+            started.append(inspection.artifact)
+            if len(started) == 2:
+                everyone_started.set()
+            await asyncio.wait_for(everyone_started.wait(), 5)
+            return Review(findings=[Finding(category="layout", severity="major", evidence=inspection.artifact, fix="shrink")])
+
+    calls = tuple(ToolCall(f"c{n}", "inspect_slide", json.dumps({"html_file": f"slides/slide_0{n}.html"})) for n in (1, 2))
+    observations = tuple(Observation("measured", data=slide_data() | {"artifact": f"slides/slide_0{n}.html"}) for n in (1, 2))
+    injections = await CriticHook(WaitingCritic(), "major", "en").after_step(StepState(0, calls, observations, ctx))
+    assert [json.loads(i.findings_json)[0]["evidence"] for i in injections] == ["slides/slide_01.html", "slides/slide_02.html"]
 
 async def test_rules_mode_uses_measured_defects_only(ctx: ToolContext) -> None:
     hook = make_critic_hook("rules", None, "major", "zh")
