@@ -111,6 +111,7 @@ def _prompt_variables(brief: Brief, can_inspect: bool) -> dict[str, object]:
         "height": brief.height,
         "can_inspect": can_inspect,
         "manuscript": brief.manuscript,
+        "calls_per_turn": brief.calls_per_turn,
     }
 
 
@@ -163,7 +164,9 @@ async def generate_deck(task: Task, workspace: Path, env: GenerationEnv) -> Deck
     """Play `task` in `workspace` and export the deck; never raises for an agent's failure."""
     workspace.mkdir(parents=True, exist_ok=True)
     can_inspect = env.reflection != "none"
-    brief = replace(brief_for(task, workspace, copy_attachments(task, workspace)), can_inspect=can_inspect)
+    brief = replace(
+        brief_for(task, workspace, copy_attachments(task, workspace)), can_inspect=can_inspect, calls_per_turn=env.agent.max_tool_calls_per_turn
+    )
     removed = set(env.removed_tools) | (set() if can_inspect else set(INSPECT_TOOLS))
     resources = {RENDERER: env.renderer, CONSTRAINTS: task.constraints, ASPECT: brief.aspect, **env.resources}
     roles = ["researcher", "presenter"] if env.agents == "dual" else ["single"]

@@ -3,9 +3,11 @@
 It plays the Researcher, the Presenter, or both (single-agent mode) through the
 same agent loop and the same real tools as a model would: it converts the
 attachments, searches the offline corpus, writes a manuscript that honours the
-constraints, inspects it, writes HTML slides from built-in designs, inspects each
-slide and fixes what the inspection measured (shrinks type on overflow, drops
-images that overlap or fail, switches to high-contrast text), and finalizes. It
+constraints, inspects it, writes HTML slides from built-in designs, inspects them
+and rewrites what the inspection measured (shrinks type on overflow, drops images
+that overlap or fail, switches to high-contrast text), and finalizes. Calls that do
+not depend on each other share a turn, as a model's parallel tool calls would: all
+slides are written in one turn and inspected in the next. It
 reads the workspace directly to plan; every change it makes goes through a tool.
 Every record it produces says `policy="scripted"`.
 
@@ -23,6 +25,7 @@ from typing import Any, Generator, Sequence
 
 from agents.policies.content import SlidePlan, document_title, manuscript_text, outline, parse_manuscript
 from agents.policies.designs import Design, design_for, design_plan, slide_html
+from core.language import detect_language
 from core.llm import estimate_prompt_tokens
 from core.llm_types import ChatResult
 from core.records import Message, ToolCall, Usage
@@ -55,6 +58,7 @@ class Brief:
     workspace: Path
     manuscript: str = "manuscript.md"
     can_inspect: bool = True  # False when the inspect tools are not offered (reflection=none)
+    calls_per_turn: int = 8  # tool calls the loop runs per turn (agent.max_tool_calls_per_turn)
 
 
 class ScriptedPolicy:
@@ -118,7 +122,7 @@ def researcher(brief: Brief, finalize: bool = True) -> Plan:
             title = title if documents[1:] else document_title(documents[0]) or title
             images += [m.group(1) for m in _LISTED_IMAGE.finditer(observation) if _landscape_enough(int(m.group(2)), int(m.group(3)))]
     (found,) = yield f"Searching the corpus for '{title}'.", [("search_web", {"query": title, "max_results": 6})]
-    snippets = _snippets(found)
+    snippets = [text for text in _snippets(found) if detect_language(text).lang == brief.language]
     if not images:
         (pictures,) = yield f"Looking for images about '{title}'.", [("search_images", {"query": title})]
         images = _SAVED.findall(pictures)
@@ -173,41 +177,73 @@ def _fix_manuscript(slides: list[SlidePlan], report: str, count: int) -> list[Sl
 
 
 def presenter(brief: Brief) -> Plan:
+    """Write every slide, inspect them all, rewrite the ones with defects; independent calls share a turn."""
     yield "Reading the manuscript.", [("read_file", {"path": brief.manuscript})]
     text = (brief.workspace / brief.manuscript).read_text(encoding="utf-8", errors="replace")
-    plans = parse_manuscript(text)
     design = design_for(brief.task_id)
-    thought = f"Design '{design.name}': {design.motif}. {len(plans)} slides at {brief.width}x{brief.height}."
+    drafts = [SlideDraft(number, plan, design) for number, plan in enumerate(parse_manuscript(text), 1)]
+    thought = f"Design '{design.name}': {design.motif}. {len(drafts)} slides at {brief.width}x{brief.height}."
     yield thought, [("thinking", {"thought": thought})]
     yield "Writing the design plan.", [("write_file", {"path": "design_plan.md", "content": design_plan(design, brief.language)})]
-    for number, plan in enumerate(plans, 1):
-        yield from _slide(brief, design, number, plan)
+    pending = drafts
+    for _ in range(MAX_SLIDE_FIXES):
+        for batch in _batches(pending, brief.calls_per_turn):
+            yield f"Writing {_numbers(batch)}.", [("write_file", {"path": d.path, "content": d.html(brief)}) for d in batch]
+        if not brief.can_inspect:
+            break
+        reports: list[str] = []
+        for batch in _batches(pending, brief.calls_per_turn):
+            reports += yield f"Inspecting {_numbers(batch)}.", [("inspect_slide", {"html_file": d.path, "aspect_ratio": brief.aspect}) for d in batch]
+        pending = [draft for draft, report in zip(pending, reports) if draft.revise(report)]
+        if not pending:
+            break
     yield "Every slide is written and inspected.", [("finalize", {"outcome": "slides"})]
 
 
-def _slide(brief: Brief, design: Design, number: int, plan: SlidePlan) -> Plan:
-    path = f"slides/slide_{number:02d}.html"
-    scale, stacked, bullets = 1.0, False, list(plan.bullets)
-    image = f"../{plan.image}" if plan.image else None
-    for _ in range(MAX_SLIDE_FIXES):
-        html = slide_html(design, brief.width, brief.height, plan.title, bullets, image, scale, stacked, cover=number == 1)
-        yield f"Writing slide {number}.", [("write_file", {"path": path, "content": html})]
-        if not brief.can_inspect:
-            return
-        (report,) = yield f"Inspecting slide {number}.", [("inspect_slide", {"html_file": path, "aspect_ratio": brief.aspect})]
+@dataclass
+class SlideDraft:
+    """One slide as the Presenter writes it, and what its inspections made it change."""
+
+    number: int
+    plan: SlidePlan
+    design: Design
+    scale: float = 1.0
+    stacked: bool = False
+
+    def __post_init__(self) -> None:
+        self.bullets = list(self.plan.bullets)
+        self.image = f"../{self.plan.image}" if self.plan.image else None
+
+    @property
+    def path(self) -> str:
+        return f"slides/slide_{self.number:02d}.html"
+
+    def html(self, brief: Brief) -> str:
+        return slide_html(self.design, brief.width, brief.height, self.plan.title, self.bullets, self.image, self.scale, self.stacked, cover=self.number == 1)
+
+    def revise(self, report: str) -> bool:
+        """Change what the inspection report measured; False when the slide has no major defect."""
         codes = {code for code, severity in _DEFECT.findall(report) if severity != "minor"}
-        if not codes:
-            return
         if codes & {"overflow", "text_clipped"}:
-            scale *= 0.8
-            if scale < 0.6 and len(bullets) > 2:
-                bullets, scale = bullets[:-1], 0.8
+            self.scale *= 0.8
+            if self.scale < 0.6 and len(self.bullets) > 2:
+                self.bullets, self.scale = self.bullets[:-1], 0.8
         if "overlap" in codes:
-            stacked, image = (True, image) if not stacked else (stacked, None)
+            self.stacked, self.image = (True, self.image) if not self.stacked else (self.stacked, None)
         if "broken_image" in codes:
-            image = None
+            self.image = None
         if "low_contrast" in codes:
-            design = design.high_contrast()
+            self.design = self.design.high_contrast()
+        return bool(codes)
+
+
+def _batches(drafts: list[SlideDraft], size: int) -> list[list[SlideDraft]]:
+    return [drafts[i : i + size] for i in range(0, len(drafts), size)]
+
+
+def _numbers(drafts: list[SlideDraft]) -> str:
+    numbers = [str(d.number) for d in drafts]
+    return f"slide {numbers[0]}" if len(numbers) == 1 else f"slides {', '.join(numbers)}"
 
 
 def single(brief: Brief) -> Plan:

@@ -16,6 +16,7 @@ from agents.policies.scripted import ScriptedPolicy
 from agents.renderer import Renderer
 from agents.research.runtime import RESOURCE_KEY, build_research
 from core.config import LLMConfig
+from core.language import detect_language
 from core.llm import ModelClient
 from core.records import Constraints, Task, Trajectory
 from filters.config import FiltersConfig
@@ -64,6 +65,19 @@ async def test_scripted_policy_makes_a_valid_deck(renderer: Renderer, tmp_path: 
 OVERFLOWING = '<html><body style="margin:0;width:1280px;height:720px;overflow:hidden"><div style="font-size:90px">{}</div></body></html>'
 FITTING = '<html><body style="margin:0;width:1280px;height:720px"><h1 style="font-size:40px">{}</h1><img src="../assets/chart.png" style="width:300px"></body></html>'
 
+
+
+@pytest.mark.parametrize("language", ["en", "zh"])
+async def test_scripted_slides_stay_in_the_task_language_when_the_corpus_mixes_languages(renderer: Renderer, tmp_path: Path, language: str) -> None:
+    """With no attachment the Researcher draws on the offline corpus, which holds English and Chinese documents."""
+    instruction = {"en": "A short talk about topic number 3 for a general audience.", "zh": "面向大众的关于第三个主题的简短演讲。"}[language]
+    task = Task(f"t-{language}", "manual", instruction, language, (), Constraints(4, 4, "16:9", language))
+    outcome = await generate_deck(task, tmp_path, env(renderer, tmp_path, scripted, policy="scripted"))
+    assert outcome.status == "done", outcome.failure
+    with pymupdf.open(tmp_path / "deck.pdf") as deck:
+        pages = [page.get_text() for page in deck]
+    assert len(pages) == 4
+    assert all(detect_language(text).lang == language for text in pages), pages
 
 def clumsy_model(body: dict) -> Reply:
     """A model that makes realistic mistakes and reacts to what inspection shows it."""
