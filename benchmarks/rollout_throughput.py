@@ -6,9 +6,10 @@ Each model call goes over HTTP to the fake OpenAI server (own process, fixed lat
 and the answer played is the scripted policy's, so the tools, renders and exports are
 real. For each concurrency the ideal is the lower of two bounds: model latency alone
 (concurrency x 3600 / (calls per rollout x latency)) and this machine's render capacity
-(renders/s measured here on a rollout's render mix, the best of three trials with 8 decks
-at a time: a deck's slides inspected together (PNG, measurements, PDF page), then the deck
-exported, which reuses the renders of unchanged slides; / renders per rollout x 3600).
+(renders/s measured on a rollout's render mix right before each row, since this machine's
+speed drifts: the best of three trials with 8 decks at a time, a deck's slides inspected
+together (PNG, measurements, PDF page), then the deck exported, which reuses the renders
+of unchanged slides; / renders per rollout x 3600).
 The rate is the steady state: from the concurrency-th finished rollout to the last
 (worker start-up excluded); "wall s" includes start-up.
 """
@@ -16,6 +17,7 @@ The rate is the steady state: from the concurrency-th finished rollout to the la
 from __future__ import annotations
 
 import argparse
+import os
 import asyncio
 import statistics
 import tempfile
@@ -131,14 +133,14 @@ def main() -> None:
     parser.add_argument("--concurrency", type=int, nargs="+", default=[1, 8, 32, 64])
     parser.add_argument("--rounds", type=float, default=3.0, help="rollouts per measurement = rounds x concurrency (at least 3)")
     args = parser.parse_args()
-    capacity = asyncio.run(render_capacity())
     init_ray(RayConfig())
-    print(f"render capacity: {capacity:.1f} renders/s (a rollout's mix: inspections, then the export); model latency {args.latency * 1000:.0f} ms per call; 2 CPUs")
-    print(f"{'concurrency':>11} {'rollouts':>8} {'calls/r':>7} {'renders/r':>9} {'wall s':>7} {'r/hour':>8} {'ideal r/h':>9} {'bound':>7} {'of ideal':>8}")
+    print(f"model latency {args.latency * 1000:.0f} ms per call; {os.cpu_count()} CPUs; render capacity measured right before each row (this machine's speed drifts)")
+    print(f"{'concurrency':>11} {'rollouts':>8} {'calls/r':>7} {'renders/r':>9} {'renders/s':>9} {'wall s':>7} {'r/hour':>8} {'ideal r/h':>9} {'bound':>7} {'of ideal':>8}")
     try:
         with fake_endpoint(Reply("ok"), args.latency) as url, tempfile.TemporaryDirectory() as tmp:
             for c in args.concurrency:
                 n = max(3, int(args.rounds * c))
+                capacity = asyncio.run(render_capacity())
                 started = time.monotonic()
                 rows, rate = measure(url, c, n, Path(tmp))
                 wall = time.monotonic() - started
@@ -149,7 +151,7 @@ def main() -> None:
                 render_bound = capacity / renders * 3600
                 ideal = min(model_bound, render_bound)
                 bound = "model" if model_bound <= render_bound else "render"
-                print(f"{c:>11} {len(rows):>8} {calls:>7.1f} {renders:>9.1f} {wall:>7.1f} {rate:>8.0f} {ideal:>9.0f} {bound:>7} {rate / ideal:>8.0%}")
+                print(f"{c:>11} {len(rows):>8} {calls:>7.1f} {renders:>9.1f} {capacity:>9.1f} {wall:>7.1f} {rate:>8.0f} {ideal:>9.0f} {bound:>7} {rate / ideal:>8.0%}")
     finally:
         ray.shutdown()
 
