@@ -94,8 +94,8 @@ async def inspect_slide(
     if not html.is_relative_to(root):
         raise ValueError(f"{html_file}: outside the workspace {root}")
     png = png_path or root / "renders" / f"{html.stem}.png"
-    # The PDF page is printed now, so that exporting an unchanged slide later renders nothing.
-    result = await renderer.render(html, aspect, png_path=png, workspace=root, want_pdf=True)
+    # The PDF page is printed right after (not waited for), so that exporting an unchanged slide renders nothing.
+    result = await renderer.render(html, aspect, png_path=png, workspace=root, print_later=True)
     return SlideInspection(
         file=html_file,
         aspect=aspect,

@@ -25,7 +25,7 @@ from collections import OrderedDict
 from collections.abc import Coroutine, Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any, Self
+from typing import Any, Self, TypeVar
 from urllib.parse import urlparse
 from urllib.request import url2pathname
 
@@ -48,6 +48,7 @@ from agents.config import RenderConfig
 from agents.inspection import MEASURE_JS, Defect, find_defects, measure_args
 
 log = logging.getLogger(__name__)
+T = TypeVar("T")
 
 CHROMIUM_ARGS = [
     "--no-sandbox",
@@ -181,7 +182,8 @@ class Renderer:
         self._cond = asyncio.Condition()
         self._restart_lock = asyncio.Lock()
         self._background: set[asyncio.Task[None]] = set()
-        self._printed: OrderedDict[tuple[Path, str, str], RenderResult] = OrderedDict()  # results with a PDF page
+        # Renders with a PDF page (printed or being printed), reused by the deck export while unchanged.
+        self._printed: OrderedDict[tuple[Path, str, str], tuple[RenderResult, asyncio.Future[bytes]]] = OrderedDict()
 
     async def __aenter__(self) -> Self:
         await self.start()
@@ -221,9 +223,14 @@ class Renderer:
         png_path: Path,
         workspace: Path | None = None,
         want_pdf: bool = False,
+        print_later: bool = False,
     ) -> RenderResult:
         """Render one HTML file at the slide size of `aspect`; requests outside `workspace`
-        (default: the file's folder) are blocked."""
+        (default: the file's folder) are blocked.
+
+        `want_pdf`: the result carries the page as PDF; a render of the same, unchanged page
+        printed earlier is reused. `print_later`: the PDF page is printed after the result
+        is returned, on the same loaded page, for a later `want_pdf` render (the deck export)."""
         width, height = aspect_size(aspect)
         html = Path(html_path).resolve()
         root = Path(workspace).resolve() if workspace else html.parent
@@ -235,18 +242,21 @@ class Renderer:
             raise ValueError(f"{html_path}: outside the workspace {root}")
         if self._current is None:
             raise RuntimeError("Renderer used outside `async with` (not started)")
-        key = (html, aspect, await asyncio.to_thread(_state_digest, html, root)) if want_pdf else None
-        cached = self._printed.get(key) if key else None
-        if cached is not None and cached.png_path.is_file():  # printed at an inspection and unchanged since
-            return await asyncio.to_thread(_reuse, cached, Path(png_path))
+        printing = want_pdf or print_later
+        key = (html, aspect, await asyncio.to_thread(_state_digest, html, root)) if printing else None
+        if want_pdf and key in self._printed:
+            reused = await self._reuse_printed(key, Path(png_path))
+            if reused is not None:
+                return reused
         async with self._sem:
             start = time.perf_counter()
             for attempt in (1, 2):
                 try:
                     captured = await asyncio.wait_for(
-                        self._capture(html, (width, height), root, want_pdf),
+                        self._capture(html, (width, height), root, printing),
                         self.cfg.timeout_s + _CLOSE_S,
                     )
+                    pdf = await captured[2] if want_pdf and captured[2] else None
                 except (TimeoutError, PlaywrightError) as exc:
                     if attempt == 2:
                         raise RenderError(
@@ -259,7 +269,7 @@ class Renderer:
                     )
                     await self._recover()
                     continue
-                png, layout, pdf, failures, blocked = captured
+                png, layout, printed, failures, blocked = captured
                 defects = await asyncio.to_thread(
                     self._finish, png, Path(png_path), layout, failures
                 )
@@ -276,18 +286,34 @@ class Renderer:
                     seconds=time.perf_counter() - start,
                     attempts=attempt,
                 )
-                if key is not None:
-                    self._printed[key] = result
+                if key is not None and printed is not None:
+                    self._printed[key] = (replace(result, pdf=None), printed)
                     while len(self._printed) > _PRINTED_KEPT:
                         self._printed.popitem(last=False)
                 return result
         raise AssertionError("unreachable")
 
+    async def _reuse_printed(self, key: tuple[Path, str, str], png_path: Path) -> RenderResult | None:
+        """The earlier render of an unchanged page with its PDF, its PNG copied to `png_path`; None when
+        there is none to reuse (its PNG is gone or its print failed: then the caller renders afresh)."""
+        result, printed = self._printed[key]
+        if not result.png_path.is_file():
+            return None
+        try:
+            pdf = await printed
+        except (TimeoutError, PlaywrightError) as exc:
+            log.warning("printing %s failed (%r); rendering it again", result.html_path, exc)
+            self._printed.pop(key, None)
+            return None
+        return await asyncio.to_thread(_reuse, replace(result, pdf=pdf), png_path)
+
     async def _capture(
-        self, html: Path, size: tuple[int, int], root: Path, want_pdf: bool
-    ) -> tuple[bytes, dict[str, Any], bytes | None, dict[str, str], int]:
+        self, html: Path, size: tuple[int, int], root: Path, printing: bool
+    ) -> tuple[bytes, dict[str, Any], asyncio.Future[bytes] | None, dict[str, str], int]:
+        """PNG, layout, failed requests; with `printing`, the PDF page is printed next on the same
+        page by a background task (the returned future), which then releases the page."""
         slot = await self._acquire(size)
-        healthy = False
+        healthy = handed_over = False
         try:
             slot.reset(root)
             page = slot.page
@@ -300,13 +326,27 @@ class Renderer:
                     layout["error"],
                 )
             png = await self._screenshot(slot, self.cfg.device_scale_factor)
-            pdf = None
-            if want_pdf:
-                pdf = await page.pdf(
-                    width=f"{size[0]}px", height=f"{size[1]}px", print_background=True
-                )
+            failures = {**slot.failed, **slot.blocked}
+            printed = None
+            if printing:
+                printed = self._spawn(self._print_and_release(slot, size))
+                printed.add_done_callback(_retrieve)
+                handed_over = True
             healthy = True
-            return png, layout, pdf, {**slot.failed, **slot.blocked}, len(slot.blocked)
+            return png, layout, printed, failures, len(slot.blocked)
+        finally:
+            if not handed_over:
+                await self._release(slot, healthy)
+
+    async def _print_and_release(self, slot: _Slot, size: tuple[int, int]) -> bytes:
+        healthy = False
+        try:
+            pdf = await asyncio.wait_for(
+                slot.page.pdf(width=f"{size[0]}px", height=f"{size[1]}px", print_background=True),
+                self.cfg.timeout_s,
+            )
+            healthy = True
+            return pdf
         finally:
             await self._release(slot, healthy)
 
@@ -528,10 +568,12 @@ class Renderer:
         except (TimeoutError, PlaywrightError) as exc:
             log.debug("closing a failed page: %r", exc)
 
-    def _spawn(self, coro: Coroutine[Any, Any, None]) -> None:
+    def _spawn(self, coro: Coroutine[Any, Any, T]) -> asyncio.Task[T]:
+        """A background task that `close` waits for."""
         task = asyncio.get_running_loop().create_task(coro)
         self._background.add(task)
         task.add_done_callback(self._background.discard)
+        return task
 
 
 def _state_digest(html: Path, root: Path) -> str:
@@ -546,6 +588,12 @@ def _state_digest(html: Path, root: Path) -> str:
                 continue
             digest.update(f"{folder}/{name}:{st.st_size}:{st.st_mtime_ns}".encode())
     return digest.hexdigest()
+
+
+def _retrieve(task: asyncio.Task[Any]) -> None:
+    """Mark a background print's failure as seen: a slide changed since is never exported from it."""
+    if not task.cancelled():
+        task.exception()
 
 
 def _reuse(result: RenderResult, png_path: Path) -> RenderResult:

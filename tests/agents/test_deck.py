@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import asyncio
 import shutil
 from pathlib import Path
 
@@ -120,3 +121,29 @@ async def test_export_reuses_inspections_of_unchanged_slides(renderer: Renderer,
     assert first.seconds == 0.0 and second.seconds > 0.0  # slide 1 reused; slide 2 changed, so rendered again
     assert (tmp_path / "previews" / "slide_01.png").read_bytes() == (tmp_path / "renders" / "slide_01.png").read_bytes()
     assert "Changed" in pymupdf.open(tmp_path / "deck.pdf")[1].get_text()
+
+
+@session_loop
+async def test_inspection_does_not_wait_for_its_pdf_page_and_a_failed_print_is_rendered_again(
+    renderer: Renderer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from playwright.async_api import Error, Page
+
+    from agents.inspection import inspect_slide
+
+    (tmp_path / "slides").mkdir()
+    (tmp_path / "slides" / "slide_01.html").write_text('<html><body style="margin:0;width:1280px;height:720px"><h1>Only</h1></body></html>')
+    release = asyncio.Event()
+
+    async def stalled_print(self: Page, **options: object) -> bytes:
+        await release.wait()
+        raise Error("print failed")
+
+    monkeypatch.setattr(Page, "pdf", stalled_print)
+    # Returns while its page is still printing (awaiting the print would never finish).
+    await asyncio.wait_for(inspect_slide(renderer, tmp_path, "slides/slide_01.html", "16:9"), 30)
+    release.set()
+    monkeypatch.undo()
+    deck = await export_deck(renderer, tmp_path / "slides", "16:9", tmp_path / "deck.pdf", png_dir=tmp_path / "previews", workspace=tmp_path)
+    assert deck.pages == 1 and deck.results[0].seconds > 0.0  # rendered again, not reused
+    assert "Only" in pymupdf.open(tmp_path / "deck.pdf")[0].get_text()
