@@ -141,20 +141,15 @@ def init_ray(cfg: RayConfig) -> None:
     """Join RAY_ADDRESS / `ray.address`, else start an embedded instance; workers import our code."""
     if ray.is_initialized():
         return
-    embedded = not (cfg.address or os.environ.get("RAY_ADDRESS"))
-    if embedded:
+    if not (cfg.address or os.environ.get("RAY_ADDRESS")):
         os.environ.setdefault("RAY_AUTH_MODE", "disabled")  # an embedded, single-user instance
     runtime_env = {"env_vars": {"PYTHONPATH": os.pathsep.join(filter(None, [str(PROJECT_ROOT), os.environ.get("PYTHONPATH")]))}}
-    # An embedded instance runs a few long-lived actors: no idle workers kept warm for tasks, and no
-    # metrics unless the dashboard shows them (together ~4% of a CPU on an idle 2-core machine).
-    quiet = {"enable_worker_prestart": False, "prestart_worker_first_driver": False, "enable_metrics_collection": cfg.include_dashboard}
     ray.init(
         address=cfg.address or os.environ.get("RAY_ADDRESS"),
         include_dashboard=cfg.include_dashboard,
         runtime_env=runtime_env,
         log_to_driver=False,
         configure_logging=False,
-        _system_config=quiet if embedded else None,
     )
 
 
