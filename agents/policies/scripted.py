@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import json
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 from typing import Any, Generator, Sequence
 
@@ -209,6 +209,8 @@ class SlideDraft:
     design: Design
     scale: float = 1.0
     stacked: bool = False
+    bullets: list[str] = field(init=False)
+    image: str | None = field(init=False)  # relative to the slide file
 
     def __post_init__(self) -> None:
         self.bullets = list(self.plan.bullets)
