@@ -181,7 +181,7 @@ class Renderer:
         self._sem = asyncio.Semaphore(self.cfg.max_concurrent)
         self._cond = asyncio.Condition()
         self._restart_lock = asyncio.Lock()
-        self._background: set[asyncio.Task[None]] = set()
+        self._background: set[asyncio.Task[Any]] = set()
         # Renders with a PDF page (printed or being printed), reused by the deck export while unchanged.
         self._printed: OrderedDict[tuple[Path, str, str], tuple[RenderResult, asyncio.Future[bytes]]] = OrderedDict()
 
@@ -256,7 +256,7 @@ class Renderer:
                         self._capture(html, (width, height), root, printing),
                         self.cfg.timeout_s + _CLOSE_S,
                     )
-                    pdf = await captured[2] if want_pdf and captured[2] else None
+                    pdf = await captured[2] if want_pdf else None  # printing: the print's future is there
                 except (TimeoutError, PlaywrightError) as exc:
                     if attempt == 2:
                         raise RenderError(

@@ -17,8 +17,8 @@ The rate is the steady state: from the concurrency-th finished rollout to the la
 from __future__ import annotations
 
 import argparse
-import os
 import asyncio
+import os
 import statistics
 import tempfile
 import time
