@@ -40,7 +40,10 @@ class RenderConfig:
     # Chromium's headless shell (Debian chromium-headless-shell, the build Playwright itself runs headless):
     # the same Blink as /usr/bin/chromium at about 35% more renders per second on this workload.
     chromium_path: str = "/usr/bin/chromium-headless-shell"
-    max_concurrent: int = 8  # renders in flight per worker process
+    # Renders in flight per worker process. Two rollout workers per 2-CPU machine (the local layout)
+    # make 8 in all, as many as one process needs to reach this machine's render capacity; 8 each
+    # cost ~10-15% of that capacity (two browsers contending) and slowed the rollout benchmark.
+    max_concurrent: int = 4
     max_pages: int = 8  # pages kept open for reuse
     timeout_s: float = 30.0
     device_scale_factor: float = 1.0

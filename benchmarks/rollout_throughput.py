@@ -6,10 +6,13 @@ Each model call goes over HTTP to the fake OpenAI server (own process, fixed lat
 and the answer played is the scripted policy's, so the tools, renders and exports are
 real. For each concurrency the ideal is the lower of two bounds: model latency alone
 (concurrency x 3600 / (calls per rollout x latency)) and this machine's render capacity
-(renders/s measured on a rollout's render mix right before each row, since this machine's
-speed drifts: the best of three trials with 8 decks at a time, a deck's slides inspected
-together (PNG, measurements, PDF page), then the deck exported, which reuses the renders
-of unchanged slides; / renders per rollout x 3600).
+for these rollouts' renders (renders/s / renders per rollout x 3600). The capacity is
+measured on decks the benchmark's rollouts produced (their slides with the figures they
+placed; a first batch of rollouts is played for them): the best of three trials with 8 decks
+at a time, a deck's slides inspected together (PNG, measurements, PDF page), then the deck
+exported, which reuses the renders of unchanged slides. This machine's speed drifts by up to
+~30% from one minute to the next, so the capacity is measured right before and right after
+each row and the ideal uses their mean; both are printed.
 The rate is the steady state: from the concurrency-th finished rollout to the last
 (worker start-up excluded); "wall s" includes start-up.
 """
@@ -18,7 +21,9 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import itertools
 import os
+import shutil
 import statistics
 import tempfile
 import time
@@ -29,7 +34,6 @@ import ray
 from hydra import compose, initialize_config_dir
 
 from agents.config import RenderConfig
-from agents.policies.designs import DESIGNS, slide_html
 from agents.policies.scripted import Brief
 from agents.deck import export_deck
 from agents.inspection import inspect_slide
@@ -42,12 +46,13 @@ from core.records import Constraints, Message, Rollout, Task, read_parquet
 from core.run import open_run
 from core.store import atomic_write_parquet
 from pipeline import config as _schema  # noqa: F401  (registers synthesize_schema)
-from pipeline.rollouts import init_ray, run_rollouts
+from pipeline.rollouts import init_ray, run_rollouts, workspace_for
 from pipeline.runner import DeckRunner
 from benchmarks.endpoint import fake_endpoint
 from tests.fakes.openai_server import Reply
 
 SLIDES = 4
+POOL_CONCURRENCY, POOL_DECKS = 8, 24  # the rollouts played first for their decks, on which the render capacity is measured
 
 
 class PacedModel:
@@ -70,32 +75,42 @@ class PacedRunner(DeckRunner):
         return PacedModel(super().model(role, brief, meter), self.paced.with_meter(meter))
 
 
-async def render_capacity(decks: int = 24, in_flight: int = 8, trials: int = 3) -> float:
-    """Renders per second for the render mix of a rollout, the best of `trials`: the slides of a deck
-    inspected together (PNG, measurements, PDF page), as the scripted Presenter's one turn does, then
-    the deck exported (reusing those renders: PDF merge, previews, PPTX); `in_flight` decks at a time."""
+async def render_capacity(decks: Sequence[Path], per_trial: int = 24, in_flight: int = 8, trials: int = 3) -> float:
+    """Renders per second for the render mix of rollouts, the best of `trials`.
+
+    Each trial replays `per_trial` of the rollouts' `decks` (their slides and assets, copied to
+    fresh paths so nothing is served from a cache; cycled when there are fewer): the slides of
+    a deck inspected together (PNG, measurements, PDF page), as the scripted Presenter's one turn
+    does, then the deck exported (reusing those renders: PDF merge, previews, PPTX); `in_flight`
+    decks at a time, one renderer.
+    """
     with tempfile.TemporaryDirectory() as tmp:
-        async with Renderer(RenderConfig()) as renderer:
+        copies = iter(itertools.count())
+
+        def copy(deck: Path) -> Path:
+            root = Path(tmp) / f"deck{next(copies)}"
+            for part in ("slides", "assets"):
+                if (deck / part).is_dir():
+                    shutil.copytree(deck / part, root / part)
+            return root
+
+        async with Renderer(RenderConfig(max_concurrent=8, max_pages=8)) as renderer:
             slots = asyncio.Semaphore(in_flight)
 
-            async def deck(n: int) -> int:
-                root = Path(tmp) / f"deck{n}"
-                (root / "slides").mkdir(parents=True)
-                for i in range(1, SLIDES + 1):
-                    bullets = [f"Point {j} about topic {n}" for j in range(4)]
-                    html = slide_html(DESIGNS[n % len(DESIGNS)], 1280, 720, f"Slide {i}", bullets, None, cover=i == 1)
-                    (root / "slides" / f"slide_{i:02d}.html").write_text(html)
+            async def replay(root: Path) -> int:
                 async with slots:
                     slides = sorted((root / "slides").glob("*.html"))
                     await asyncio.gather(*(inspect_slide(renderer, root, f"slides/{html.name}", "16:9") for html in slides))
                     await export_deck(renderer, root / "slides", "16:9", root / "deck.pdf", png_dir=root / "previews", pptx_path=root / "deck.pptx", workspace=root)
                 return len(slides)
 
-            await deck(-1)  # warm-up
+            cycle = itertools.cycle(decks)
+            await replay(copy(decks[0]))  # warm-up
             rates = []
-            for trial in range(trials):
+            for _ in range(trials):
+                roots = [copy(next(cycle)) for _ in range(per_trial)]
                 started = time.monotonic()
-                renders = sum(await asyncio.gather(*(deck(trial * decks + n) for n in range(decks))))
+                renders = sum(await asyncio.gather(*map(replay, roots)))
                 rates.append(renders / (time.monotonic() - started))
             return max(rates)
 
@@ -107,7 +122,7 @@ def steady_rate(run: Path, concurrency: int) -> float:
     return (len(finished) - 1 - first) * 3600 / (finished[-1] - finished[first])
 
 
-def measure(url: str, concurrency: int, rollouts: int, work: Path) -> tuple[list[Rollout], float]:
+def measure(url: str, concurrency: int, rollouts: int, work: Path) -> tuple[list[Rollout], float, Path]:
     workers = min(2, -(-concurrency // 16))  # the default layout: one worker process per 16 rollouts in flight
     overrides = [
         f"run.dir={work / f'c{concurrency}'}", "tracking=disabled", "llm=scripted", f"llm.base_url={url}", "critic=rules",
@@ -124,7 +139,7 @@ def measure(url: str, concurrency: int, rollouts: int, work: Path) -> tuple[list
     (ctx.store.root / "tasks").mkdir(exist_ok=True)
     atomic_write_parquet(tasks, ctx.store.root / "tasks" / "train.parquet", Task)
     run_rollouts(ctx)
-    return read_parquet(ctx.store.root / "rollouts.parquet", Rollout), steady_rate(ctx.store.root, concurrency)
+    return read_parquet(ctx.store.root / "rollouts.parquet", Rollout), steady_rate(ctx.store.root, concurrency), ctx.store.root
 
 
 def main() -> None:
@@ -134,24 +149,26 @@ def main() -> None:
     parser.add_argument("--rounds", type=float, default=3.0, help="rollouts per measurement = rounds x concurrency (at least 3)")
     args = parser.parse_args()
     init_ray(RayConfig())
-    print(f"model latency {args.latency * 1000:.0f} ms per call; {os.cpu_count()} CPUs; render capacity measured right before each row (this machine's speed drifts)")
-    print(f"{'concurrency':>11} {'rollouts':>8} {'calls/r':>7} {'renders/r':>9} {'renders/s':>9} {'wall s':>7} {'r/hour':>8} {'ideal r/h':>9} {'bound':>7} {'of ideal':>8}")
+    print(f"model latency {args.latency * 1000:.0f} ms per call; {os.cpu_count()} CPUs; renders/s: this machine's render capacity on the rollouts' decks, measured before/after each row (its speed drifts)")
+    print(f"{'concurrency':>11} {'rollouts':>8} {'calls/r':>7} {'renders/r':>9} {'renders/s':>11} {'wall s':>7} {'r/hour':>8} {'ideal r/h':>9} {'bound':>7} {'of ideal':>8}")
     try:
         with fake_endpoint(Reply("ok"), args.latency) as url, tempfile.TemporaryDirectory() as tmp:
+            pool, _, pool_dir = measure(url, POOL_CONCURRENCY, POOL_DECKS, Path(tmp) / "deck-pool")
+            decks = [workspace_for(pool_dir, r.task_id) for r in pool if r.status == "done"]
             for c in args.concurrency:
-                n = max(3, int(args.rounds * c))
-                capacity = asyncio.run(render_capacity())
+                before = asyncio.run(render_capacity(decks))
                 started = time.monotonic()
-                rows, rate = measure(url, c, n, Path(tmp))
+                rows, rate, _ = measure(url, c, max(3, int(args.rounds * c)), Path(tmp))
                 wall = time.monotonic() - started
+                after = asyncio.run(render_capacity(decks))
                 done = [r for r in rows if r.status == "done"]
                 calls = statistics.mean(sum(r.steps.values()) for r in done)
                 renders = statistics.mean(r.tool_counts.get("inspect_slide", 0) for r in done)
                 model_bound = c * 3600 / (calls * args.latency)
-                render_bound = capacity / renders * 3600
+                render_bound = (before + after) / 2 / renders * 3600
                 ideal = min(model_bound, render_bound)
                 bound = "model" if model_bound <= render_bound else "render"
-                print(f"{c:>11} {len(rows):>8} {calls:>7.1f} {renders:>9.1f} {capacity:>9.1f} {wall:>7.1f} {rate:>8.0f} {ideal:>9.0f} {bound:>7} {rate / ideal:>8.0%}")
+                print(f"{c:>11} {len(rows):>8} {calls:>7.1f} {renders:>9.1f} {f'{before:.1f}/{after:.1f}':>11} {wall:>7.1f} {rate:>8.0f} {ideal:>9.0f} {bound:>7} {rate / ideal:>8.0%}")
     finally:
         ray.shutdown()
 
