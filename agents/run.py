@@ -29,7 +29,7 @@ from agents.renderer import SLIDE_SIZES, Renderer
 from agents.research.runtime import build_research
 from core.config import PROJECT_ROOT, ConfigError, resolve_role
 from core.language import detect_language
-from core.llm import ModelClient, UsageMeter
+from core.llm import ModelClient, UsageMeter, close_models
 from core.logs import console, setup_logging
 from core.protocols import Model
 from core.records import Constraints, Task
@@ -91,16 +91,19 @@ async def generate(task: Task, cfg: GenerateConfig, out: Path) -> int:
     meter = UsageMeter()
     scripted = cfg.llm.backend == "scripted"
     client = None if scripted else ModelClient(resolve_role(cfg.llm, cfg.roles, "agent"), "agent", meter)
-    if client is not None:
-        await client.list_models()  # fail fast on an unreachable endpoint
+    research = build_research(cfg.tools, out, cfg.llm, cfg.roles, meter)
 
     def model_for(role: str, brief: Brief) -> Model:
         return ScriptedPolicy(role, brief) if scripted else client
 
-    research = build_research(cfg.tools, out, cfg.llm, cfg.roles, meter)
-    async with Renderer(cfg.render) as renderer:
-        env = environment(cfg, renderer, research, model_for, lambda role: [ShowSteps(role)])
-        outcome = await generate_deck(task, out, env)
+    try:
+        if client is not None:
+            await client.list_models()  # fail fast on an unreachable endpoint
+        async with Renderer(cfg.render) as renderer:
+            env = environment(cfg, renderer, research, model_for, lambda role: [ShowSteps(role)])
+            outcome = await generate_deck(task, out, env)
+    finally:
+        await close_models(client, *research.models())
     totals = meter.totals()
     if outcome.status != "done":
         console.print(f"[red]failed[/]: {outcome.failure}; trajectories in {out}")

@@ -3,9 +3,10 @@
     python -m benchmarks.client_overhead [--calls 400]
 
 The server runs in its own process (so it does not share our GIL). For each call
-we time `ModelClient.chat()` end to end and the SDK request inside it; overhead =
+we time `ModelClient.chat()` end to end and the HTTP request inside it; overhead =
 the difference (message conversion, retry wrapper, semaphore, parsing, metering).
-A bare `openai` SDK call to the same server is timed too, as the floor.
+A bare `openai` SDK call to the same server is timed too, for reference (the client
+speaks JSON over aiohttp itself: the SDK's request pipeline costs more per call).
 """
 
 from __future__ import annotations

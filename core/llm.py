@@ -4,6 +4,11 @@ Used by every role (agent, critic, judges, task writer), each with its own
 endpoint, sampling, concurrency limit and price. Transient failures are retried
 with jittered exponential backoff (429 honours Retry-After); what is given up on
 is raised as `ModelError` with a kind. Tokens and cost are counted per role.
+
+The wire is plain JSON over aiohttp (POST /chat/completions, GET /models), not the
+`openai` SDK: the SDK's request pipeline (httpx + anyio + response models) cost
+about 2.2 ms of CPU per call here against 0.3 ms for the same call over aiohttp,
+and a rollout worker makes thousands of calls on the CPUs that also render slides.
 """
 
 from __future__ import annotations
@@ -24,8 +29,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Sequence
 
-import openai
-from openai.types.chat import ChatCompletion
+import aiohttp
 from tenacity import AsyncRetrying, RetryCallState, retry_if_exception, stop_after_attempt
 
 from core.config import LLMConfig
@@ -177,36 +181,42 @@ class MalformedResponse(ValueError):
     """A 200 response whose body is not a usable chat completion."""
 
 
+class EndpointError(Exception):
+    """A non-2xx answer from the endpoint: its status, body and Retry-After header."""
+
+    def __init__(self, status: int, body: str, retry_after: str | None = None):
+        super().__init__(f"HTTP {status}: {body[:500]}")
+        self.status, self.body, self.retry_after = status, body, retry_after
+
+
+TRANSPORT_ERRORS = (EndpointError, MalformedResponse, aiohttp.ClientError, asyncio.TimeoutError)
+
+
 def classify(exc: BaseException) -> str:
-    """The ModelError kind of an exception raised by the openai SDK."""
-    if isinstance(exc, openai.RateLimitError):
-        return "rate_limit"
-    if isinstance(exc, openai.APITimeoutError):
-        return "timeout"
-    if isinstance(exc, openai.APIConnectionError):
-        return "connection"
-    if isinstance(exc, (openai.APIResponseValidationError, json.JSONDecodeError, MalformedResponse)):
-        return "malformed_response"
-    if isinstance(exc, openai.InternalServerError):
-        return "server"
-    if isinstance(exc, (openai.AuthenticationError, openai.PermissionDeniedError)):
-        return "auth"
-    if isinstance(exc, openai.APIStatusError):
-        text = str(exc).lower()
-        if exc.status_code >= 500:
+    """The ModelError kind of a failed call."""
+    if isinstance(exc, EndpointError):
+        if exc.status == 429:
+            return "rate_limit"
+        if exc.status >= 500:
             return "server"
+        if exc.status in (401, 403):
+            return "auth"
+        text = exc.body.lower()
         if "context" in text and ("length" in text or "maximum" in text):
             return "context_length"
         return "bad_request"
-    if isinstance(exc, asyncio.TimeoutError):
+    if isinstance(exc, asyncio.TimeoutError):  # aiohttp's read and connect timeouts are TimeoutErrors
         return "timeout"
+    if isinstance(exc, aiohttp.ClientError):  # refused, reset, a body cut short
+        return "connection"
+    if isinstance(exc, MalformedResponse):
+        return "malformed_response"
     return "unknown"
 
 
 def retry_after_s(exc: BaseException) -> float | None:
     """Seconds from a Retry-After header (delta or HTTP date), if the error carries one."""
-    response = getattr(exc, "response", None)
-    value = response.headers.get("retry-after") if response is not None else None
+    value = exc.retry_after if isinstance(exc, EndpointError) else None
     if not value:
         return None
     try:
@@ -281,6 +291,47 @@ class AdaptiveLimit:
 # ---------------------------------------------------------------- the client
 
 
+class _Connections:
+    """A client's aiohttp sessions, one per event loop (a session belongs to the loop that made it);
+    shared by the client's `with_meter` views, so they share connections."""
+
+    def __init__(self, cfg: LLMConfig):
+        self.cfg = cfg
+        self._by_loop: dict[int, tuple[asyncio.AbstractEventLoop, aiohttp.ClientSession]] = {}
+
+    def session(self) -> aiohttp.ClientSession:
+        loop = asyncio.get_running_loop()
+        entry = self._by_loop.get(id(loop))
+        if entry is None or entry[0] is not loop or entry[1].closed:
+            self._by_loop = {k: v for k, v in self._by_loop.items() if not v[0].is_closed()}
+            key = os.environ.get(self.cfg.api_key_env) if self.cfg.api_key_env else None
+            session = aiohttp.ClientSession(
+                headers={"Authorization": f"Bearer {key or 'EMPTY'}", "Content-Type": "application/json", "Accept": "application/json"},
+                timeout=aiohttp.ClientTimeout(total=None, sock_connect=self.cfg.timeout_s, sock_read=self.cfg.timeout_s),
+                connector=aiohttp.TCPConnector(limit=max(1, self.cfg.max_concurrency)),
+            )
+            entry = self._by_loop[id(loop)] = (loop, session)
+        return entry[1]
+
+    async def request(self, method: str, path: str, body: dict[str, Any] | None = None) -> Any:
+        """The decoded JSON answer to `method path`; EndpointError for a non-2xx status."""
+        data = json.dumps(body, ensure_ascii=False, separators=(",", ":")).encode() if body is not None else None
+        async with self.session().request(method, self.cfg.base_url.rstrip("/") + path, data=data) as response:
+            raw = await response.read()
+            if response.status >= 300:
+                raise EndpointError(response.status, raw.decode("utf-8", "replace"), response.headers.get("Retry-After"))
+        try:
+            return json.loads(raw)
+        except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+            raise MalformedResponse(f"the response is not JSON ({exc}): {raw[:200]!r}") from exc
+
+    async def close(self) -> None:
+        """Close the session of the running loop (others went with their loops)."""
+        entry = self._by_loop.pop(id(asyncio.get_running_loop()), None)
+        if entry is not None and not entry[1].closed:
+            await entry[1].close()
+
+
 class ModelClient:
     """One role's view of an OpenAI-compatible endpoint; implements `core.protocols.Model`."""
 
@@ -289,12 +340,7 @@ class ModelClient:
         self.role = role
         self.name = cfg.model
         self.meter = meter or UsageMeter()
-        self._api = openai.AsyncOpenAI(
-            base_url=cfg.base_url,
-            api_key=os.environ.get(cfg.api_key_env) or "EMPTY",
-            max_retries=0,
-            timeout=cfg.timeout_s,
-        )
+        self._connections = _Connections(cfg)
         self.limit = AdaptiveLimit(cfg.max_concurrency)
 
     async def chat(
@@ -323,15 +369,13 @@ class ModelClient:
         )
         async def attempt() -> ChatResult:
             started = time.perf_counter()
-            # The SDK's generic `post` skips `create()`'s per-field request transform, which
-            # costs tens of milliseconds per call on long agent contexts.
-            response = await self._api.post("/chat/completions", body=request, cast_to=ChatCompletion)
+            response = await self._connections.request("POST", "/chat/completions", request)
             return self._parse(response, messages, time.perf_counter() - started)
 
         try:
             async with self.limit:
                 result = await retrying(attempt)
-        except (openai.OpenAIError, MalformedResponse) as exc:
+        except TRANSPORT_ERRORS as exc:
             kind = classify(exc)
             self.meter.record_failure(self.role, kind)
             attempts = retrying.statistics.get("attempt_number", 1)
@@ -354,23 +398,25 @@ class ModelClient:
 
     @staticmethod
     def _parse(response: Any, messages: Sequence[Message], latency_s: float) -> ChatResult:
-        if not getattr(response, "choices", None):
-            raise MalformedResponse("the response has no choices")
-        choice = response.choices[0]
-        msg = choice.message
-        extra = msg.model_extra or {}
-        reasoning = extra.get("reasoning_content") or extra.get("reasoning")
-        calls = tuple(
-            ToolCall(id=c.id or f"call_{i}", name=c.function.name, arguments=c.function.arguments or "{}")
-            for i, c in enumerate(msg.tool_calls or ())
-        )
-        content = msg.content or ""
-        if response.usage is not None:
-            usage, reported = Usage(response.usage.prompt_tokens, response.usage.completion_tokens), True
-        else:
+        try:
+            choice = response["choices"][0]
+            msg = choice["message"]
+            calls = tuple(
+                ToolCall(id=c.get("id") or f"call_{i}", name=c["function"]["name"], arguments=c["function"].get("arguments") or "{}")
+                for i, c in enumerate(msg.get("tool_calls") or ())
+            )
+            reasoning = msg.get("reasoning_content") or msg.get("reasoning")
+            content = msg.get("content") or ""
+            usage_block = response.get("usage")
+            reported = bool(usage_block)
+            if reported:
+                usage = Usage(int(usage_block.get("prompt_tokens") or 0), int(usage_block.get("completion_tokens") or 0))
+        except (KeyError, IndexError, TypeError, AttributeError, ValueError) as exc:
+            raise MalformedResponse(f"not a chat completion ({exc!r}): {str(response)[:200]}") from exc
+        if not reported:
             out_chars = len(content) + len(reasoning or "") + sum(len(c.arguments) for c in calls)
-            usage, reported = Usage(estimate_prompt_tokens(messages), out_chars // 4), False
-        return ChatResult(content, reasoning, calls, usage, choice.finish_reason, latency_s, reported)
+            usage = Usage(estimate_prompt_tokens(messages), out_chars // 4)
+        return ChatResult(content, reasoning, calls, usage, choice.get("finish_reason"), latency_s, reported)
 
     def with_meter(self, meter: UsageMeter) -> ModelClient:
         """The same endpoint, connection pool and concurrency limit, counting usage into `meter`."""
@@ -381,10 +427,20 @@ class ModelClient:
     async def list_models(self) -> list[str]:
         """Model ids the endpoint serves: a cheap reachability check before a run."""
         try:
-            page = await self._api.models.list()
-        except openai.OpenAIError as exc:
+            page = await self._connections.request("GET", "/models")
+            return [m["id"] for m in page["data"]]
+        except TRANSPORT_ERRORS as exc:
             raise ModelError(classify(exc), f"{self.role} endpoint {self.cfg.base_url} unreachable: {exc}") from exc
-        return [m.id for m in page.data]
+        except (KeyError, TypeError) as exc:
+            raise ModelError("malformed_response", f"{self.role} endpoint {self.cfg.base_url}: not a model list ({exc!r})") from exc
 
     async def aclose(self) -> None:
-        await self._api.close()
+        await self._connections.close()
+
+
+async def close_models(*models: object) -> None:
+    """Close the HTTP sessions of the given models that have any (scripted policies have none)."""
+    for model in models:
+        close = getattr(model, "aclose", None)
+        if close is not None:
+            await close()

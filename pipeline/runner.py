@@ -16,7 +16,7 @@ from agents.policies.scripted import Brief, ScriptedPolicy
 from agents.renderer import Renderer
 from agents.research.runtime import Research, build_research
 from core.config import resolve_role
-from core.llm import ModelClient, UsageMeter
+from core.llm import ModelClient, UsageMeter, close_models
 from core.protocols import Model
 from core.records import Rollout, Task, Trajectory
 from critic.critic import CriticHook, RulesCritic, make_critic_hook
@@ -47,6 +47,7 @@ class DeckRunner:
 
     async def close(self) -> None:
         await self.renderer.__aexit__(None, None, None)
+        await close_models(self.agent_model, self.critic_model, *(self.research.models() if self.research else ()))
 
     def _critic(self, language: str, meter: UsageMeter) -> CriticHook | None:
         mode, severity = CriticMode(self.cfg.critic.mode), self.cfg.critic.min_severity

@@ -24,7 +24,7 @@ from omegaconf import DictConfig
 from rich.progress import Progress
 
 from core.config import resolve_role
-from core.llm import ModelClient
+from core.llm import ModelClient, close_models
 from core.logs import console
 from core.records import Record, StageDone, Task, Verdict
 from core.run import RunContext
@@ -108,11 +108,18 @@ async def _units(
 
 
 async def build_tasks(ctx: RunContext) -> dict[str, Any]:
+    writer = make_writer(ctx)
+    try:
+        return await _build_tasks(ctx, writer)
+    finally:
+        await close_models(getattr(writer, "model", None))
+
+
+async def _build_tasks(ctx: RunContext, writer: TaskWriter) -> dict[str, Any]:
     cfg: SynthesizeConfig = ctx.cfg
     total = min(cfg.tasks.count, cfg.limit or cfg.tasks.count)
     report = LoadReport()
     jobs = {j.draft_id: j for j in plan_jobs(cfg, total, report)}
-    writer = make_writer(ctx)
     if isinstance(writer, LLMTaskWriter):
         await writer.model.list_models()  # a reachable endpoint before any spending
     drafts = await _units(ctx, "task_drafts", list(jobs), lambda i: writer.write(jobs[i]), TaskDraft, "writing tasks")

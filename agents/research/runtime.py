@@ -53,6 +53,10 @@ class Research:
     _library: Optional[ImageLibrary] = field(default=None, init=False, repr=False)
     _building: asyncio.Lock = field(default_factory=asyncio.Lock, init=False, repr=False)
 
+    def models(self) -> tuple[Model, ...]:
+        """The models research calls (figure analysis, captions), for their owner to close."""
+        return tuple(m for m in (self.analyzer, self.captioner) if m is not None)
+
     def service(self, name: str) -> Service:
         """The configured endpoint of a service, with its key read from the environment (None when unset)."""
         try:

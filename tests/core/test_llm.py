@@ -9,6 +9,7 @@ from pathlib import Path
 
 import openai
 import pytest
+from aiohttp import web
 from PIL import Image
 
 from core.config import LLMConfig, PriceConfig
@@ -173,3 +174,43 @@ async def test_an_image_gone_from_disk_becomes_a_note(tmp_path: Path) -> None:
         await client(srv).chat([Message("user", "look", images=("gone.png",))], image_root=tmp_path)
         (message,) = srv.requests[0]["messages"]
     assert message["content"][1] == {"type": "text", "text": "[image gone.png no longer exists]"}
+
+
+def test_one_client_serves_successive_event_loops_and_closes() -> None:
+    """A client made once (e.g. by a CLI) may be used by several `asyncio.run`s: a session per loop."""
+    with FakeOpenAIServer(answer) as srv:
+        c = client(srv)
+        views = [c, c.with_meter(UsageMeter())]
+
+        async def call_and_close() -> bool:
+            results = await asyncio.gather(*(v.chat(HELLO) for v in views))
+            session = c._connections.session()
+            await views[1].aclose()  # a view closes the shared session of this loop
+            return all(r.content == "done" for r in results) and session.closed
+
+        assert asyncio.run(call_and_close()) and asyncio.run(call_and_close())
+        assert asyncio.run(c.list_models()) == [srv.model]
+        assert len(srv.requests) == 4
+
+
+async def test_a_non_json_answer_is_a_malformed_response() -> None:
+    """A proxy's HTML error page with status 200 is a malformed response (transient), not a crash."""
+
+    async def gateway_page(_: web.Request) -> web.Response:
+        return web.Response(text="<html>gateway</html>", content_type="text/html")
+
+    app = web.Application()
+    app.router.add_post("/v1/chat/completions", gateway_page)
+    runner = web.AppRunner(app)
+    await runner.setup()
+    site = web.TCPSite(runner, "127.0.0.1", 0)
+    await site.start()
+    port = site._server.sockets[0].getsockname()[1]
+    c = ModelClient(LLMConfig(base_url=f"http://127.0.0.1:{port}/v1", model="fake", max_retries=0), "agent")
+    try:
+        with pytest.raises(ModelError) as err:
+            await c.chat(HELLO)
+        assert err.value.kind == "malformed_response"
+    finally:
+        await c.aclose()
+        await runner.cleanup()
