@@ -309,6 +309,7 @@ class _Connections:
                 headers={"Authorization": f"Bearer {key or 'EMPTY'}", "Content-Type": "application/json", "Accept": "application/json"},
                 timeout=aiohttp.ClientTimeout(total=None, sock_connect=self.cfg.timeout_s, sock_read=self.cfg.timeout_s),
                 connector=aiohttp.TCPConnector(limit=max(1, self.cfg.max_concurrency)),
+                trust_env=True,  # HTTP(S)_PROXY / NO_PROXY, as the SDK honoured them
             )
             entry = self._by_loop[id(loop)] = (loop, session)
         return entry[1]
