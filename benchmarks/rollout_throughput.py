@@ -82,10 +82,11 @@ async def render_capacity(decks: Sequence[Path], per_trial: int = 24, in_flight:
     fresh paths so nothing is served from a cache; cycled when there are fewer): the slides of
     a deck inspected together (PNG, measurements, PDF page), as the scripted Presenter's one turn
     does, then the deck exported (reusing those renders: PDF merge, previews, PPTX); `in_flight`
-    decks at a time, one renderer.
+    decks at a time, on one renderer with 8 renders in flight (as many as one process needs to
+    reach its best rate here, whatever the workers' own `render.max_concurrent`).
     """
     with tempfile.TemporaryDirectory() as tmp:
-        copies = iter(itertools.count())
+        copies = itertools.count()
 
         def copy(deck: Path) -> Path:
             root = Path(tmp) / f"deck{next(copies)}"

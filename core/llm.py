@@ -408,16 +408,14 @@ class ModelClient:
             )
             reasoning = msg.get("reasoning_content") or msg.get("reasoning")
             content = msg.get("content") or ""
-            usage_block = response.get("usage")
-            reported = bool(usage_block)
-            if reported:
-                usage = Usage(int(usage_block.get("prompt_tokens") or 0), int(usage_block.get("completion_tokens") or 0))
+            reported = response.get("usage") or None
+            usage = Usage(int(reported.get("prompt_tokens") or 0), int(reported.get("completion_tokens") or 0)) if reported else None
         except (KeyError, IndexError, TypeError, AttributeError, ValueError) as exc:
             raise MalformedResponse(f"not a chat completion ({exc!r}): {str(response)[:200]}") from exc
-        if not reported:
+        if usage is None:  # some servers send no usage block: estimate it, and say so
             out_chars = len(content) + len(reasoning or "") + sum(len(c.arguments) for c in calls)
             usage = Usage(estimate_prompt_tokens(messages), out_chars // 4)
-        return ChatResult(content, reasoning, calls, usage, choice.get("finish_reason"), latency_s, reported)
+        return ChatResult(content, reasoning, calls, usage, choice.get("finish_reason"), latency_s, reported is not None)
 
     def with_meter(self, meter: UsageMeter) -> ModelClient:
         """The same endpoint, connection pool and concurrency limit, counting usage into `meter`."""
