@@ -297,22 +297,21 @@ class _Connections:
 
     def __init__(self, cfg: LLMConfig):
         self.cfg = cfg
-        self._by_loop: dict[int, tuple[asyncio.AbstractEventLoop, aiohttp.ClientSession]] = {}
+        self._by_loop: dict[asyncio.AbstractEventLoop, aiohttp.ClientSession] = {}
 
     def session(self) -> aiohttp.ClientSession:
         loop = asyncio.get_running_loop()
-        entry = self._by_loop.get(id(loop))
-        if entry is None or entry[0] is not loop or entry[1].closed:
-            self._by_loop = {k: v for k, v in self._by_loop.items() if not v[0].is_closed()}
+        session = self._by_loop.get(loop)
+        if session is None or session.closed:
+            self._by_loop = {other: s for other, s in self._by_loop.items() if not other.is_closed()}
             key = os.environ.get(self.cfg.api_key_env) if self.cfg.api_key_env else None
-            session = aiohttp.ClientSession(
+            session = self._by_loop[loop] = aiohttp.ClientSession(
                 headers={"Authorization": f"Bearer {key or 'EMPTY'}", "Content-Type": "application/json", "Accept": "application/json"},
                 timeout=aiohttp.ClientTimeout(total=None, sock_connect=self.cfg.timeout_s, sock_read=self.cfg.timeout_s),
                 connector=aiohttp.TCPConnector(limit=max(1, self.cfg.max_concurrency)),
                 trust_env=True,  # HTTP(S)_PROXY / NO_PROXY, as the SDK honoured them
             )
-            entry = self._by_loop[id(loop)] = (loop, session)
-        return entry[1]
+        return session
 
     async def request(self, method: str, path: str, body: dict[str, Any] | None = None) -> Any:
         """The decoded JSON answer to `method path`; EndpointError for a non-2xx status."""
@@ -328,9 +327,9 @@ class _Connections:
 
     async def close(self) -> None:
         """Close the session of the running loop (others went with their loops)."""
-        entry = self._by_loop.pop(id(asyncio.get_running_loop()), None)
-        if entry is not None and not entry[1].closed:
-            await entry[1].close()
+        session = self._by_loop.pop(asyncio.get_running_loop(), None)
+        if session is not None and not session.closed:
+            await session.close()
 
 
 class ModelClient:

@@ -66,7 +66,6 @@ OVERFLOWING = '<html><body style="margin:0;width:1280px;height:720px;overflow:hi
 FITTING = '<html><body style="margin:0;width:1280px;height:720px"><h1 style="font-size:40px">{}</h1><img src="../assets/chart.png" style="width:300px"></body></html>'
 
 
-
 @pytest.mark.parametrize("language", ["en", "zh"])
 async def test_scripted_slides_stay_in_the_task_language_when_the_corpus_mixes_languages(renderer: Renderer, tmp_path: Path, language: str) -> None:
     """With no attachment the Researcher draws on the offline corpus, which holds English and Chinese documents."""
@@ -78,6 +77,7 @@ async def test_scripted_slides_stay_in_the_task_language_when_the_corpus_mixes_l
         pages = [page.get_text() for page in deck]
     assert len(pages) == 4
     assert all(detect_language(text).lang == language for text in pages), pages
+
 
 def clumsy_model(body: dict) -> Reply:
     """A model that makes realistic mistakes and reacts to what inspection shows it."""

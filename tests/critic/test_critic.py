@@ -85,7 +85,6 @@ async def test_a_broken_critic_never_breaks_the_rollout(ctx: ToolContext) -> Non
     assert hook.errors == 1
 
 
-
 async def test_inspections_of_one_turn_are_reviewed_concurrently_and_injected_in_order(ctx: ToolContext) -> None:
     (ctx.workspace.root / "slides" / "slide_02.html").write_text(SLIDE)
     started: list[str] = []
