@@ -13,8 +13,9 @@ at a time, a deck's slides inspected together (PNG, measurements, PDF page), the
 exported, which reuses the renders of unchanged slides. This machine's speed drifts by up to
 ~30% from one minute to the next, so the capacity is measured right before and right after
 each row and the ideal uses their mean; both are printed.
-The rate is the steady state: from the concurrency-th finished rollout to the last
-(worker start-up excluded); "wall s" includes start-up.
+The rate is the steady state, while `concurrency` rollouts are in flight: from the
+concurrency-th finish to the last one before the queue runs dry (start-up and drain
+excluded); "wall s" includes both.
 """
 
 from __future__ import annotations
@@ -71,6 +72,10 @@ class PacedRunner(DeckRunner):
         await super().start()
         self.paced = ModelClient(LLMConfig(base_url=self.cfg.llm.base_url, model="fake", max_concurrency=1024), "agent")
 
+    async def close(self) -> None:
+        await super().close()
+        await self.paced.aclose()
+
     def model(self, role: str, brief: Brief, meter: UsageMeter) -> Model:
         return PacedModel(super().model(role, brief, meter), self.paced.with_meter(meter))
 
@@ -117,10 +122,16 @@ async def render_capacity(decks: Sequence[Path], per_trial: int = 24, in_flight:
 
 
 def steady_rate(run: Path, concurrency: int) -> float:
-    """Rollouts per hour between the concurrency-th finish and the last (worker start-up excluded)."""
+    """Rollouts per hour while `concurrency` rollouts are in flight.
+
+    From the concurrency-th finish (the first wave, started together, is through) to the last
+    finish before the queue runs dry: the drain after it finishes work begun earlier, with nothing
+    new arriving, and would flatter the rate (by 3-10% at 32 and 64 here)."""
     finished = sorted(p.stat().st_mtime for p in (run / "units" / "rollouts").glob("*.json"))
-    first = min(concurrency, len(finished) - 1) - 1
-    return (len(finished) - 1 - first) * 3600 / (finished[-1] - finished[first])
+    first, last = concurrency - 1, len(finished) - concurrency - 1
+    if last <= first:
+        raise ValueError(f"{len(finished)} rollouts at concurrency {concurrency}: too few for a steady window (need > {2 * concurrency + 1})")
+    return (last - first) * 3600 / (finished[last] - finished[first])
 
 
 def measure(url: str, concurrency: int, rollouts: int, work: Path) -> tuple[list[Rollout], float, Path]:
@@ -147,7 +158,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--latency", type=float, default=0.3)
     parser.add_argument("--concurrency", type=int, nargs="+", default=[1, 8, 32, 64])
-    parser.add_argument("--rounds", type=float, default=3.0, help="rollouts per measurement = rounds x concurrency (at least 3)")
+    parser.add_argument("--rounds", type=float, default=4.0, help="rollouts per measurement = rounds x concurrency (at least 6); the rate is taken over all but the first and last round")
     args = parser.parse_args()
     init_ray(RayConfig())
     print(f"model latency {args.latency * 1000:.0f} ms per call; {os.cpu_count()} CPUs; renders/s: this machine's render capacity on the rollouts' decks, measured before/after each row (its speed drifts)")
@@ -159,7 +170,7 @@ def main() -> None:
             for c in args.concurrency:
                 before = asyncio.run(render_capacity(decks))
                 started = time.monotonic()
-                rows, rate, _ = measure(url, c, max(3, int(args.rounds * c)), Path(tmp))
+                rows, rate, _ = measure(url, c, max(6, 2 * c + 2, int(args.rounds * c)), Path(tmp))
                 wall = time.monotonic() - started
                 after = asyncio.run(render_capacity(decks))
                 done = [r for r in rows if r.status == "done"]

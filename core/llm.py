@@ -29,7 +29,10 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Sequence
 
+from yarl import URL
+
 import aiohttp
+from aiohttp.helpers import get_env_proxy_for_url
 from tenacity import AsyncRetrying, RetryCallState, retry_if_exception, stop_after_attempt
 
 from core.config import LLMConfig
@@ -298,6 +301,7 @@ class _Connections:
     def __init__(self, cfg: LLMConfig):
         self.cfg = cfg
         self._by_loop: dict[asyncio.AbstractEventLoop, aiohttp.ClientSession] = {}
+        self._proxy: tuple[URL | None, aiohttp.BasicAuth | None] | None = None
 
     def session(self) -> aiohttp.ClientSession:
         loop = asyncio.get_running_loop()
@@ -309,14 +313,28 @@ class _Connections:
                 headers={"Authorization": f"Bearer {key or 'EMPTY'}", "Content-Type": "application/json", "Accept": "application/json"},
                 timeout=aiohttp.ClientTimeout(total=None, sock_connect=self.cfg.timeout_s, sock_read=self.cfg.timeout_s),
                 connector=aiohttp.TCPConnector(limit=max(1, self.cfg.max_concurrency)),
-                trust_env=True,  # HTTP(S)_PROXY / NO_PROXY, as the SDK honoured them
+                cookie_jar=aiohttp.DummyCookieJar(),
             )
         return session
+
+    def proxy(self) -> tuple[URL | None, aiohttp.BasicAuth | None]:
+        """HTTP(S)_PROXY / NO_PROXY (and a proxy's ~/.netrc entry) for the endpoint, looked up once.
+
+        aiohttp's `trust_env` does the same lookup on every request, in two executor threads:
+        ~0.4 ms of CPU per call, half the client's cost, on the CPUs that render."""
+        if self._proxy is None:
+            try:
+                self._proxy = get_env_proxy_for_url(URL(self.cfg.base_url))
+            except LookupError:
+                self._proxy = (None, None)
+        return self._proxy
 
     async def request(self, method: str, path: str, body: dict[str, Any] | None = None) -> Any:
         """The decoded JSON answer to `method path`; EndpointError for a non-2xx status."""
         data = json.dumps(body, ensure_ascii=False, separators=(",", ":")).encode() if body is not None else None
-        async with self.session().request(method, self.cfg.base_url.rstrip("/") + path, data=data) as response:
+        proxy, proxy_auth = self.proxy()
+        url = self.cfg.base_url.rstrip("/") + path
+        async with self.session().request(method, url, data=data, proxy=proxy, proxy_auth=proxy_auth) as response:
             raw = await response.read()
             if response.status >= 300:
                 raise EndpointError(response.status, raw.decode("utf-8", "replace"), response.headers.get("Retry-After"))

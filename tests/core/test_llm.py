@@ -214,3 +214,28 @@ async def test_a_non_json_answer_is_a_malformed_response() -> None:
     finally:
         await c.aclose()
         await runner.cleanup()
+
+
+async def test_requests_go_through_the_proxy_named_by_the_environment(monkeypatch: pytest.MonkeyPatch) -> None:
+    """HTTP_PROXY is honoured (looked up once per client): the endpoint's host does not resolve, the proxy answers."""
+    with FakeOpenAIServer(answer) as proxy:
+        monkeypatch.setenv("HTTP_PROXY", proxy.url.removesuffix("/v1"))
+        monkeypatch.delenv("NO_PROXY", raising=False)
+        monkeypatch.delenv("no_proxy", raising=False)
+        c = ModelClient(LLMConfig(base_url="http://model.invalid/v1", model="fake", max_retries=0), "agent")
+        try:
+            assert (await c.chat(HELLO)).content == "done"
+        finally:
+            await c.aclose()
+        assert len(proxy.requests) == 1
+
+
+async def test_no_proxy_bypasses_the_proxy(monkeypatch: pytest.MonkeyPatch) -> None:
+    with FakeOpenAIServer(answer) as srv:
+        monkeypatch.setenv("HTTP_PROXY", "http://proxy.invalid:3128")
+        monkeypatch.setenv("NO_PROXY", "127.0.0.1")
+        c = client(srv)
+        try:
+            assert (await c.chat(HELLO)).content == "done"
+        finally:
+            await c.aclose()
