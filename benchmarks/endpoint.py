@@ -11,7 +11,7 @@ from tests.fakes.openai_server import FakeOpenAIServer, Reply
 
 
 def _serve(reply: Reply, latency_s: float, urls: mp.Queue, stop: Event) -> None:
-    with FakeOpenAIServer(lambda _: reply, latency_s=latency_s) as srv:
+    with FakeOpenAIServer(lambda _: reply, latency_s=latency_s, keep_requests=False) as srv:
         urls.put(srv.url)
         stop.wait()
 

@@ -8,8 +8,8 @@ real. For each concurrency the ideal is the lower of two bounds: model latency a
 (concurrency x 3600 / (calls per rollout x latency)) and this machine's render capacity
 for these rollouts' renders (renders/s / renders per rollout x 3600). The capacity is
 measured on decks the benchmark's rollouts produced (their slides with the figures they
-placed; a first batch of rollouts is played for them): the best of three trials with 8 decks
-at a time, a deck's slides inspected together (PNG, measurements, PDF page), then the deck
+placed; a first batch of rollouts is played for them): 64 decks replayed, 8 at a time, in
+steady state like the rollouts, a deck's slides inspected together (PNG, measurements, PDF page), then the deck
 exported, which reuses the renders of unchanged slides. This machine's speed drifts by up to
 ~30% from one minute to the next, so the capacity is measured right before and right after
 each row and the ideal uses their mean; both are printed.
@@ -80,15 +80,16 @@ class PacedRunner(DeckRunner):
         return PacedModel(super().model(role, brief, meter), self.paced.with_meter(meter))
 
 
-async def render_capacity(decks: Sequence[Path], per_trial: int = 24, in_flight: int = 8, trials: int = 3) -> float:
-    """Renders per second for the render mix of rollouts, the best of `trials`.
+async def render_capacity(decks: Sequence[Path], replays: int = 64, in_flight: int = 8) -> float:
+    """Renders per second for the render mix of rollouts, in steady state.
 
-    Each trial replays `per_trial` of the rollouts' `decks` (their slides and assets, copied to
-    fresh paths so nothing is served from a cache; cycled when there are fewer): the slides of
-    a deck inspected together (PNG, measurements, PDF page), as the scripted Presenter's one turn
-    does, then the deck exported (reusing those renders: PDF merge, previews, PPTX); `in_flight`
-    decks at a time, on one renderer with 8 renders in flight (as many as one process needs to
-    reach its best rate here, whatever the workers' own `render.max_concurrent`).
+    Replays `replays` of the rollouts' `decks` (their slides and assets, copied to fresh paths so
+    nothing is served from a cache; cycled when there are fewer): the slides of a deck inspected
+    together (PNG, measurements, PDF page), as the scripted Presenter's one turn does, then the
+    deck exported (reusing those renders: PDF merge, previews, PPTX); `in_flight` decks at a time,
+    on one renderer with 8 renders in flight (as many as one process needs to reach its best rate
+    here, whatever the workers' own `render.max_concurrent`). The rate is taken as the rollouts'
+    is: from the in_flight-th finished deck to the last before the queue runs dry.
     """
     with tempfile.TemporaryDirectory() as tmp:
         copies = itertools.count()
@@ -102,23 +103,22 @@ async def render_capacity(decks: Sequence[Path], per_trial: int = 24, in_flight:
 
         async with Renderer(RenderConfig(max_concurrent=8, max_pages=8)) as renderer:
             slots = asyncio.Semaphore(in_flight)
+            finished: list[tuple[float, int]] = []
 
-            async def replay(root: Path) -> int:
+            async def replay(root: Path) -> None:
                 async with slots:
                     slides = sorted((root / "slides").glob("*.html"))
                     await asyncio.gather(*(inspect_slide(renderer, root, f"slides/{html.name}", "16:9") for html in slides))
                     await export_deck(renderer, root / "slides", "16:9", root / "deck.pdf", png_dir=root / "previews", pptx_path=root / "deck.pptx", workspace=root)
-                return len(slides)
+                finished.append((time.monotonic(), len(slides)))
 
             cycle = itertools.cycle(decks)
-            await replay(copy(decks[0]))  # warm-up
-            rates = []
-            for _ in range(trials):
-                roots = [copy(next(cycle)) for _ in range(per_trial)]
-                started = time.monotonic()
-                renders = sum(await asyncio.gather(*map(replay, roots)))
-                rates.append(renders / (time.monotonic() - started))
-            return max(rates)
+            for root in [copy(next(cycle)) for _ in range(in_flight)]:  # warm-up: pages opened, caches filled
+                await replay(root)
+            finished.clear()
+            await asyncio.gather(*map(replay, [copy(next(cycle)) for _ in range(replays)]))
+            window = finished[in_flight - 1 : replays - in_flight]
+            return sum(n for _, n in window[1:]) / (window[-1][0] - window[0][0])
 
 
 def steady_rate(run: Path, concurrency: int) -> float:

@@ -157,6 +157,8 @@ def init_ray(cfg: RayConfig) -> None:
         return
     if not (cfg.address or os.environ.get("RAY_ADDRESS")):
         os.environ.setdefault("RAY_AUTH_MODE", "disabled")  # an embedded, single-user instance
+        # No idle task workers prestarted (one per CPU): ours are actors, and each idle one polls (~8 ms/s of CPU).
+        os.environ.setdefault("RAY_prestart_worker_first_driver", "0")
     runtime_env = {"env_vars": {"PYTHONPATH": os.pathsep.join(filter(None, [str(PROJECT_ROOT), os.environ.get("PYTHONPATH")]))}}
     ray.init(
         address=cfg.address or os.environ.get("RAY_ADDRESS"),

@@ -239,3 +239,15 @@ async def test_no_proxy_bypasses_the_proxy(monkeypatch: pytest.MonkeyPatch) -> N
             assert (await c.chat(HELLO)).content == "done"
         finally:
             await c.aclose()
+
+
+async def test_fake_server_can_serve_without_keeping_bodies() -> None:
+    """The benchmarks' endpoint keeps no request bodies (its heap would grow with every call)."""
+    with FakeOpenAIServer(answer, keep_requests=False) as srv:
+        c = client(srv)
+        try:
+            first, second = [await c.chat(HELLO) for _ in range(2)]
+        finally:
+            await c.aclose()
+        assert srv.requests == [] and srv.served == 2
+        assert first.tool_calls[0].id != second.tool_calls[0].id

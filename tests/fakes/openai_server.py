@@ -100,10 +100,14 @@ class FakeOpenAIServer:
 
     def __init__(
         self, policy: Policy, latency_s: float = 0.0, faults: FaultPlan | None = None, model: str = "fake",
-        capacity: int | None = None,
+        capacity: int | None = None, keep_requests: bool = True,
     ):
-        """`capacity`: above this many requests in flight, answer 429 (an overloaded endpoint)."""
+        """`capacity`: above this many requests in flight, answer 429 (an overloaded endpoint).
+        `keep_requests=False`: bodies are not kept in `requests` (a benchmark's thousands of them
+        would grow this process's heap, and its collector's work, on the CPUs being measured)."""
         self.policy = policy
+        self.keep_requests = keep_requests
+        self.served = 0
         self.capacity = capacity
         self.in_flight = 0
         self.peak_in_flight = 0
@@ -155,7 +159,9 @@ class FakeOpenAIServer:
     async def _chat(self, request: web.Request) -> web.StreamResponse:
         body = await request.json()
         with self._lock:
-            self.requests.append(body)
+            self.served += 1
+            if self.keep_requests:
+                self.requests.append(body)
             fault = self.faults.draw()
             if fault is None and self.capacity is not None and self.in_flight >= self.capacity:
                 fault = "429"
@@ -192,7 +198,7 @@ class FakeOpenAIServer:
     def _completion(self, body: dict[str, Any], reply: Reply, malformed: bool) -> dict[str, Any]:
         calls = [
             {
-                "id": f"call_{len(self.requests)}_{i}",
+                "id": f"call_{self.served}_{i}",
                 "type": "function",
                 "function": {"name": name, "arguments": args if isinstance(args, str) else json.dumps(args, ensure_ascii=False)},
             }
@@ -214,7 +220,7 @@ class FakeOpenAIServer:
             else _tokens(reply.content + (reply.reasoning or "") + json.dumps(calls))
         )
         payload = {
-            "id": f"chatcmpl-{len(self.requests)}",
+            "id": f"chatcmpl-{self.served}",
             "object": "chat.completion",
             "created": int(time.time()),
             "model": body.get("model", self.model),
