@@ -29,11 +29,10 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Sequence
 
-from yarl import URL
-
 import aiohttp
 from aiohttp.helpers import get_env_proxy_for_url
 from tenacity import AsyncRetrying, RetryCallState, retry_if_exception, stop_after_attempt
+from yarl import URL
 
 from core.config import LLMConfig
 from core.llm_types import ChatResult, ModelError
@@ -321,7 +320,7 @@ class _Connections:
         """HTTP(S)_PROXY / NO_PROXY (and a proxy's ~/.netrc entry) for the endpoint, looked up once.
 
         aiohttp's `trust_env` does the same lookup on every request, in two executor threads:
-        ~0.4 ms of CPU per call, half the client's cost, on the CPUs that render."""
+        ~0.4 ms of CPU per call, more than half the client's cost, on the CPUs that render."""
         if self._proxy is None:
             try:
                 self._proxy = get_env_proxy_for_url(URL(self.cfg.base_url))
