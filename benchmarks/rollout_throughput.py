@@ -8,11 +8,11 @@ real. For each concurrency the ideal is the lower of two bounds: model latency a
 (concurrency x 3600 / (calls per rollout x latency)) and this machine's render capacity
 for these rollouts' renders (renders/s / renders per rollout x 3600). The capacity is
 measured on decks the benchmark's rollouts produced (their slides with the figures they
-placed; a first batch of rollouts is played for them): 64 decks replayed, 8 at a time, in
-steady state like the rollouts, a deck's slides inspected together (PNG, measurements, PDF page), then the deck
-exported, which reuses the renders of unchanged slides. This machine's speed drifts by up to
-~30% from one minute to the next, so the capacity is measured right before and right after
-each row and the ideal uses their mean; both are printed.
+placed; a first batch of rollouts is played for them): 64 decks replayed 8 at a time, rated
+in steady state as the rollouts are, a deck's slides inspected together (PNG, measurements,
+PDF page), then the deck exported, which reuses the renders of unchanged slides. This
+machine's speed drifts by up to ~30% from one minute to the next, so the capacity is measured
+right before and right after each row and the ideal uses their mean; both are printed.
 The rate is the steady state, while `concurrency` rollouts are in flight: from the
 concurrency-th finish to the last one before the queue runs dry (start-up and drain
 excluded); "wall s" includes both.
@@ -130,7 +130,7 @@ def steady_rate(run: Path, concurrency: int) -> float:
     finished = sorted(p.stat().st_mtime for p in (run / "units" / "rollouts").glob("*.json"))
     first, last = concurrency - 1, len(finished) - concurrency - 1
     if last <= first:
-        raise ValueError(f"{len(finished)} rollouts at concurrency {concurrency}: too few for a steady window (need > {2 * concurrency + 1})")
+        raise ValueError(f"{len(finished)} rollouts at concurrency {concurrency}: too few for a steady window (need at least {2 * concurrency + 1})")
     return (last - first) * 3600 / (finished[last] - finished[first])
 
 
