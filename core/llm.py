@@ -312,7 +312,6 @@ class _Connections:
                 headers={"Authorization": f"Bearer {key or 'EMPTY'}", "Content-Type": "application/json", "Accept": "application/json"},
                 timeout=aiohttp.ClientTimeout(total=None, sock_connect=self.cfg.timeout_s, sock_read=self.cfg.timeout_s),
                 connector=aiohttp.TCPConnector(limit=max(1, self.cfg.max_concurrency)),
-                cookie_jar=aiohttp.DummyCookieJar(),
             )
         return session
 
