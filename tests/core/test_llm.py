@@ -219,9 +219,10 @@ async def test_a_non_json_answer_is_a_malformed_response() -> None:
 async def test_requests_go_through_the_proxy_named_by_the_environment(monkeypatch: pytest.MonkeyPatch) -> None:
     """HTTP_PROXY is honoured (looked up once per client): the endpoint's host does not resolve, the proxy answers."""
     with FakeOpenAIServer(answer) as proxy:
-        monkeypatch.setenv("HTTP_PROXY", proxy.url.removesuffix("/v1"))
-        monkeypatch.delenv("NO_PROXY", raising=False)
-        monkeypatch.delenv("no_proxy", raising=False)
+        for name in ("HTTP_PROXY", "http_proxy"):  # urllib prefers the lower-case one when both are set
+            monkeypatch.setenv(name, proxy.url.removesuffix("/v1"))
+        for name in ("NO_PROXY", "no_proxy"):
+            monkeypatch.delenv(name, raising=False)
         c = ModelClient(LLMConfig(base_url="http://model.invalid/v1", model="fake", max_retries=0), "agent")
         try:
             assert (await c.chat(HELLO)).content == "done"
@@ -232,8 +233,9 @@ async def test_requests_go_through_the_proxy_named_by_the_environment(monkeypatc
 
 async def test_no_proxy_bypasses_the_proxy(monkeypatch: pytest.MonkeyPatch) -> None:
     with FakeOpenAIServer(answer) as srv:
-        monkeypatch.setenv("HTTP_PROXY", "http://proxy.invalid:3128")
-        monkeypatch.setenv("NO_PROXY", "127.0.0.1")
+        for name, value in (("HTTP_PROXY", "http://proxy.invalid:3128"), ("NO_PROXY", "127.0.0.1")):
+            monkeypatch.setenv(name, value)
+            monkeypatch.setenv(name.lower(), value)
         c = client(srv)
         try:
             assert (await c.chat(HELLO)).content == "done"
