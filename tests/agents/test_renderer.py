@@ -15,6 +15,7 @@ from agents.config import RenderConfig
 from agents.renderer import (
     Renderer,
     RenderError,
+    _chromium_processes,
     _with_base,
     aspect_size,
     blocked_reason,
@@ -206,20 +207,6 @@ async def test_concurrent_renders_share_a_bounded_page_pool(tmp_path: Path) -> N
     assert [r.png_path.is_file() for r in results] == [True] * len(files)
 
 
-def _browser_processes() -> list[psutil.Process]:
-    """Chromium browser processes (not helpers) started under this test process."""
-    found = []
-    for proc in psutil.Process().children(recursive=True):
-        cmdline = proc.cmdline()
-        if (
-            cmdline
-            and "chromium" in cmdline[0]
-            and not any(a.startswith("--type=") for a in cmdline)
-        ):
-            found.append(proc)
-    return found
-
-
 @pytest.mark.chromium
 @pytest.mark.slow
 async def test_batch_survives_chromium_being_killed(tmp_path: Path) -> None:
@@ -228,7 +215,7 @@ async def test_batch_survives_chromium_being_killed(tmp_path: Path) -> None:
         RenderConfig(max_concurrent=4, max_pages=4, timeout_s=20)
     ) as renderer:
         pid = renderer.browser_pid
-        assert pid in [p.pid for p in _browser_processes()]
+        assert pid in _chromium_processes()  # the browser, found as the renderer's cleanup finds it
         batch = [
             asyncio.create_task(
                 renderer.render(
