@@ -1,6 +1,6 @@
 """Rollouts per hour on this machine against a model endpoint with a fixed latency, vs the ideal.
 
-    python -m benchmarks.rollout_throughput [--latency 0.3] [--concurrency 1 8 32 64]
+    python -m benchmarks.rollout_throughput [--latency 0.3] [--concurrency 1 8 32 64] [--repeats 3]
 
 Each model call goes over HTTP to the fake OpenAI server (own process, fixed latency),
 and the answer played is the scripted policy's, so the tools, renders and exports are
@@ -10,12 +10,18 @@ for these rollouts' renders (renders/s / renders per rollout x 3600). The capaci
 measured on decks the benchmark's rollouts produced (their slides with the figures they
 placed; a first batch of rollouts is played for them): 64 decks replayed 8 at a time, rated
 in steady state as the rollouts are, a deck's slides inspected together (PNG, measurements,
-PDF page), then the deck exported, which reuses the renders of unchanged slides. This
-machine's speed drifts by up to ~30% from one minute to the next, so the capacity is measured
-right before and right after each row and the ideal uses their mean; both are printed.
-The rate is the steady state, while `concurrency` rollouts are in flight: from the
-concurrency-th finish to the last one before the queue runs dry (start-up and drain
-excluded); "wall s" includes both.
+PDF page), then the deck exported, which reuses the renders of unchanged slides.
+
+The rollouts run as a user would run that many: a worker per 16 in flight, at most two
+(one per CPU; with the ramp below, 2 x 32 played 6% more than 4 x 16 at 64 in flight), the
+first wave's starts spread over one rollout's model time (`ray.ramp_up_s`; with one latency
+and one script, rollouts started together would otherwise stay in lockstep). The rate is the
+steady state, while `concurrency` rollouts are in flight: from the concurrency-th finish to
+the last one before the queue runs dry (start-up and drain excluded; "wall s" includes
+them and the capacity measurements). This machine's speed drifts by up to ~30% from one
+minute to the next, so each row is measured `--repeats` times, each between two
+measurements of the capacity; the row pools them (rollouts and seconds summed, the
+capacity averaged), and "each" gives every measurement against its own two capacities.
 """
 
 from __future__ import annotations
@@ -121,25 +127,25 @@ async def render_capacity(decks: Sequence[Path], replays: int = 64, in_flight: i
             return sum(n for _, n in window[1:]) / (window[-1][0] - window[0][0])
 
 
-def steady_rate(run: Path, concurrency: int) -> float:
-    """Rollouts per hour while `concurrency` rollouts are in flight.
+def steady_window(run: Path, concurrency: int) -> tuple[int, float]:
+    """Rollouts finished, and seconds, while `concurrency` rollouts were in flight.
 
-    From the concurrency-th finish (the first wave, started together, is through) to the last
-    finish before the queue runs dry: the drain after it finishes work begun earlier, with nothing
-    new arriving, and would flatter the rate (by 3-10% at 32 and 64 here)."""
+    From the concurrency-th finish (the first wave is through) to the last finish before the
+    queue runs dry: the drain after it finishes work begun earlier, with nothing new arriving,
+    and would flatter the rate (by 3-10% at 32 and 64 here)."""
     finished = sorted(p.stat().st_mtime for p in (run / "units" / "rollouts").glob("*.json"))
     first, last = concurrency - 1, len(finished) - concurrency - 1
     if last <= first:
         raise ValueError(f"{len(finished)} rollouts at concurrency {concurrency}: too few for a steady window (need at least {2 * concurrency + 1})")
-    return (last - first) * 3600 / (finished[last] - finished[first])
+    return last - first, finished[last] - finished[first]
 
 
-def measure(url: str, concurrency: int, rollouts: int, work: Path) -> tuple[list[Rollout], float, Path]:
-    workers = min(2, -(-concurrency // 16))  # the default layout: one worker process per 16 rollouts in flight
+def measure(url: str, concurrency: int, rollouts: int, work: Path, ramp_up_s: float = 0.0) -> tuple[list[Rollout], tuple[int, float], Path]:
+    workers = min(2, -(-concurrency // 16))  # the default layout: a worker per 16 rollouts in flight, at most one per CPU
     overrides = [
         f"run.dir={work / f'c{concurrency}'}", "tracking=disabled", "llm=scripted", f"llm.base_url={url}", "critic=rules",
         "rollouts.runner=benchmarks.rollout_throughput:PacedRunner", f"ray.num_workers={workers}",
-        f"ray.rollouts_per_worker={max(1, concurrency // workers)}", "ray.num_cpus_per_worker=0.01",
+        f"ray.rollouts_per_worker={max(1, concurrency // workers)}", "ray.num_cpus_per_worker=0.01", f"ray.ramp_up_s={ramp_up_s}",
     ]  # fmt: skip
     with initialize_config_dir(config_dir=str(PROJECT_ROOT / "configs"), version_base=None):
         ctx = open_run(compose("synthesize", overrides=overrides), job_type="benchmark")
@@ -151,7 +157,13 @@ def measure(url: str, concurrency: int, rollouts: int, work: Path) -> tuple[list
     (ctx.store.root / "tasks").mkdir(exist_ok=True)
     atomic_write_parquet(tasks, ctx.store.root / "tasks" / "train.parquet", Task)
     run_rollouts(ctx)
-    return read_parquet(ctx.store.root / "rollouts.parquet", Rollout), steady_rate(ctx.store.root, concurrency), ctx.store.root
+    return read_parquet(ctx.store.root / "rollouts.parquet", Rollout), steady_window(ctx.store.root, concurrency), ctx.store.root
+
+
+def ideal(model_bound: float, renders_per_s: float, renders_per_rollout: float) -> tuple[float, str]:
+    """Rollouts per hour at the lower bound, and which bound it is."""
+    render_bound = renders_per_s / renders_per_rollout * 3600
+    return min(model_bound, render_bound), "model" if model_bound <= render_bound else "render"
 
 
 def main() -> None:
@@ -159,28 +171,33 @@ def main() -> None:
     parser.add_argument("--latency", type=float, default=0.3)
     parser.add_argument("--concurrency", type=int, nargs="+", default=[1, 8, 32, 64])
     parser.add_argument("--rounds", type=float, default=4.0, help="rollouts per measurement = rounds x concurrency (at least 6); the rate is taken over all but the first and last round")
+    parser.add_argument("--repeats", type=int, default=3, help="measurements per concurrency, each between two of the capacity; pooled")
     args = parser.parse_args()
     init_ray(RayConfig())
-    print(f"model latency {args.latency * 1000:.0f} ms per call; {os.cpu_count()} CPUs; renders/s: this machine's render capacity on the rollouts' decks, measured before/after each row (its speed drifts)")
-    print(f"{'concurrency':>11} {'rollouts':>8} {'calls/r':>7} {'renders/r':>9} {'renders/s':>11} {'wall s':>7} {'r/hour':>8} {'ideal r/h':>9} {'bound':>7} {'of ideal':>8}")
+    print(f"model latency {args.latency * 1000:.0f} ms per call; {os.cpu_count()} CPUs; {args.repeats} measurements per row, between measurements of this machine's render capacity on the rollouts' decks (its speed drifts)")
+    print(f"{'concurrency':>11} {'rollouts':>8} {'calls/r':>7} {'renders/r':>9} {'renders/s':>15} {'wall s':>7} {'r/hour':>8} {'ideal r/h':>9} {'bound':>7} {'of ideal':>8} {'each':>15}")
     try:
         with fake_endpoint(Reply("ok"), args.latency) as url, tempfile.TemporaryDirectory() as tmp:
             pool, _, pool_dir = measure(url, POOL_CONCURRENCY, POOL_DECKS, Path(tmp) / "deck-pool")
             decks = [workspace_for(pool_dir, r.task_id) for r in pool if r.status == "done"]
+            model_s = args.latency * statistics.mean(sum(r.steps.values()) for r in pool if r.status == "done")
             for c in args.concurrency:
-                before = asyncio.run(render_capacity(decks))
-                started = time.monotonic()
-                rows, rate, _ = measure(url, c, max(6, 2 * c + 2, int(args.rounds * c)), Path(tmp))
+                capacities, windows, rows, started = [asyncio.run(render_capacity(decks))], [], [], time.monotonic()
+                for repeat in range(args.repeats):
+                    played, window, _ = measure(url, c, max(6, 2 * c + 2, int(args.rounds * c)), Path(tmp) / f"r{repeat}", ramp_up_s=model_s)
+                    rows += played
+                    windows.append(window)
+                    capacities.append(asyncio.run(render_capacity(decks)))
                 wall = time.monotonic() - started
-                after = asyncio.run(render_capacity(decks))
                 done = [r for r in rows if r.status == "done"]
                 calls = statistics.mean(sum(r.steps.values()) for r in done)
                 renders = statistics.mean(r.tool_counts.get("inspect_slide", 0) for r in done)
                 model_bound = c * 3600 / (calls * args.latency)
-                render_bound = (before + after) / 2 / renders * 3600
-                ideal = min(model_bound, render_bound)
-                bound = "model" if model_bound <= render_bound else "render"
-                print(f"{c:>11} {len(rows):>8} {calls:>7.1f} {renders:>9.1f} {f'{before:.1f}/{after:.1f}':>11} {wall:>7.1f} {rate:>8.0f} {ideal:>9.0f} {bound:>7} {rate / ideal:>8.0%}")
+                each = [k * 3600 / s / ideal(model_bound, (capacities[i] + capacities[i + 1]) / 2, renders)[0] for i, (k, s) in enumerate(windows)]
+                rate = sum(k for k, _ in windows) * 3600 / sum(s for _, s in windows)
+                best, bound = ideal(model_bound, statistics.mean(capacities), renders)
+                spread = f"{statistics.mean(capacities):.1f} ({min(capacities):.0f}-{max(capacities):.0f})"
+                print(f"{c:>11} {len(rows):>8} {calls:>7.1f} {renders:>9.1f} {spread:>15} {wall:>7.1f} {rate:>8.0f} {best:>9.0f} {bound:>7} {rate / best:>8.0%} {'/'.join(f'{e:.0%}' for e in each):>15}")
     finally:
         ray.shutdown()
 

@@ -109,6 +109,7 @@ class RayConfig:
     include_dashboard: bool = False
     num_cpus_per_worker: float = 1.0
     max_worker_restarts: int = 3  # Ray restarts a dead worker; its rollouts are resubmitted
+    ramp_up_s: float = 0.0  # spread the first wave of rollouts' starts over this many seconds
 
 
 def resolve_role(llm: LLMConfig, roles: dict[str, RoleConfig], role: str) -> LLMConfig:

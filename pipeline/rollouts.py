@@ -94,7 +94,8 @@ class RolloutWorker:
         self._started = False
         self._lock = asyncio.Lock()
 
-    async def _ensure_started(self) -> None:
+    async def start(self) -> None:
+        """Start the runner (browser, clients); `play` does it too, for a worker Ray restarted."""
         async with self._lock:
             if not self._started:
                 await self.runner.start()
@@ -106,7 +107,7 @@ class RolloutWorker:
         task = Task.from_json(task_json)
         if self.store.is_done(STAGE, task.task_id):
             return self.store.load_map(STAGE, Rollout)[task.task_id].to_json()
-        await self._ensure_started()
+        await self.start()
         workspace = workspace_for(self.store.root, task.task_id)
         set_aside(workspace)
         workspace.mkdir(parents=True)
@@ -195,19 +196,27 @@ def roll_out(ctx: RunContext, tasks: list[Task]) -> Feed:
     queue = deque((t, 1) for t in tasks)
     in_flight: dict[ray.ObjectRef, tuple[Task, int, int]] = {}
     feed = Feed(window=deque(maxlen=cfg.rollouts.error_window))
-    next_worker = 0
+    next_worker = submitted = 0
     restarting_until = [0.0] * len(workers)  # a worker that just lost rollouts gets no new ones for a moment
     columns = (TextColumn("rollouts"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(), TextColumn("{task.fields[note]}"))
     try:
+        _start(workers)
+        ramp = _Ramp(time.monotonic(), cfg.ray.ramp_up_s, min(capacity, len(tasks)))
         with Progress(*columns, console=console, transient=False) as progress:
             bar = progress.add_task("rollouts", total=len(tasks), note="")
             while queue or in_flight:
-                while queue and len(in_flight) < capacity:
+                while queue and len(in_flight) < capacity and ramp.wait_s(submitted) == 0:
                     task, attempt = queue.popleft()
                     w = _pick_worker(next_worker, restarting_until)
-                    next_worker = w + 1
+                    next_worker, submitted = w + 1, submitted + 1
                     in_flight[workers[w].play.remote(task.to_json(), attempt)] = (task, attempt, w)
-                ready, _ = ray.wait(list(in_flight), num_returns=1)
+                pause = ramp.wait_s(submitted) if queue and len(in_flight) < capacity else None
+                if not in_flight:
+                    time.sleep(pause or 0)
+                    continue
+                ready, _ = ray.wait(list(in_flight), num_returns=1, timeout=pause)
+                if not ready:
+                    continue
                 task, attempt, w = in_flight.pop(ready[0])
                 try:
                     rollout = Rollout.from_json(ray.get(ready[0]))
@@ -225,6 +234,34 @@ def roll_out(ctx: RunContext, tasks: list[Task]) -> Feed:
         for worker in workers:
             _drain(ctx, worker)
     return feed
+
+
+def _start(workers: list[Any]) -> None:
+    """Start the workers' runners together, before any rollout's clock starts (else the first
+    rollouts of each worker wait for its browser). One that dies is started by its first rollout."""
+    try:
+        ray.get([worker.start.remote() for worker in workers])
+    except WORKER_LOST as exc:
+        log.warning("a worker died while starting (Ray restarts it): %s", exc)
+
+
+@dataclass(frozen=True)
+class _Ramp:
+    """The first wave's starts spread evenly over `seconds` (`ray.ramp_up_s`).
+
+    Rollouts started together run the same phases together: their first model calls reach
+    the endpoint at once, then their renders queue together. Where model latencies vary, a
+    run spreads them out by itself within a few steps; where they hardly vary, it never does."""
+
+    started: float
+    seconds: float
+    wave: int  # rollouts in the first wave
+
+    def wait_s(self, submitted: int) -> float:
+        """Seconds until the next rollout (the `submitted`-th, from 0) may start."""
+        if submitted >= self.wave or self.seconds <= 0:
+            return 0.0
+        return max(0.0, self.started + self.seconds * submitted / self.wave - time.monotonic())
 
 
 def _pick_worker(start: int, restarting_until: list[float]) -> int:

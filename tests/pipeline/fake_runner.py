@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import time
 from pathlib import Path
 from typing import Any
 
@@ -27,7 +28,7 @@ class ScriptedRunner:
     async def rollout(self, task: Task, workspace: Path) -> Rollout:
         assert self.started
         words = task.instruction.split()
-        (workspace / "trace.txt").write_text(f"pid {os.getpid()}\n")
+        (workspace / "trace.txt").write_text(f"pid {os.getpid()}\nstarted {time.time()}\n")
         if "DIE" in words:
             marker = workspace.parents[1] / f"died-{task.task_id}"
             if not marker.exists():

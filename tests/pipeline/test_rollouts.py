@@ -67,3 +67,17 @@ def test_early_stop_on_error_rate(make_run) -> None:
     with pytest.raises(RunAborted, match="4 of the last 4 rollouts failed"):
         run_rollouts(ctx)
     assert 4 <= len(ctx.store.done("rollouts")) < 10
+
+
+def started_at(ctx, task_id: str) -> float:
+    trace = (ctx.store.root / "rollouts" / task_id / "trace.txt").read_text()
+    return float(trace.split("started ")[1])
+
+
+@pytest.mark.parametrize("ramp_up_s, least, most", [(0.0, 0.0, 0.5), (1.2, 0.8, 1.6)])
+def test_ramp_up_spreads_the_first_wave(make_run, ramp_up_s: float, least: float, most: float) -> None:
+    ctx = make_run(*FAST, f"ray.ramp_up_s={ramp_up_s}")
+    write_tasks(ctx, ["ok"] * 4)  # fewer than the 8 slots: the wave is these 4, starting 0.3 s apart
+    run_rollouts(ctx)
+    starts = [started_at(ctx, f"t{i:02d}") for i in range(4)]
+    assert least <= max(starts) - min(starts) <= most
