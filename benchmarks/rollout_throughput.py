@@ -173,6 +173,8 @@ def main() -> None:
     parser.add_argument("--rounds", type=float, default=4.0, help="rollouts per measurement = rounds x concurrency (at least 6); the rate is taken over all but the first and last round")
     parser.add_argument("--repeats", type=int, default=3, help="measurements per concurrency, each between two of the capacity; pooled")
     args = parser.parse_args()
+    if args.repeats < 1:
+        parser.error(f"--repeats {args.repeats}: need at least one measurement per concurrency")
     init_ray(RayConfig())
     print(f"model latency {args.latency * 1000:.0f} ms per call; {os.cpu_count()} CPUs; {args.repeats} measurements per row, between measurements of this machine's render capacity on the rollouts' decks (its speed drifts)")
     print(f"{'concurrency':>11} {'rollouts':>8} {'calls/r':>7} {'renders/r':>9} {'renders/s':>15} {'wall s':>7} {'r/hour':>8} {'ideal r/h':>9} {'bound':>7} {'of ideal':>8} {'each':>15}")
