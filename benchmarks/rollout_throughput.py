@@ -123,21 +123,32 @@ async def render_capacity(decks: Sequence[Path], replays: int = 64, in_flight: i
                 await replay(root)
             finished.clear()
             await asyncio.gather(*map(replay, [copy(next(cycle)) for _ in range(replays)]))
-            window = finished[in_flight - 1 : replays - in_flight]
-            return sum(n for _, n in window[1:]) / (window[-1][0] - window[0][0])
+            first, last = steady_span(len(finished), in_flight)
+            return sum(n for _, n in finished[first + 1 : last + 1]) / (finished[last][0] - finished[first][0])
+
+
+def steady_span(finishes: int, in_flight: int) -> tuple[int, int]:
+    """Indices of the first and last of `finishes` (in finishing order) while `in_flight` were in flight.
+
+    From the in_flight-th finish (the first wave is through) to the last finish before the
+    queue runs dry: the drain after it finishes work begun earlier, with nothing new arriving,
+    and would flatter the rate (by 3-10% at 32 and 64 here)."""
+    first, last = in_flight - 1, finishes - in_flight - 1
+    if last <= first:
+        raise ValueError(f"{finishes} finishes at {in_flight} in flight: too few for a steady window (need at least {2 * in_flight + 1})")
+    return first, last
 
 
 def steady_window(run: Path, concurrency: int) -> tuple[int, float]:
-    """Rollouts finished, and seconds, while `concurrency` rollouts were in flight.
-
-    From the concurrency-th finish (the first wave is through) to the last finish before the
-    queue runs dry: the drain after it finishes work begun earlier, with nothing new arriving,
-    and would flatter the rate (by 3-10% at 32 and 64 here)."""
+    """Rollouts finished, and seconds, while `concurrency` rollouts were in flight."""
     finished = sorted(p.stat().st_mtime for p in (run / "units" / "rollouts").glob("*.json"))
-    first, last = concurrency - 1, len(finished) - concurrency - 1
-    if last <= first:
-        raise ValueError(f"{len(finished)} rollouts at concurrency {concurrency}: too few for a steady window (need at least {2 * concurrency + 1})")
+    first, last = steady_span(len(finished), concurrency)
     return last - first, finished[last] - finished[first]
+
+
+def calls_per_rollout(rollouts: Sequence[Rollout]) -> float:
+    """Model calls (agent steps) per finished rollout."""
+    return statistics.mean(sum(r.steps.values()) for r in rollouts if r.status == "done")
 
 
 def measure(url: str, concurrency: int, rollouts: int, work: Path, ramp_up_s: float = 0.0) -> tuple[list[Rollout], tuple[int, float], Path]:
@@ -182,7 +193,7 @@ def main() -> None:
         with fake_endpoint(Reply("ok"), args.latency) as url, tempfile.TemporaryDirectory() as tmp:
             pool, _, pool_dir = measure(url, POOL_CONCURRENCY, POOL_DECKS, Path(tmp) / "deck-pool")
             decks = [workspace_for(pool_dir, r.task_id) for r in pool if r.status == "done"]
-            model_s = args.latency * statistics.mean(sum(r.steps.values()) for r in pool if r.status == "done")
+            model_s = args.latency * calls_per_rollout(pool)
             for c in args.concurrency:
                 capacities, windows, rows, started = [asyncio.run(render_capacity(decks))], [], [], time.monotonic()
                 for repeat in range(args.repeats):
@@ -192,7 +203,7 @@ def main() -> None:
                     capacities.append(asyncio.run(render_capacity(decks)))
                 wall = time.monotonic() - started
                 done = [r for r in rows if r.status == "done"]
-                calls = statistics.mean(sum(r.steps.values()) for r in done)
+                calls = calls_per_rollout(rows)
                 renders = statistics.mean(r.tool_counts.get("inspect_slide", 0) for r in done)
                 model_bound = c * 3600 / (calls * args.latency)
                 each = [k * 3600 / s / ideal(model_bound, (capacities[i] + capacities[i + 1]) / 2, renders)[0] for i, (k, s) in enumerate(windows)]

@@ -84,8 +84,9 @@ class FaultPlan:
 IMAGE_TOKENS = 1000  # what a VLM server charges per image, roughly; not the base64 length
 
 
-def _tokens(text: str) -> int:
-    return max(1, len(text) // 4)
+def _tokens(chars: int) -> int:
+    """~4 characters per token."""
+    return max(1, chars // 4)
 
 
 def _prompt_tokens(messages: list[dict[str, Any]]) -> int:
@@ -103,7 +104,7 @@ def _prompt_tokens(messages: list[dict[str, Any]]) -> int:
                 images += 1
             else:
                 stack.extend(node.values())
-    return max(1, chars // 4) + IMAGE_TOKENS * images
+    return _tokens(chars) + IMAGE_TOKENS * images
 
 
 class FakeOpenAIServer:
@@ -228,7 +229,7 @@ class FakeOpenAIServer:
         completion = (
             reply.completion_tokens
             if reply.completion_tokens is not None
-            else _tokens(reply.content + (reply.reasoning or "") + json.dumps(calls))
+            else _tokens(len(reply.content + (reply.reasoning or "") + json.dumps(calls)))
         )
         payload = {
             "id": f"chatcmpl-{self.served}",
