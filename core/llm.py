@@ -23,7 +23,7 @@ import os
 import random
 import threading
 import time
-from collections import defaultdict
+from collections import OrderedDict, defaultdict
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Sequence
@@ -116,10 +116,40 @@ def cost_of(usage: Usage, cfg: LLMConfig) -> float:
 # ---------------------------------------------------------------- wire format
 
 
-def _image_part(path: Path) -> dict[str, Any]:
-    mime = mimetypes.guess_type(path.name)[0] or "image/png"
-    data = base64.b64encode(path.read_bytes()).decode()
-    return {"type": "image_url", "image_url": {"url": f"data:{mime};base64,{data}"}}
+class DataURLs:
+    """Images as base64 data URLs, kept by path, inode, size and modification time.
+
+    A conversation resends every image it holds with each call: a Presenter's slide renders
+    are read and encoded again on every turn (~0.2 ms each here, on the worker's event loop)
+    unless kept. Least recently used URLs go first beyond `max_bytes`."""
+
+    def __init__(self, max_bytes: int = 64 * 2**20):
+        self.max_bytes = max_bytes
+        self._urls: OrderedDict[tuple[str, int, int, int], str] = OrderedDict()
+        self._bytes = 0
+        self._lock = threading.Lock()  # to_wire may run on several event loops' threads
+
+    def __call__(self, path: Path) -> str:
+        """The data URL of `path` as it is now; OSError when it cannot be read."""
+        stat = path.stat()
+        key = (str(path), stat.st_ino, stat.st_size, stat.st_mtime_ns)
+        with self._lock:
+            url = self._urls.get(key)
+            if url is not None:
+                self._urls.move_to_end(key)
+                return url
+        mime = mimetypes.guess_type(path.name)[0] or "image/png"
+        url = f"data:{mime};base64,{base64.b64encode(path.read_bytes()).decode()}"
+        with self._lock:
+            if key not in self._urls:
+                self._urls[key] = url
+                self._bytes += len(url)
+            while self._bytes > self.max_bytes and self._urls:
+                self._bytes -= len(self._urls.popitem(last=False)[1])
+        return url
+
+
+_data_urls = DataURLs()
 
 
 def _content(message: Message, image_root: Path | None) -> str | list[dict[str, Any]]:
@@ -128,8 +158,10 @@ def _content(message: Message, image_root: Path | None) -> str | list[dict[str, 
     root = image_root or Path.cwd()
     parts: list[dict[str, Any]] = [{"type": "text", "text": message.content}] if message.content else []
     for image in message.images:  # an image deleted since (e.g. by the agent) becomes a note, not a crash
-        path = root / image
-        parts.append(_image_part(path) if path.is_file() else {"type": "text", "text": f"[image {image} no longer exists]"})
+        try:
+            parts.append({"type": "image_url", "image_url": {"url": _data_urls(root / image)}})
+        except OSError:
+            parts.append({"type": "text", "text": f"[image {image} no longer exists]"})
     return parts
 
 

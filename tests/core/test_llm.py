@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import base64
 import json
 import time
 from pathlib import Path
@@ -13,7 +14,7 @@ from aiohttp import web
 from PIL import Image
 
 from core.config import LLMConfig, PriceConfig
-from core.llm import ModelClient, UsageMeter
+from core.llm import DataURLs, ModelClient, UsageMeter
 from core.llm_types import ModelError
 from core.records import Message, ToolCall
 from tests.fakes.openai_server import ErrorReply, FakeOpenAIServer, FaultPlan, Reply, replay
@@ -174,6 +175,33 @@ async def test_an_image_gone_from_disk_becomes_a_note(tmp_path: Path) -> None:
         await client(srv).chat([Message("user", "look", images=("gone.png",))], image_root=tmp_path)
         (message,) = srv.requests[0]["messages"]
     assert message["content"][1] == {"type": "text", "text": "[image gone.png no longer exists]"}
+
+
+def test_images_are_encoded_once_until_they_change(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    urls, reads = DataURLs(), []
+    read_bytes = Path.read_bytes
+    monkeypatch.setattr(Path, "read_bytes", lambda self: reads.append(self.name) or read_bytes(self))
+    slide = tmp_path / "slide_01.png"
+    Image.new("RGB", (16, 9), "white").save(slide)
+    first = urls(slide)
+    assert urls(slide) == first and reads == ["slide_01.png"]
+    Image.new("RGB", (16, 9), "black").save(slide.with_name("new.png"))
+    slide.with_name("new.png").replace(slide)  # the agent redraws the slide
+    assert urls(slide) != first and base64.b64decode(urls(slide).split(",", 1)[1]) == slide.read_bytes()
+    assert reads == ["slide_01.png", "slide_01.png", "slide_01.png"]  # the last read is the test's own
+
+
+def test_kept_images_stay_within_their_byte_budget(tmp_path: Path) -> None:
+    paths = []
+    for i in range(6):
+        paths.append(tmp_path / f"p{i}.png")
+        Image.effect_noise((64, 64), 50).save(paths[-1])
+    one = len(DataURLs()(paths[0]))
+    urls = DataURLs(max_bytes=int(one * 3.5))
+    for path in paths:
+        urls(path)
+    assert len(urls._urls) == 3 and urls._bytes <= urls.max_bytes
+    assert [key[0] for key in urls._urls] == [str(p) for p in paths[3:]]  # least recently used went first
 
 
 def test_one_client_serves_successive_event_loops_and_closes() -> None:
