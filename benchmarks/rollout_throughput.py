@@ -22,21 +22,31 @@ them and the capacity measurements). This machine's speed drifts by up to ~30% f
 minute to the next, so each row is measured `--repeats` times, each between two
 measurements of the capacity; the row pools them (rollouts and seconds summed, the
 capacity averaged), and "each" gives every measurement against its own two capacities.
+
+Where the ratio goes: "cpu ms/r" is this machine's busy CPU per rollout over the steady windows
+(every process: workers, browsers, the fake server, Ray), "/deck" the same per deck in the
+capacity measurements; "busy" and "/cap" the share of the CPUs busy in each. Render-bound, the
+ratio is about (/deck / cpu ms/r) x (busy / /cap): CPU a rollout spends beyond its renders, or
+CPUs left idle.
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import bisect
 import itertools
 import os
 import shutil
 import statistics
 import tempfile
+import threading
 import time
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Sequence
+from typing import Self, Sequence
 
+import psutil
 import ray
 from hydra import compose, initialize_config_dir
 
@@ -86,7 +96,59 @@ class PacedRunner(DeckRunner):
         return PacedModel(super().model(role, brief, meter), self.paced.with_meter(meter))
 
 
-async def render_capacity(decks: Sequence[Path], replays: int = 64, in_flight: int = 8) -> float:
+class BusyCPU:
+    """This machine's busy CPU time (every process: the rollouts' own, the fake server's, Ray's),
+    sampled every `interval_s` from a thread, to tell what a rollout or a deck cost in CPU."""
+
+    def __init__(self, interval_s: float = 0.1):
+        self.interval_s = interval_s
+        self.samples: list[tuple[float, float]] = []  # (time.time(), busy CPU-seconds so far)
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._sample, name="busy-cpu", daemon=True)
+
+    def __enter__(self) -> Self:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self._stop.set()
+        self._thread.join()
+
+    def _sample(self) -> None:
+        while True:
+            times = psutil.cpu_times()  # busy: not idle, waiting on I/O or stolen by the hypervisor
+            used = times.user + times.system + sum(getattr(times, f, 0.0) for f in ("nice", "irq", "softirq"))
+            self.samples.append((time.time(), used))
+            if self._stop.wait(self.interval_s):
+                return
+
+    def between(self, start: float, end: float) -> float:
+        """Busy CPU-seconds from `start` to `end` (time.time()), to the nearest samples."""
+        at = [t for t, _ in self.samples]
+        first, last = (min(bisect.bisect_left(at, x), len(at) - 1) for x in (start, end))
+        return self.samples[last][1] - self.samples[first][1]
+
+
+@dataclass(frozen=True)
+class Window:
+    """A steady-state stretch: rollouts (or decks) finished, seconds, the machine's busy CPU-seconds."""
+
+    units: int
+    seconds: float
+    cpu_s: float
+    renders: int = 0  # decks: their slides
+
+
+def cpu_ms_per_unit(windows: Sequence[Window]) -> float:
+    return sum(w.cpu_s for w in windows) / sum(w.units for w in windows) * 1000
+
+
+def busy(windows: Sequence[Window]) -> float:
+    """The share of this machine's CPUs busy over `windows`."""
+    return sum(w.cpu_s for w in windows) / sum(w.seconds for w in windows) / (os.cpu_count() or 1)
+
+
+async def render_capacity(decks: Sequence[Path], cpu: BusyCPU, replays: int = 64, in_flight: int = 8) -> Window:
     """Renders per second for the render mix of rollouts, in steady state.
 
     Replays `replays` of the rollouts' `decks` (their slides and assets, copied to fresh paths so
@@ -116,7 +178,7 @@ async def render_capacity(decks: Sequence[Path], replays: int = 64, in_flight: i
                     slides = sorted((root / "slides").glob("*.html"))
                     await asyncio.gather(*(inspect_slide(renderer, root, f"slides/{html.name}", "16:9") for html in slides))
                     await export_deck(renderer, root / "slides", "16:9", root / "deck.pdf", png_dir=root / "previews", pptx_path=root / "deck.pptx", workspace=root)
-                finished.append((time.monotonic(), len(slides)))
+                finished.append((time.time(), len(slides)))
 
             cycle = itertools.cycle(decks)
             for root in [copy(next(cycle)) for _ in range(in_flight)]:  # warm-up: pages opened, caches filled
@@ -124,7 +186,8 @@ async def render_capacity(decks: Sequence[Path], replays: int = 64, in_flight: i
             finished.clear()
             await asyncio.gather(*map(replay, [copy(next(cycle)) for _ in range(replays)]))
             first, last = steady_span(len(finished), in_flight)
-            return sum(n for _, n in finished[first + 1 : last + 1]) / (finished[last][0] - finished[first][0])
+            (start, _), (end, _) = finished[first], finished[last]
+            return Window(last - first, end - start, cpu.between(start, end), sum(n for _, n in finished[first + 1 : last + 1]))
 
 
 def steady_span(finishes: int, in_flight: int) -> tuple[int, int]:
@@ -139,11 +202,12 @@ def steady_span(finishes: int, in_flight: int) -> tuple[int, int]:
     return first, last
 
 
-def steady_window(run: Path, concurrency: int) -> tuple[int, float]:
-    """Rollouts finished, and seconds, while `concurrency` rollouts were in flight."""
+def steady_window(run: Path, concurrency: int, cpu: BusyCPU) -> Window:
+    """Rollouts finished, seconds (and busy CPU) while `concurrency` rollouts were in flight."""
     finished = sorted(p.stat().st_mtime for p in (run / "units" / "rollouts").glob("*.json"))
     first, last = steady_span(len(finished), concurrency)
-    return last - first, finished[last] - finished[first]
+    start, end = finished[first], finished[last]
+    return Window(last - first, end - start, cpu.between(start, end))
 
 
 def calls_per_rollout(rollouts: Sequence[Rollout]) -> float:
@@ -151,7 +215,7 @@ def calls_per_rollout(rollouts: Sequence[Rollout]) -> float:
     return statistics.mean(sum(r.steps.values()) for r in rollouts if r.status == "done")
 
 
-def measure(url: str, concurrency: int, rollouts: int, work: Path, ramp_up_s: float = 0.0) -> tuple[list[Rollout], tuple[int, float], Path]:
+def measure(url: str, concurrency: int, rollouts: int, work: Path, cpu: BusyCPU, ramp_up_s: float = 0.0) -> tuple[list[Rollout], Window, Path]:
     workers = min(2, -(-concurrency // 16))  # the default layout: a worker per 16 rollouts in flight, at most one per CPU
     overrides = [
         f"run.dir={work / f'c{concurrency}'}", "tracking=disabled", "llm=scripted", f"llm.base_url={url}", "critic=rules",
@@ -168,7 +232,7 @@ def measure(url: str, concurrency: int, rollouts: int, work: Path, ramp_up_s: fl
     (ctx.store.root / "tasks").mkdir(exist_ok=True)
     atomic_write_parquet(tasks, ctx.store.root / "tasks" / "train.parquet", Task)
     run_rollouts(ctx)
-    return read_parquet(ctx.store.root / "rollouts.parquet", Rollout), steady_window(ctx.store.root, concurrency), ctx.store.root
+    return read_parquet(ctx.store.root / "rollouts.parquet", Rollout), steady_window(ctx.store.root, concurrency, cpu), ctx.store.root
 
 
 def ideal(model_bound: float, renders_per_s: float, renders_per_rollout: float) -> tuple[float, str]:
@@ -188,29 +252,37 @@ def main() -> None:
         parser.error(f"--repeats {args.repeats}: need at least one measurement per concurrency")
     init_ray(RayConfig())
     print(f"model latency {args.latency * 1000:.0f} ms per call; {os.cpu_count()} CPUs; {args.repeats} measurements per row, between measurements of this machine's render capacity on the rollouts' decks (its speed drifts)")
-    print(f"{'concurrency':>11} {'rollouts':>8} {'calls/r':>7} {'renders/r':>9} {'renders/s':>15} {'wall s':>7} {'r/hour':>8} {'ideal r/h':>9} {'bound':>7} {'of ideal':>8} {'each':>15}")
+    print(f"{'concurrency':>11} {'rollouts':>8} {'calls/r':>7} {'renders/r':>9} {'renders/s':>15} {'wall s':>7} {'r/hour':>8} {'ideal r/h':>9} {'bound':>7} {'of ideal':>8} {'each':>15} {'cpu ms/r':>8} {'/deck':>5} {'busy':>5} {'/cap':>5}")
     try:
-        with fake_endpoint(Reply("ok"), args.latency) as url, tempfile.TemporaryDirectory() as tmp:
-            pool, _, pool_dir = measure(url, POOL_CONCURRENCY, POOL_DECKS, Path(tmp) / "deck-pool")
+        with fake_endpoint(Reply("ok"), args.latency) as url, tempfile.TemporaryDirectory() as tmp, BusyCPU() as cpu:
+            pool, _, pool_dir = measure(url, POOL_CONCURRENCY, POOL_DECKS, Path(tmp) / "deck-pool", cpu)
             decks = [workspace_for(pool_dir, r.task_id) for r in pool if r.status == "done"]
             model_s = args.latency * calls_per_rollout(pool)
+
+            def capacity() -> Window:
+                return asyncio.run(render_capacity(decks, cpu))
+
             for c in args.concurrency:
-                capacities, windows, rows, started = [asyncio.run(render_capacity(decks))], [], [], time.monotonic()
+                capacities, windows, rows, started = [capacity()], [], [], time.monotonic()
                 for repeat in range(args.repeats):
-                    played, window, _ = measure(url, c, max(6, 2 * c + 2, int(args.rounds * c)), Path(tmp) / f"r{repeat}", ramp_up_s=model_s)
+                    played, window, _ = measure(url, c, max(6, 2 * c + 2, int(args.rounds * c)), Path(tmp) / f"r{repeat}", cpu, ramp_up_s=model_s)
                     rows += played
                     windows.append(window)
-                    capacities.append(asyncio.run(render_capacity(decks)))
+                    capacities.append(capacity())
                 wall = time.monotonic() - started
                 done = [r for r in rows if r.status == "done"]
                 calls = calls_per_rollout(rows)
                 renders = statistics.mean(r.tool_counts.get("inspect_slide", 0) for r in done)
                 model_bound = c * 3600 / (calls * args.latency)
-                each = [k * 3600 / s / ideal(model_bound, (capacities[i] + capacities[i + 1]) / 2, renders)[0] for i, (k, s) in enumerate(windows)]
-                rate = sum(k for k, _ in windows) * 3600 / sum(s for _, s in windows)
-                best, bound = ideal(model_bound, statistics.mean(capacities), renders)
-                spread = f"{statistics.mean(capacities):.1f} ({min(capacities):.0f}-{max(capacities):.0f})"
-                print(f"{c:>11} {len(rows):>8} {calls:>7.1f} {renders:>9.1f} {spread:>15} {wall:>7.1f} {rate:>8.0f} {best:>9.0f} {bound:>7} {rate / best:>8.0%} {'/'.join(f'{e:.0%}' for e in each):>15}")
+                speeds = [w.renders / w.seconds for w in capacities]
+                each = [w.units * 3600 / w.seconds / ideal(model_bound, (speeds[i] + speeds[i + 1]) / 2, renders)[0] for i, w in enumerate(windows)]
+                rate = sum(w.units for w in windows) * 3600 / sum(w.seconds for w in windows)
+                best, bound = ideal(model_bound, statistics.mean(speeds), renders)
+                spread = f"{statistics.mean(speeds):.1f} ({min(speeds):.0f}-{max(speeds):.0f})"
+                print(
+                    f"{c:>11} {len(rows):>8} {calls:>7.1f} {renders:>9.1f} {spread:>15} {wall:>7.1f} {rate:>8.0f} {best:>9.0f} {bound:>7} {rate / best:>8.0%} {'/'.join(f'{e:.0%}' for e in each):>15}"
+                    f" {cpu_ms_per_unit(windows):>8.0f} {cpu_ms_per_unit(capacities):>5.0f} {busy(windows):>5.0%} {busy(capacities):>5.0%}"
+                )
     finally:
         ray.shutdown()
 
