@@ -11,7 +11,7 @@ demo: setup
 	$(PY) -m pipeline.synthesize run.name=demo limit=8
 
 test: setup
-	$(PY) -m pytest -q
+	$(PY) -X faulthandler -m pytest -q  # a native crash, even at exit, prints every thread's stack
 
 setup: system $(DEPS)
 
