@@ -185,9 +185,8 @@ async def render_capacity(decks: Sequence[Path], cpu: BusyCPU, replays: int = 64
                 await replay(root)
             finished.clear()
             await asyncio.gather(*map(replay, [copy(next(cycle)) for _ in range(replays)]))
-            first, last = steady_span(len(finished), in_flight)
-            (start, _), (end, _) = finished[first], finished[last]
-            return Window(last - first, end - start, cpu.between(start, end), sum(n for _, n in finished[first + 1 : last + 1]))
+            times, slides = zip(*finished)
+            return steady_window(times, in_flight, cpu, slides)
 
 
 def steady_span(finishes: int, in_flight: int) -> tuple[int, int]:
@@ -202,12 +201,12 @@ def steady_span(finishes: int, in_flight: int) -> tuple[int, int]:
     return first, last
 
 
-def steady_window(run: Path, concurrency: int, cpu: BusyCPU) -> Window:
-    """Rollouts finished, seconds (and busy CPU) while `concurrency` rollouts were in flight."""
-    finished = sorted(p.stat().st_mtime for p in (run / "units" / "rollouts").glob("*.json"))
-    first, last = steady_span(len(finished), concurrency)
-    start, end = finished[first], finished[last]
-    return Window(last - first, end - start, cpu.between(start, end))
+def steady_window(finishes: Sequence[float], in_flight: int, cpu: BusyCPU, renders: Sequence[int] = ()) -> Window:
+    """The stretch while `in_flight` were in flight, from the finish times (time.time(), in order)
+    of rollouts or decks, and for decks the slides each rendered."""
+    first, last = steady_span(len(finishes), in_flight)
+    start, end = finishes[first], finishes[last]
+    return Window(last - first, end - start, cpu.between(start, end), sum(renders[first + 1 : last + 1]))
 
 
 def calls_per_rollout(rollouts: Sequence[Rollout]) -> float:
@@ -232,7 +231,8 @@ def measure(url: str, concurrency: int, rollouts: int, work: Path, cpu: BusyCPU,
     (ctx.store.root / "tasks").mkdir(exist_ok=True)
     atomic_write_parquet(tasks, ctx.store.root / "tasks" / "train.parquet", Task)
     run_rollouts(ctx)
-    return read_parquet(ctx.store.root / "rollouts.parquet", Rollout), steady_window(ctx.store.root, concurrency, cpu), ctx.store.root
+    finishes = sorted(p.stat().st_mtime for p in (ctx.store.root / "units" / "rollouts").glob("*.json"))
+    return read_parquet(ctx.store.root / "rollouts.parquet", Rollout), steady_window(finishes, concurrency, cpu), ctx.store.root
 
 
 def ideal(model_bound: float, renders_per_s: float, renders_per_rollout: float) -> tuple[float, str]:
