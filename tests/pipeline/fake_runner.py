@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import threading
 import time
 from pathlib import Path
 from typing import Any
@@ -28,7 +29,9 @@ class ScriptedRunner:
     async def rollout(self, task: Task, workspace: Path) -> Rollout:
         assert self.started
         words = task.instruction.split()
-        (workspace / "trace.txt").write_text(f"pid {os.getpid()}\nstarted {time.time()}\n")
+        started = time.time()
+        worker_thread = await asyncio.to_thread(lambda: threading.current_thread().name)  # where a CPU-bound step runs
+        (workspace / "trace.txt").write_text(f"pid {os.getpid()}\nstarted {started}\nthread {worker_thread}\n")
         if "DIE" in words:
             marker = workspace.parents[1] / f"died-{task.task_id}"
             if not marker.exists():

@@ -37,6 +37,14 @@ def test_every_task_once_and_a_rerun_plays_nothing(make_run) -> None:
     assert run_rollouts(make_run(*FAST))["played"] == 0
 
 
+def test_cpu_bound_steps_run_on_the_workers_bounded_threads(make_run) -> None:
+    ctx = make_run(*FAST, "ray.threads_per_worker=2")
+    write_tasks(ctx, ["ok"] * 8)
+    run_rollouts(ctx)
+    traces = [(ctx.store.root / "rollouts" / f"t{i:02d}" / "trace.txt").read_text().splitlines() for i in range(8)]
+    assert {line.split()[1] for trace in traces for line in trace if line.startswith("thread ")} <= {"rollout-cpu_0", "rollout-cpu_1"}
+
+
 def test_failures_are_accounted_and_never_stop_the_run(make_run) -> None:
     ctx = make_run(*FAST)
     write_tasks(ctx, ["ok", "CRASH", "SLOW", "FAIL", "ok", "DIE"])
@@ -71,7 +79,7 @@ def test_early_stop_on_error_rate(make_run) -> None:
 
 def started_at(ctx, task_id: str) -> float:
     trace = (ctx.store.root / "rollouts" / task_id / "trace.txt").read_text()
-    return float(trace.split("started ")[1])
+    return float(trace.split("started ")[1].split()[0])
 
 
 @pytest.mark.parametrize("ramp_up_s, least, most", [(0.0, 0.0, 0.5), (1.2, 0.8, 1.6)])
