@@ -42,7 +42,8 @@ def test_cpu_bound_steps_run_on_the_workers_bounded_threads(make_run) -> None:
     write_tasks(ctx, ["ok"] * 8)
     run_rollouts(ctx)
     traces = [(ctx.store.root / "rollouts" / f"t{i:02d}" / "trace.txt").read_text().splitlines() for i in range(8)]
-    assert {line.split()[1] for trace in traces for line in trace if line.startswith("thread ")} <= {"rollout-cpu_0", "rollout-cpu_1"}
+    threads = {line.split()[1] for trace in traces for line in trace if line.startswith("thread ")}
+    assert threads and threads <= {"rollout-cpu_0", "rollout-cpu_1"}
 
 
 def test_failures_are_accounted_and_never_stop_the_run(make_run) -> None:
