@@ -124,8 +124,7 @@ class BusyCPU:
 
     def between(self, start: float, end: float) -> float:
         """Busy CPU-seconds from `start` to `end` (time.time()), to the nearest samples."""
-        at = [t for t, _ in self.samples]
-        first, last = (min(bisect.bisect_left(at, x), len(at) - 1) for x in (start, end))
+        first, last = (min(bisect.bisect_left(self.samples, x, key=lambda sample: sample[0]), len(self.samples) - 1) for x in (start, end))
         return self.samples[last][1] - self.samples[first][1]
 
 
