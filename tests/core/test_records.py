@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import numpy as np
 import pyarrow.parquet as pq
 import pytest
 
@@ -50,6 +51,13 @@ def test_parquet_round_trip(record, tmp_path: Path) -> None:
 @pytest.mark.parametrize("record", ALL, ids=lambda r: type(r).__name__)
 def test_json_round_trip(record) -> None:
     assert type(record).from_json(record.to_json()) == record
+
+
+def test_json_takes_numpy_scalars_and_non_ascii_text_as_is() -> None:
+    rollout = Rollout(task_id="t-数值", status="done", cost_usd=np.float64(0.125), wall_s=np.float32(2.5), steps={"presenter": np.int64(7)})
+    text = rollout.to_json()
+    assert "t-数值" in text
+    assert Rollout.from_json(text) == Rollout(task_id="t-数值", status="done", cost_usd=0.125, wall_s=2.5, steps={"presenter": 7})
 
 
 def test_schema_is_stable() -> None:
