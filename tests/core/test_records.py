@@ -2,16 +2,19 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
+import typing
 from pathlib import Path
 
 import numpy as np
 import pyarrow.parquet as pq
 import pytest
 
+import core.records
 from core.records import (
-    SCHEMA_VERSION, Constraints, CriticInjection, Message, RecordError, Rollout, Step, Task, ToolCall, Trajectory,
-    Usage, Verdict, read_parquet, write_parquet,
+    SCHEMA_VERSION, Constraints, CriticInjection, Message, Record, RecordError, Rollout, Step, Task, ToolCall, Trajectory,
+    Usage, Verdict, _fields, read_parquet, write_parquet,
 )
 
 TASK = Task(
@@ -58,6 +61,24 @@ def test_json_takes_numpy_scalars_and_non_ascii_text_as_is() -> None:
     text = rollout.to_json()
     assert "t-数值" in text
     assert Rollout.from_json(text) == Rollout(task_id="t-数值", status="done", cost_usd=0.125, wall_s=2.5, steps={"presenter": 7})
+
+
+def _dataclasses_within(tp: object) -> set[type]:
+    """`tp` and every dataclass its fields' types name, at any depth (Optional, tuples, dicts)."""
+    if dataclasses.is_dataclass(tp):
+        hints = typing.get_type_hints(tp)
+        return {tp}.union(*(_dataclasses_within(hints[f.name]) for f in dataclasses.fields(tp)))
+    return set().union(*map(_dataclasses_within, typing.get_args(tp)))
+
+
+def test_json_and_arrow_encode_the_same_fields() -> None:
+    """to_json lets orjson walk a record's dataclass fields; to_dict and the Arrow schema take the init
+    fields only. They agree while no record, nor anything inside one, has a field left out of __init__."""
+    records = [c for c in vars(core.records).values() if isinstance(c, type) and issubclass(c, Record) and c is not Record]
+    inside = set().union(*map(_dataclasses_within, records))
+    assert {Trajectory, Message, ToolCall, Usage, Constraints} <= inside
+    for cls in inside:
+        assert dataclasses.fields(cls) == tuple(_fields(cls)), f"{cls.__name__} has a field outside __init__"
 
 
 def test_schema_is_stable() -> None:
