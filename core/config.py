@@ -110,7 +110,7 @@ class RayConfig:
     num_cpus_per_worker: float = 1.0
     max_worker_restarts: int = 3  # Ray restarts a dead worker; its rollouts are resubmitted
     ramp_up_s: float = 0.0  # spread the first wave of rollouts' starts over this many seconds
-    threads_per_worker: int = 1  # a worker's threads for CPU-bound steps (pixel checks, exports); more only contend for its GIL
+    threads_per_worker: int = 0  # a worker's threads for CPU-bound steps (pixel checks, exports); 0: on its event loop
 
 
 def resolve_role(llm: LLMConfig, roles: dict[str, RoleConfig], role: str) -> LLMConfig:

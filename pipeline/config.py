@@ -123,8 +123,8 @@ def validate(cfg: DictConfig) -> None:
         raise ConfigError(f"filters.gates={list(cfg.filters.gates)}: unknown {unknown}; known: {list(GATES)}")
     if cfg.ray.num_workers < 1 or cfg.ray.rollouts_per_worker < 1:
         raise ConfigError("ray.num_workers and ray.rollouts_per_worker must be >= 1")
-    if cfg.ray.threads_per_worker < 1:
-        raise ConfigError(f"ray.threads_per_worker={cfg.ray.threads_per_worker}: a worker needs at least one thread for its CPU-bound steps")
+    if cfg.ray.threads_per_worker < 0:
+        raise ConfigError(f"ray.threads_per_worker={cfg.ray.threads_per_worker}: must be >= 0 (0 runs CPU-bound steps on the worker's event loop)")
     if not 0 <= cfg.tasks.eval_size < cfg.tasks.count:
         raise ConfigError(f"tasks.eval_size={cfg.tasks.eval_size} must be >= 0 and below tasks.count={cfg.tasks.count}")
     for name, mix in (("slides", cfg.tasks.constraints.slides), ("aspect", cfg.tasks.constraints.aspect)):

@@ -87,7 +87,7 @@ def test_typos_and_wrong_types_fail_before_work(override: str, message: str) -> 
     ("override", "message"),
     [("limit=0", "limit=0"), ("stages=[tasks,nope]", "nope"), ("filters.gates=[taste]", "taste"),
      ("run.name=a/b", "run.dir"), ("sources.persona.share=0.9", "sum to 1"), ("ray.num_workers=0", "ray.num_workers"),
-     ("ray.threads_per_worker=0", "ray.threads_per_worker=0")],
+     ("ray.threads_per_worker=-1", "ray.threads_per_worker=-1")],
 )
 def test_semantic_errors_name_the_key(override: str, message: str) -> None:
     with pytest.raises(ConfigError, match=message.replace("[", r"\[")):

@@ -31,7 +31,8 @@ class ScriptedRunner:
         words = task.instruction.split()
         started = time.time()
         worker_thread = await asyncio.to_thread(lambda: threading.current_thread().name)  # where a CPU-bound step runs
-        (workspace / "trace.txt").write_text(f"pid {os.getpid()}\nstarted {started}\nthread {worker_thread}\n")
+        loop_thread = threading.current_thread().name
+        (workspace / "trace.txt").write_text(f"pid {os.getpid()}\nstarted {started}\nthread {worker_thread}\nloop {loop_thread}\n")
         if "DIE" in words:
             marker = workspace.parents[1] / f"died-{task.task_id}"
             if not marker.exists():

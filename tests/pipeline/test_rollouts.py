@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import asyncio
+import threading
 
 import pytest
 
 from core.records import Rollout, Task, read_parquet
 from core.store import atomic_write_parquet
-from pipeline.rollouts import RunAborted, run_rollouts
+from pipeline.rollouts import RunAborted, _bound_threads, run_rollouts
 
 RUNNER = "rollouts.runner=tests.pipeline.fake_runner:ScriptedRunner"
 FAST = ["ray.num_workers=2", "ray.rollouts_per_worker=4", "ray.num_cpus_per_worker=0.5", RUNNER, "rollouts.max_wall_s=3"]
@@ -37,13 +39,41 @@ def test_every_task_once_and_a_rerun_plays_nothing(make_run) -> None:
     assert run_rollouts(make_run(*FAST))["played"] == 0
 
 
+def step_threads(ctx, count: int) -> list[tuple[str, str]]:
+    """(thread of the rollout's CPU-bound step, thread of its event loop) per rollout, from the fake runner's traces."""
+    traces = [dict(line.split(" ", 1) for line in (ctx.store.root / "rollouts" / f"t{i:02d}" / "trace.txt").read_text().splitlines()) for i in range(count)]
+    return [(trace["thread"], trace["loop"]) for trace in traces]
+
+
 def test_cpu_bound_steps_run_on_the_workers_bounded_threads(make_run) -> None:
     ctx = make_run(*FAST, "ray.threads_per_worker=2")
     write_tasks(ctx, ["ok"] * 8)
     run_rollouts(ctx)
-    traces = [(ctx.store.root / "rollouts" / f"t{i:02d}" / "trace.txt").read_text().splitlines() for i in range(8)]
-    threads = {line.split()[1] for trace in traces for line in trace if line.startswith("thread ")}
+    threads = {step for step, _ in step_threads(ctx, 8)}
     assert threads and threads <= {"rollout-cpu_0", "rollout-cpu_1"}
+
+
+def test_cpu_bound_steps_run_on_the_event_loop_by_default(make_run) -> None:
+    ctx = make_run(*FAST)
+    write_tasks(ctx, ["ok"] * 4)
+    run_rollouts(ctx)
+    pairs = step_threads(ctx, 4)
+    assert all(step == loop for step, loop in pairs), pairs
+
+
+def test_steps_on_the_loop_return_and_raise_as_on_a_thread() -> None:
+    def fail() -> None:
+        raise ValueError("bad slide")
+
+    async def main() -> tuple[str, str]:
+        _bound_threads(0)
+        where = await asyncio.to_thread(lambda: threading.current_thread().name)
+        with pytest.raises(ValueError, match="bad slide"):
+            await asyncio.to_thread(fail)
+        return where, threading.current_thread().name
+
+    where, loop = asyncio.run(main())
+    assert where == loop
 
 
 def test_failures_are_accounted_and_never_stop_the_run(make_run) -> None:
