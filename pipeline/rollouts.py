@@ -17,6 +17,7 @@ import importlib
 import logging
 import os
 import shutil
+import socket
 import time
 from collections import Counter, deque
 from concurrent.futures import Future, ThreadPoolExecutor
@@ -154,11 +155,21 @@ def _bound_threads(threads: int) -> None:
     asyncio.get_running_loop().set_default_executor(executor)
 
 
+# What asyncio itself hands its default executor to wait on the network (`loop.getaddrinfo`, e.g. aiohttp's
+# resolver and the download tool's address check): a slow DNS server would stall every rollout of the worker.
+_BLOCKING_IO = (socket.getaddrinfo, socket.getnameinfo)
+
+
 class _OnTheLoop(ThreadPoolExecutor):
-    """Runs each call at once in the submitting thread; it never starts one (asyncio takes only a
-    ThreadPoolExecutor as its default executor)."""
+    """Runs each call at once in the submitting thread (asyncio takes only a ThreadPoolExecutor as its
+    default executor), except the name lookups of `_BLOCKING_IO`, which get a thread."""
+
+    def __init__(self) -> None:
+        super().__init__(2, thread_name_prefix="rollout-lookup")
 
     def submit(self, fn: Any, /, *args: Any, **kwargs: Any) -> Future:
+        if fn in _BLOCKING_IO:
+            return super().submit(fn, *args, **kwargs)
         future: Future = Future()
         try:
             future.set_result(fn(*args, **kwargs))

@@ -76,6 +76,17 @@ def test_steps_on_the_loop_return_and_raise_as_on_a_thread() -> None:
     assert where == loop
 
 
+def test_name_lookups_still_get_a_thread() -> None:
+    """A slow DNS server must not stall the worker's loop: `loop.getaddrinfo` goes to a thread."""
+
+    async def main() -> list[str]:
+        _bound_threads(0)
+        assert await asyncio.get_running_loop().getaddrinfo("localhost", 80)
+        return [thread.name for thread in threading.enumerate()]
+
+    assert any(name.startswith("rollout-lookup") for name in asyncio.run(main()))
+
+
 def test_failures_are_accounted_and_never_stop_the_run(make_run) -> None:
     ctx = make_run(*FAST)
     write_tasks(ctx, ["ok", "CRASH", "SLOW", "FAIL", "ok", "DIE"])
