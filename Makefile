@@ -4,6 +4,9 @@ PYTHON ?= $(shell command -v python3.11 || command -v python3)
 VENV   := .venv
 PY     := $(VENV)/bin/python
 DEPS   := $(VENV)/.deps-installed
+# llama-cpp-python (the `local` extra) compiles llama.cpp: the native build's AVX-512/AMX paths crash on
+# some x86 CPUs (seen on these machines), so it is built for AVX2.
+LLAMA_CMAKE_ARGS := -DGGML_NATIVE=OFF -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=ON -DGGML_AVX512=OFF -DGGML_AMX_TILE=OFF -DGGML_AMX_INT8=OFF
 
 .PHONY: demo test setup system benchmarks clean
 
@@ -23,13 +26,13 @@ $(PY):
 	@$(PYTHON) -m venv $(VENV)
 
 $(DEPS): pyproject.toml | $(PY)
-	@echo "installing Python packages into $(VENV) (log: $(VENV)/pip.log)"
+	@echo "installing Python packages into $(VENV) (the first time ~10 min: llama.cpp compiles; log: $(VENV)/pip.log)"
 	@$(PY) -m pip install -q -U pip > $(VENV)/pip.log 2>&1 || (cat $(VENV)/pip.log; exit 1)
-	@$(PY) -m pip install -q -e ".[dev,eval,train]" >> $(VENV)/pip.log 2>&1 || (tail -50 $(VENV)/pip.log; exit 1)
+	@CMAKE_ARGS="$(LLAMA_CMAKE_ARGS)" $(PY) -m pip install -q -e ".[dev,eval,train,local]" >> $(VENV)/pip.log 2>&1 || (tail -50 $(VENV)/pip.log; exit 1)
 	@touch $@
 
 benchmarks: setup
-	for b in client_overhead tool_overhead render search filter_throughput packing rollout_throughput report; do \
+	for b in client_overhead tool_overhead render search filter_throughput packing rollout_throughput report local_model; do \
 	  $(PY) -m benchmarks.$$b || exit 1; done
 
 clean:

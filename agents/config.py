@@ -5,7 +5,18 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Optional
 
-from core.config import LLMConfig, RoleConfig
+from core.config import LLMConfig, RoleConfig, role_slots
+
+
+@dataclass
+class GuardConfig:
+    """When the loop gives up on a degenerate model (agents/guards.py); counts are turns, 0 turns a guard off."""
+
+    no_tool_call_turns: int = 3  # in a row without a tool call -> agent/no_tool_calls
+    repeated_call_turns: int = 3  # the same call(s) in a row, or a cycle of identical turns, N times -> agent/loop
+    cut_turns: int = 3  # in a row cut at llm.max_tokens or llm.turn_timeout_s -> agent/rambling
+    stall_turns: int = 8  # without a file written or changed, after the agent's first write -> agent/stalled
+    first_write_turns: int = 16  # without writing any file from the start (research comes first) -> agent/stalled
 
 
 @dataclass
@@ -17,6 +28,7 @@ class AgentConfig:
     context_window: int = 50_000
     warn_fractions: list[float] = field(default_factory=lambda: [0.5, 0.8])
     save_interval_s: float = 2.0  # a running trajectory is checkpointed at most this often; the final one always
+    guards: GuardConfig = field(default_factory=GuardConfig)
 
 
 @dataclass
@@ -104,7 +116,7 @@ class GenerateConfig:
     """`python -m agents.run`: one deck for a person, no critic (configs/generate.yaml)."""
 
     llm: LLMConfig = field(default_factory=LLMConfig)
-    roles: dict[str, RoleConfig] = field(default_factory=dict)
+    roles: dict[str, RoleConfig] = field(default_factory=role_slots("agent"))
     agents: str = "dual"  # dual | single
     reflection: str = "grounded"  # grounded | none
     agent: AgentConfig = field(default_factory=AgentConfig)

@@ -29,7 +29,9 @@ from agents.research.runtime import RESOURCE_KEY as RESEARCH
 from agents.sandbox import Workspace
 from agents.tools import ToolContext
 from agents.toolbox import toolset_for
-from agents.tools.inspection_tools import ASPECT, CONSTRAINTS, INSPECT_TOOLS, RENDERER
+from agents.tools.inspection_tools import ASPECT, CONSTRAINTS, INSPECT_TOOLS, RENDERER, VISION
+from core.config import resolve_role
+from core.models import is_scripted
 from core.prompts import render
 from core.protocols import Model
 from core.records import Task, Trajectory
@@ -60,16 +62,18 @@ class GenerationEnv:
     agents: str = "dual"  # dual | single
     reflection: str = "grounded"  # grounded | none
     policy: str = "model"  # model | scripted
+    vision: bool = True  # False: the agents' model reads no images (inspect_slide describes the layout in text)
 
 
 def environment(
     cfg: Any, renderer: Renderer, research: Any, model_for: Callable[[str, Brief], Model], hooks_for: Callable[[str], Sequence[StepHook]]
 ) -> GenerationEnv:
     """The environment a config describes (a GenerateConfig, SynthesizeConfig, ...: llm, agent, tools, agents, reflection)."""
+    agent = resolve_role(cfg.llm, cfg.roles, "agent")
     return GenerationEnv(
         agent=cfg.agent, sandbox=cfg.tools.sandbox, renderer=renderer, model_for=model_for,
         resources={RESEARCH: research}, removed_tools=frozenset(research.unavailable_tools()), hooks_for=hooks_for,
-        agents=cfg.agents, reflection=cfg.reflection, policy="scripted" if cfg.llm.backend == "scripted" else "model",
+        agents=cfg.agents, reflection=cfg.reflection, policy="scripted" if is_scripted(agent) else "model", vision=agent.vision,
     )  # fmt: skip
 
 
@@ -168,7 +172,7 @@ async def generate_deck(task: Task, workspace: Path, env: GenerationEnv) -> Deck
         brief_for(task, workspace, copy_attachments(task, workspace)), can_inspect=can_inspect, calls_per_turn=env.agent.max_tool_calls_per_turn
     )
     removed = set(env.removed_tools) | (set() if can_inspect else set(INSPECT_TOOLS))
-    resources = {RENDERER: env.renderer, CONSTRAINTS: task.constraints, ASPECT: brief.aspect, **env.resources}
+    resources = {RENDERER: env.renderer, CONSTRAINTS: task.constraints, ASPECT: brief.aspect, VISION: env.vision, **env.resources}
     roles = ["researcher", "presenter"] if env.agents == "dual" else ["single"]
     trajectories: list[Trajectory] = []
     artifacts: dict[str, str] = {}

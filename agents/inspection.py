@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable, Mapping
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 from urllib.parse import unquote, urlparse
@@ -60,6 +60,7 @@ class SlideInspection:
     defects: tuple[Defect, ...]
     seconds: float
     blocked_requests: int
+    layout: Mapping[str, Any] = field(default_factory=dict)  # measure.js's result
 
     def report(self) -> str:
         """The short text observation given to the model: one line per defect."""
@@ -105,6 +106,7 @@ async def inspect_slide(
         defects=result.defects,
         seconds=result.seconds,
         blocked_requests=result.blocked_requests,
+        layout=result.layout,
     )
 
 

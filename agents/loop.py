@@ -10,13 +10,13 @@ from typing import Callable, Sequence
 
 from agents.budget import ContextBudget
 from agents.config import AgentConfig
+from agents.guards import GuardTripped, Guards
 from agents.hooks import Injection, StepHook, StepState
 from agents.tools.registry import Observation, ToolContext, Toolset
 from core.llm_types import ModelError
 from core.protocols import Model
 from core.records import CriticInjection, Message, Step, ToolCall, Trajectory
 
-NUDGE = "You did not call a tool. Call a tool to continue; call finalize when the work is done."
 
 class AgentEnded(Exception):
     """How a run ended; raised inside the loop only."""
@@ -41,6 +41,10 @@ class ContextOverflow(AgentEnded): ...
 class ModelFailed(AgentEnded): ...
 
 
+class Degenerate(AgentEnded):
+    """A guard (agents/guards.py) saw the model going nowhere."""
+
+
 class Agent:
     """One agent on one task: `await Agent(...).run(system, user)` returns its trajectory."""
 
@@ -52,7 +56,8 @@ class Agent:
         self.messages: list[Message] = []
         self.steps: list[Step] = []
         self.injections: list[CriticInjection] = []
-        self.budget = ContextBudget(config.context_window, config.warn_fractions)
+        self.budget = ContextBudget(min(config.context_window, model.context_window or config.context_window), config.warn_fractions)
+        self.guards = Guards(config.guards, ctx.workspace.root, list(toolset.tools))
         self.started = time.monotonic()
         self.saved_at = -float("inf")
 
@@ -80,20 +85,26 @@ class Agent:
         try:
             reply = await self.model.chat(self.messages, self.schemas, image_root=self.ctx.workspace.root)
         except ModelError as exc:
-            overflow = exc.kind == "context_length"
-            failure = "environment/context_overflow" if overflow else f"environment/model_error:{exc.kind}"
-            self.steps.append(Step(index, started, time.perf_counter() - t0, 0.0, error=failure))
-            raise (ContextOverflow if overflow else ModelFailed)(failure) from exc
+            self._model_failed(Step(index, started, time.perf_counter() - t0, 0.0, error=f"model_error:{exc.kind}"), exc)
+            return
         t1 = time.perf_counter()
         calls = reply.tool_calls
         self.messages.append(Message("assistant", reply.content, reasoning=reply.reasoning, tool_calls=calls))
         self.budget.update(reply.usage, len(self.messages))
         observations = await self._execute(calls)
-        self._observe(calls, observations, self.budget.warning())
+        cut = f"at llm.max_tokens, {reply.usage.completion_tokens} tokens" if reply.finish_reason == "length" else None
+        tripped: GuardTripped | None = None
+        try:
+            note = self.guards.observe(calls, observations, cut)
+        except GuardTripped as exc:
+            tripped, note = exc, ""
+        self._observe(calls, observations, self.budget.warning(), note)
         self.steps.append(Step(index, started, t1 - t0, time.perf_counter() - t1, reply.usage, tuple(c.name for c in calls)))
         for call, observation in zip(calls, observations):
             if call.name == "finalize" and not observation.is_error:
                 raise Finalized(outcome=json.loads(call.arguments)["outcome"])
+        if tripped:
+            raise Degenerate(tripped.failure) from tripped
         for hook in self.hooks:
             self._inject(index, await hook.after_step(StepState(index, calls, observations, self.ctx)))
         if self.save and time.monotonic() - self.saved_at >= self.config.save_interval_s:
@@ -114,7 +125,21 @@ class Agent:
         if sum(s.usage.total for s in self.steps) >= cfg.max_total_tokens:
             raise LimitReached("environment/token_limit")
         if self.budget.used(self.messages) > self.budget.window:
-            raise ContextOverflow("environment/context_overflow")
+            raise ContextOverflow("agent/context_overflow")
+
+    def _model_failed(self, step: Step, exc: ModelError) -> None:
+        """A turn without a reply: a cut (turn timeout) the rambling guard counts; else the agent ends."""
+        self.steps.append(step)
+        if exc.kind == "turn_timeout":
+            try:
+                note = self.guards.cut("no reply within the turn time limit")
+            except GuardTripped as tripped:
+                raise Degenerate(tripped.failure) from exc
+            self.messages.append(Message("user", note, kind="warning"))
+            return
+        if exc.kind == "context_length":  # the model filled the window the server gives it
+            raise ContextOverflow("agent/context_overflow") from exc
+        raise ModelFailed(f"environment/model_error:{exc.kind}") from exc
 
     async def _execute(self, calls: tuple[ToolCall, ...]) -> tuple[Observation, ...]:
         limit = self.config.max_tool_calls_per_turn
@@ -122,12 +147,13 @@ class Agent:
         skipped = Observation(f"Not run: at most {limit} tool calls run per turn; repeat it in your next turn.", is_error=True)
         return (*run, *[skipped] * (len(calls) - limit))
 
-    def _observe(self, calls: tuple[ToolCall, ...], observations: tuple[Observation, ...], warning: str) -> None:
-        if not calls:
-            self.messages.append(Message("user", NUDGE + warning, kind="prompt"))
+    def _observe(self, calls: tuple[ToolCall, ...], observations: tuple[Observation, ...], warning: str, note: str) -> None:
+        """The tool results (the context warning after the last), then a guard's note, if any."""
         for i, (call, obs) in enumerate(zip(calls, observations)):
             text = ("Error: " if obs.is_error else "") + obs.text + (warning if i == len(calls) - 1 else "")
             self.messages.append(Message("tool", text, obs.images, tool_call_id=call.id, name=call.name, kind="tool"))
+        if note or (warning and not calls):
+            self.messages.append(Message("user", note + (warning if not calls else ""), kind="warning"))
 
     def _inject(self, step: int, injections: list[Injection]) -> None:
         for injection in injections:

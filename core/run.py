@@ -24,10 +24,13 @@ class RunContext:
     plain: dict[str, Any]  # the same, as resolved plain containers
     store: RunStore
     tracker: Tracker
+    job_type: str = "run"
     meter: UsageMeter = field(default_factory=UsageMeter)
     started: float = field(default_factory=time.time)
 
     def close(self) -> None:
+        """Write this invocation's model usage to logs/usage_<job>_<time>.json, and to the tracker."""
+        self.meter.write(self.store.path("logs", f"usage_{self.job_type}_{time.strftime('%Y%m%d-%H%M%S', time.localtime(self.started))}.json"))
         self.tracker.summary({f"usage/{role}/{k}": v for role, d in self.meter.snapshot().items() for k, v in d.items() if k != "failures"})
         self.tracker.finish()
 
@@ -43,4 +46,4 @@ def open_run(cfg: DictConfig, job_type: str) -> RunContext:
         log.info("removed %d temp file(s) left by an interrupted earlier run", removed)
     tracker = Tracker(cfg.tracking, root, cfg.run.name, plain, job_type) if "tracking" in cfg else None
     log.info("run %s at %s (config %s)", cfg.run.name, root, store.config_hash)
-    return RunContext(OmegaConf.to_object(cfg), plain, store, tracker)
+    return RunContext(OmegaConf.to_object(cfg), plain, store, tracker, job_type)

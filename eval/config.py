@@ -12,6 +12,7 @@ from omegaconf import DictConfig, OmegaConf
 from agents.config import AgentConfig, RenderConfig, ToolsConfig
 from agents.research.runtime import validate_tools_config
 from core.config import (
+    Backend,
     ConfigError,
     LLMConfig,
     RayConfig,
@@ -19,15 +20,13 @@ from core.config import (
     RunConfig,
     TrackingConfig,
     resolve_role,
+    role_slots,
     validate_common,
 )
 from pipeline.config import RolloutsConfig
 
-BACKENDS = ("openai", "scripted")
-
-
 def _scripted_judge() -> LLMConfig:
-    return LLMConfig(backend="scripted", base_url="none://scripted", model="scripted-judge", temperature=0.0)
+    return LLMConfig(backend=Backend.scripted, base_url="none://scripted", model="scripted-judge", temperature=0.0)
 
 
 @dataclass
@@ -74,7 +73,7 @@ class EvalConfig:
     limit: Optional[int] = None
     tasks: str = "runs/demo"  # a tasks parquet, or a synthesis run directory (its tasks/eval.parquet)
     llm: LLMConfig = field(default_factory=LLMConfig)  # the system under test
-    roles: dict[str, RoleConfig] = field(default_factory=dict)  # agent and research-tool roles
+    roles: dict[str, RoleConfig] = field(default_factory=role_slots("agent"))  # the agents (+ research-tool roles)
     agent: AgentConfig = field(default_factory=AgentConfig)
     tools: ToolsConfig = field(default_factory=ToolsConfig)
     render: RenderConfig = field(default_factory=RenderConfig)
@@ -100,8 +99,6 @@ def tasks_file(tasks: str) -> Path:
 
 
 def validate_judge(judge: DictConfig | JudgeConfig) -> None:
-    if judge.endpoint.backend not in BACKENDS or judge.describer.backend not in (None, *BACKENDS):
-        raise ConfigError(f"judge.endpoint.backend and judge.describer.backend: expected one of {BACKENDS}")
     if judge.max_concurrency < 1 or judge.json_retries < 0:
         raise ConfigError("judge.max_concurrency must be >= 1 and judge.json_retries >= 0")
 

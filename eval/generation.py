@@ -14,6 +14,7 @@ import logging
 from typing import Any
 
 from core.config import LLMConfig, resolve_role
+from core.models import is_scripted
 from core.records import Rollout, Task, read_parquet
 from core.run import RunContext
 from core.store import atomic_write_parquet
@@ -23,7 +24,7 @@ from eval.judge import check_prompts
 from eval.judging import check_endpoints, judge_endpoints
 from pipeline.rollouts import STAGE as ROLLOUTS
 from pipeline.rollouts import Feed, roll_out
-from pipeline.stages import stage
+from pipeline.stages import require_input, stage
 
 log = logging.getLogger(__name__)
 
@@ -39,13 +40,14 @@ def load_tasks(cfg: EvalConfig) -> list[Task]:
 def endpoints(cfg: EvalConfig) -> dict[str, LLMConfig]:
     """The model endpoints a run calls, by role (scripted ones left out)."""
     agent = resolve_role(cfg.llm, cfg.roles, "agent")
-    return ({"agent": agent} if agent.backend != "scripted" else {}) | judge_endpoints(cfg.judge)
+    return ({} if is_scripted(agent) else {"agent": agent}) | judge_endpoints(cfg.judge)
 
 
 @stage(STAGE)
 def generate(ctx: RunContext) -> dict[str, Any]:
     cfg: EvalConfig = ctx.cfg
     tasks = load_tasks(cfg)
+    require_input(ctx, STAGE, len(tasks), "tasks", f"{tasks_file(cfg.tasks)} holds none")
     atomic_write_parquet(tasks, ctx.store.path(*TASKS), Task)
     check_prompts()
     asyncio.run(check_endpoints(endpoints(cfg)))

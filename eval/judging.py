@@ -7,6 +7,7 @@ from pathlib import Path
 
 from core.config import LLMConfig
 from core.llm import ModelClient, UsageMeter
+from core.models import client_for, is_scripted
 from eval.config import JudgeConfig, describer_config
 from eval.judge import (
     Describer,
@@ -28,34 +29,30 @@ def cache_root(cfg: JudgeConfig, run_dir: Path) -> Path:
 def judge_endpoints(cfg: JudgeConfig) -> dict[str, LLMConfig]:
     """The model endpoints of the describer and the judge, by role (scripted ones left out)."""
     found = {"describer": describer_config(cfg), "judge": cfg.endpoint}
-    return {role: c for role, c in found.items() if c.backend != "scripted"}
+    return {role: c for role, c in found.items() if not is_scripted(c)}
 
 
 async def check_endpoints(found: dict[str, LLMConfig]) -> None:
     """Each endpoint lists its models (raises core.llm_types.ModelError naming the role and URL)."""
     for role, llm in found.items():
-        client = ModelClient(llm, role)
+        client = client_for(llm, role)
         try:
             await client.list_models()
         finally:
             await client.aclose()
 
 
-def _client(llm: LLMConfig, role: str, meter: UsageMeter, stack: AsyncExitStack) -> ModelClient:
-    client = ModelClient(llm, role, meter)
-    stack.push_async_callback(client.aclose)
+def _client(llm: LLMConfig, role: str, meter: UsageMeter, stack: AsyncExitStack) -> ModelClient | None:
+    client = client_for(llm, role, meter)
+    if client is not None:
+        stack.push_async_callback(client.aclose)
     return client
 
 
 def build_judging(cfg: JudgeConfig, meter: UsageMeter, cache: Path, stack: AsyncExitStack) -> SlideJudging:
     """The describer and judge of `cfg` (model clients are closed by `stack`), with their cache."""
     described = describer_config(cfg)
-    describer: Describer = (
-        ScriptedDescriber() if described.backend == "scripted"
-        else ModelDescriber(_client(described, "describer", meter, stack), described, cfg.json_retries)
-    )  # fmt: skip
-    judge: Judge = (
-        ScriptedJudge() if cfg.endpoint.backend == "scripted"
-        else ModelJudge(_client(cfg.endpoint, "judge", meter, stack), cfg.endpoint, cfg.json_retries)
-    )  # fmt: skip
+    describe_with, judge_with = _client(described, "describer", meter, stack), _client(cfg.endpoint, "judge", meter, stack)
+    describer: Describer = ScriptedDescriber() if describe_with is None else ModelDescriber(describe_with, described, cfg.json_retries)
+    judge: Judge = ScriptedJudge() if judge_with is None else ModelJudge(judge_with, cfg.endpoint, cfg.json_retries)
     return SlideJudging(describer, judge, JudgeCache(cache), cfg.max_concurrency)

@@ -20,6 +20,7 @@ from typing import Any
 
 from core.config import resolve_role
 from core.llm import UsageMeter
+from core.models import is_scripted
 from core.records import Rollout, Task, read_parquet
 from core.run import RunContext
 from core.store import atomic_write_text
@@ -116,10 +117,10 @@ def summarize(cfg: EvalConfig, root: Path, decks: list[ScoredDeck], diversity: t
         vendi=diversity[1],
         cost_per_deck=metrics.cost_per_deck,
         tokens_per_deck=metrics.tokens_per_deck,
-        policy="scripted" if agent.backend == "scripted" else "model",
+        policy="scripted" if is_scripted(agent) else "model",
         describer=describer_config(cfg.judge).model,
         judge=cfg.judge.endpoint.model,
-        judge_scripted=cfg.judge.endpoint.backend == "scripted",
+        judge_scripted=is_scripted(cfg.judge.endpoint),
         judge_cost_usd=sum(judge_usage.get(role, {}).get("cost_usd", 0.0) for role in ROLES),
         encoder=cfg.diversity.encoder,
         domains={d: m.to_dict() for d, m in by_domain(scores).items()},

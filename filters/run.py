@@ -29,11 +29,13 @@ import yaml
 from omegaconf import OmegaConf
 from omegaconf.errors import OmegaConfBaseException
 
-from core.config import ConfigError, LLMConfig, RoleConfig, resolve_role
+from core.config import ConfigError, LLMConfig, RoleConfig
 from core.json_reply import JSONReplyError
-from core.llm import ModelClient, UsageMeter
+from core.llm import UsageMeter
 from core.llm_types import ModelError
+from core.local_server import LocalServerError, serving
 from core.logs import setup_logging
+from core.models import role_client
 from core.records import Rollout, Task, Verdict, read_parquet
 from core.store import RunStore
 from filters import consistency, constraints, quality  # noqa: F401 - importing a gate module registers its gate
@@ -110,9 +112,8 @@ async def build_gates(names: Sequence[str], cfg: FilterRunConfig, meter: UsageMe
         spec = REGISTRY[name]
         model = None
         if spec.role is not None:
-            role_cfg = resolve_role(cfg.llm, cfg.roles, spec.role)
-            if role_cfg.backend != "scripted":
-                model = ModelClient(role_cfg, spec.role, meter)
+            model = role_client(cfg.llm, cfg.roles, spec.role, meter)
+            if model is not None:
                 stack.push_async_callback(model.aclose)
                 await model.list_models()  # a reachable endpoint before any judging
         gates[name] = spec.build(cfg.filters, model)
@@ -197,8 +198,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         cfg = load_config(root, args.overrides)
         setup_logging(root / "logs" / "filters.log")
-        figures = asyncio.run(judge_rollouts(RunStore(root), cfg, UsageMeter()))
-    except (ConfigError, RunIncomplete, ModelError) as exc:
+        with serving(cfg, root / "logs"):
+            figures = asyncio.run(judge_rollouts(RunStore(root), cfg, UsageMeter()))
+    except (ConfigError, RunIncomplete, ModelError, LocalServerError) as exc:
         print(f"{parser.prog}: error: {exc}", file=sys.stderr)
         return 2
     print(root.joinpath("filters", "failures.md").read_text(encoding="utf-8"))

@@ -11,12 +11,14 @@ from omegaconf import DictConfig, OmegaConf
 from agents.config import AgentConfig, RenderConfig, ToolsConfig
 from agents.research.runtime import validate_tools_config
 from core.config import (
+    Backend,
     ConfigError,
     LLMConfig,
     RayConfig,
     RoleConfig,
     RunConfig,
     TrackingConfig,
+    role_slots,
     validate_common,
 )
 from critic.config import CriticConfig
@@ -90,7 +92,7 @@ class SynthesizeConfig:
     limit: Optional[int] = None  # process at most N tasks: a quick preview
     stages: list[str] = field(default_factory=lambda: list(STAGES))
     llm: LLMConfig = field(default_factory=LLMConfig)
-    roles: dict[str, RoleConfig] = field(default_factory=dict)  # agent, critic, judge, task_writer, ...
+    roles: dict[str, RoleConfig] = field(default_factory=role_slots("agent", "critic", "task_writer", "judge", "quality_judge"))
     agents: str = "dual"  # dual (Researcher + Presenter) | single (one agent, the union of tools)
     reflection: str = "grounded"  # grounded (inspect tools offered) | none
     agent: AgentConfig = field(default_factory=AgentConfig)
@@ -123,6 +125,8 @@ def validate(cfg: DictConfig) -> None:
         raise ConfigError(f"filters.gates={list(cfg.filters.gates)}: unknown {unknown}; known: {list(GATES)}")
     if cfg.ray.num_workers < 1 or cfg.ray.rollouts_per_worker < 1:
         raise ConfigError("ray.num_workers and ray.rollouts_per_worker must be >= 1")
+    if cfg.ray.address and Backend.local in {cfg.llm.backend, *(r.backend for r in cfg.roles.values())}:
+        raise ConfigError(f"llm=local serves on this machine's loopback, which the nodes of ray.address={cfg.ray.address} cannot reach: serve the model with vLLM (llm=vllm)")
     if cfg.ray.threads_per_worker < 0:
         raise ConfigError(f"ray.threads_per_worker={cfg.ray.threads_per_worker}: must be >= 0 (0 runs CPU-bound steps on the worker's event loop)")
     if not 0 <= cfg.tasks.eval_size < cfg.tasks.count:

@@ -36,7 +36,7 @@ from core.records import Rollout, Task, read_parquet
 from core.run import RunContext
 from core.store import RunStore, UnitExists
 from pipeline.rollout_stats import publish, summarize
-from pipeline.stages import stage
+from pipeline.stages import require_input, stage
 
 log = logging.getLogger(__name__)
 
@@ -377,6 +377,8 @@ def tasks_to_roll(ctx: RunContext) -> list[Task]:
 @stage(STAGE)
 def run_rollouts(ctx: RunContext) -> dict[str, Any]:
     tasks = tasks_to_roll(ctx)
+    why = f"the tasks stage kept none for split {ctx.cfg.rollouts.split}; reasons in {ctx.store.path('tasks', 'stats.md')}"
+    require_input(ctx, STAGE, len(tasks), "tasks", why)
     done = ctx.store.done(STAGE)
     todo = [t for t in tasks if t.task_id not in done]
     log.info("rollouts: %d tasks, %d already finished, %d to play", len(tasks), len(tasks) - len(todo), len(todo))

@@ -15,8 +15,8 @@ from agents.hooks import StepHook
 from agents.policies.scripted import Brief, ScriptedPolicy
 from agents.renderer import Renderer
 from agents.research.runtime import Research, build_research
-from core.config import resolve_role
 from core.llm import ModelClient, UsageMeter, close_models
+from core.models import role_client
 from core.protocols import Model
 from core.records import Rollout, Task, Trajectory
 from critic.critic import CriticHook, RulesCritic, make_critic_hook
@@ -31,7 +31,6 @@ class DeckRunner:
         self.cfg = cfg
         self.meter = meter
         self.run_dir = run_dir
-        self.scripted = cfg.llm.backend == "scripted"
         self.renderer = Renderer(cfg.render)
         self.research: Research | None = None
         self.agent_model: ModelClient | None = None
@@ -40,10 +39,11 @@ class DeckRunner:
     async def start(self) -> None:
         await self.renderer.__aenter__()
         self.research = build_research(self.cfg.tools, self.run_dir, self.cfg.llm, self.cfg.roles, self.meter)
-        if not self.scripted:
-            self.agent_model = ModelClient(resolve_role(self.cfg.llm, self.cfg.roles, "agent"), "agent", self.meter)
-            if CriticMode(self.cfg.critic.mode) is CriticMode.extrinsic:
-                self.critic_model = ModelClient(resolve_role(self.cfg.llm, self.cfg.roles, "critic"), "critic", self.meter)
+        self.agent_model = role_client(self.cfg.llm, self.cfg.roles, "agent", self.meter)
+        if self.agent_model is not None:
+            await self.agent_model.list_models()  # reachable, and its context window where the server states it
+        if CriticMode(self.cfg.critic.mode) is CriticMode.extrinsic:
+            self.critic_model = role_client(self.cfg.llm, self.cfg.roles, "critic", self.meter)
 
     async def close(self) -> None:
         await self.renderer.__aexit__(None, None, None)
@@ -51,14 +51,14 @@ class DeckRunner:
 
     def _critic(self, language: str, meter: UsageMeter) -> CriticHook | None:
         mode, severity = CriticMode(self.cfg.critic.mode), self.cfg.critic.min_severity
-        if mode is CriticMode.extrinsic and self.scripted:  # offline: the critic reads the measurements
+        if mode is CriticMode.extrinsic and self.critic_model is None:  # a scripted critic reads the measurements
             return CriticHook(RulesCritic(SCRIPTED_CRITIC), severity, language)
         model = self.critic_model.with_meter(meter) if self.critic_model else None
         return make_critic_hook(mode, model, severity, language)
 
     def model(self, role: str, brief: Brief, meter: UsageMeter) -> Model:
         """The model playing `role` in one rollout, counting into that rollout's meter."""
-        return ScriptedPolicy(role, brief) if self.scripted else self.agent_model.with_meter(meter)
+        return ScriptedPolicy(role, brief) if self.agent_model is None else self.agent_model.with_meter(meter)
 
     async def rollout(self, task: Task, workspace: Path) -> Rollout:
         meter = UsageMeter()

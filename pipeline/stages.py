@@ -9,6 +9,7 @@ from typing import Any, Callable, Sequence
 from omegaconf import DictConfig
 
 from core.config import ConfigError
+from core.local_server import LocalServerError, serving
 from core.run import RunContext, open_run
 from core.store import ConfigMismatch
 
@@ -16,6 +17,22 @@ StageFn = Callable[[RunContext], dict[str, Any]]
 REGISTRY: dict[str, StageFn] = {}
 
 log = logging.getLogger(__name__)
+
+
+class EmptyStage(RuntimeError):
+    """A stage received nothing to work on: everything upstream was dropped or failed."""
+
+
+def require_input(ctx: RunContext, stage_name: str, received: int, what: str, why: str) -> None:
+    """Stop the run when `stage_name` receives no `what` (`why`: the upstream counts and where the reasons are),
+    unless `run.allow_empty=true`, which logs it and goes on."""
+    if received:
+        return
+    message = f"stage {stage_name} received 0 {what}: {why}"
+    if ctx.cfg.run.allow_empty:
+        log.warning("%s (run.allow_empty=true: going on)", message)
+        return
+    raise EmptyStage(f"{message} (run.allow_empty=true goes on regardless)")
 
 
 def stage(name: str) -> Callable[[StageFn], StageFn]:
@@ -35,9 +52,14 @@ def run_stages(cfg: DictConfig, names: Sequence[str], job_type: str, validate: C
         print(f"error: {exc}", file=sys.stderr)
         sys.exit(2)
     try:
-        for name in names:
-            figures = REGISTRY[name](ctx)
-            ctx.tracker.log({f"{name}/{k}": v for k, v in figures.items() if isinstance(v, (int, float))})
-            log.info("stage %s: %s", name, figures)
+        with serving(ctx.cfg, ctx.store.path("logs")):  # llm=local: the model servers live as long as the stages
+            for name in names:
+                figures = REGISTRY[name](ctx)
+                ctx.tracker.log({f"{name}/{k}": v for k, v in figures.items() if isinstance(v, (int, float))})
+                log.info("stage %s: %s", name, figures)
+    except (ConfigError, LocalServerError, EmptyStage) as exc:
+        log.error("%s", exc)
+        print(f"error: {exc}", file=sys.stderr)
+        sys.exit(1 if isinstance(exc, EmptyStage) else 2)
     finally:
         ctx.close()

@@ -23,8 +23,8 @@ import hydra
 from omegaconf import DictConfig
 from rich.progress import Progress
 
-from core.config import resolve_role
-from core.llm import ModelClient, close_models
+from core.llm import close_models
+from core.models import role_client
 from core.logs import console
 from core.records import Record, StageDone, Task, Verdict
 from core.run import RunContext
@@ -33,7 +33,7 @@ from pipeline.augment import constraint_text, draw_constraints, slide_bucket
 from pipeline.cleaning import contamination_groups, drop_near_duplicates, language_mismatch, stratified_group_split
 from pipeline.config import SynthesizeConfig, validate
 from pipeline.sources import DOCUMENT_SOURCES, LoadReport, SourceDoc, load_source
-from pipeline.stages import run_stages, stage
+from pipeline.stages import require_input, run_stages, stage
 from pipeline.task_writer import LLMTaskWriter, ScriptedTaskWriter, TaskDraft, TaskWriter, WriteJob
 
 log = logging.getLogger(__name__)
@@ -80,10 +80,10 @@ def _job(cfg: SynthesizeConfig, source: str, k: int, doc: SourceDoc) -> WriteJob
 
 def make_writer(ctx: RunContext) -> TaskWriter:
     cfg: SynthesizeConfig = ctx.cfg
-    if cfg.llm.backend == "scripted":
+    model = role_client(cfg.llm, cfg.roles, "task_writer", ctx.meter)
+    if model is None:
         return ScriptedTaskWriter(cfg.tasks.min_chars, cfg.tasks.max_chars)
-    role = resolve_role(cfg.llm, cfg.roles, "task_writer")
-    return LLMTaskWriter(ModelClient(role, "task_writer", ctx.meter), cfg.tasks.json_retries)
+    return LLMTaskWriter(model, cfg.tasks.json_retries)
 
 
 async def _units(
@@ -120,6 +120,8 @@ async def _build_tasks(ctx: RunContext, writer: TaskWriter) -> dict[str, Any]:
     total = min(cfg.tasks.count, cfg.limit or cfg.tasks.count)
     report = LoadReport()
     jobs = {j.draft_id: j for j in plan_jobs(cfg, total, report)}
+    skipped = ", ".join(f"{k} {v}" for k, v in report.skipped.items()) or "none skipped"
+    require_input(ctx, "tasks", len(jobs), "source documents", f"no enabled source yielded one (sources.*; {skipped})")
     if isinstance(writer, LLMTaskWriter):
         await writer.model.list_models()  # a reachable endpoint before any spending
     drafts = await _units(ctx, "task_drafts", list(jobs), lambda i: writer.write(jobs[i]), TaskDraft, "writing tasks")

@@ -65,6 +65,7 @@ class ScriptedPolicy:
     """Implements the Model protocol with a scripted plan per role."""
 
     name = NAME
+    context_window = None
 
     def __init__(self, role: str, brief: Brief):
         plans = {"researcher": researcher, "presenter": presenter, "single": single}

@@ -24,8 +24,9 @@ from agents.research.http import Service
 from agents.research.imagelib import ImageLibrary, build_library
 from agents.research.index import SCHEMA_VERSION, CorpusIndex, build_index
 from agents.tools.registry import ToolContext, ToolError
-from core.config import PROJECT_ROOT, ConfigError, LLMConfig, RoleConfig, resolve_role
-from core.llm import ModelClient, UsageMeter
+from core.config import PROJECT_ROOT, ConfigError, LLMConfig, RoleConfig
+from core.llm import UsageMeter
+from core.models import role_client
 from core.protocols import Model
 
 RESOURCE_KEY = "research"
@@ -116,8 +117,7 @@ def _model(llm: Optional[LLMConfig], roles: Mapping[str, RoleConfig], role: str,
     """A client for `role` when the config names it and it resolves to a real endpoint."""
     if llm is None or role not in roles:
         return None
-    cfg = resolve_role(llm, dict(roles), role)
-    return ModelClient(cfg, role, meter) if cfg.backend == "openai" else None
+    return role_client(llm, roles, role, meter)
 
 
 def build_research(

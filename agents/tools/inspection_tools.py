@@ -15,6 +15,7 @@ from typing import Annotated, Literal
 from pydantic import Field
 
 from agents.inspection import inspect_slide as measure_slide
+from agents.layout_summary import layout_summary
 from agents.manuscript import inspect_manuscript as diagnose_manuscript
 from agents.renderer import RenderError
 from agents.tools.registry import Observation, ToolContext, ToolError, tool
@@ -24,6 +25,7 @@ INSPECT_TOOLS = ("inspect_slide", "inspect_manuscript")
 RENDERER = "renderer"
 CONSTRAINTS = "constraints"
 ASPECT = "aspect"
+VISION = "vision"  # False when the agent's model reads no images (llm.vision=false)
 Aspect = Literal["16:9", "4:3", "A1", "A2", "A3", "A4"]
 
 
@@ -33,7 +35,8 @@ async def inspect_slide(
     html_file: Annotated[str, Field(description="The slide's HTML file in the workspace, e.g. 'slides/slide_01.html'.")],
     aspect_ratio: Annotated[Aspect | None, Field(description="Slide format; default: the task's.")] = None,
 ) -> Observation:
-    """Render a slide in the browser and look at it: returns the rendered image and the layout defects measured in the page."""
+    """Render a slide in the browser and look at it: returns the rendered image and the layout defects measured in the page
+    (for a model that reads no images, a text description of the layout instead of the image)."""
     aspect = aspect_ratio or ctx.resources.get(ASPECT) or "16:9"
     if not html_file.lower().endswith((".html", ".htm")):
         raise ToolError(f"{html_file!r} is not an HTML file.")
@@ -46,8 +49,11 @@ async def inspect_slide(
         result = await measure_slide(ctx.resources[RENDERER], ctx.workspace.root, path, aspect, ctx.workspace.root / png)
     except RenderError as exc:
         raise ToolError(f"{html_file!r} could not be rendered: {exc}") from exc
+    data = result.to_dict() | {"artifact": path, "png": str(png)}  # the critic looks at the PNG with its own model
+    if not ctx.resources.get(VISION, True):
+        header = f"Rendered {path} at {result.width}x{result.height} ({aspect})."
+        return Observation(f"{header}\n{result.report()}\n{layout_summary(result.layout, result.width, result.height)}", data=data)
     header = f"Rendered {path} at {result.width}x{result.height} ({aspect}); the image is attached."
-    data = result.to_dict() | {"artifact": path, "png": str(png)}
     return Observation(f"{header}\n{result.report()}", images=(str(png),), data=data)
 
 

@@ -129,6 +129,39 @@ async def test_images_after_tool_results(tmp_path: Path, in_tool: bool) -> None:
     assert wire[1]["tool_calls"][0]["function"]["name"] == "inspect_slide"
 
 
+async def test_a_text_only_model_gets_no_image_only_a_note(tmp_path: Path) -> None:
+    with FakeOpenAIServer(answer) as srv:
+        await client(srv, vision=False).chat(_conversation(tmp_path), tools=[], image_root=tmp_path)
+        wire = srv.requests[0]["messages"]
+    assert [m["role"] for m in wire] == ["system", "assistant", "tool", "tool"]  # nothing moved to a user message
+    assert wire[2]["content"] == "1 defect\n[1 image(s) not shown: this model reads no images]"
+    assert "image_url" not in json.dumps(wire)
+
+
+@pytest.mark.parametrize(("llama_context_error", "kind"), [("Requested tokens (9000) exceed context window of 8192", "context_length")])
+async def test_llama_cpp_context_refusal_is_a_context_length_error(llama_context_error: str, kind: str) -> None:
+    with FakeOpenAIServer(lambda _: ErrorReply(400, llama_context_error)) as srv:
+        with pytest.raises(ModelError) as err:
+            await client(srv).chat(HELLO)
+    assert err.value.kind == kind
+
+
+async def test_a_reply_that_used_its_whole_token_budget_was_cut() -> None:
+    """Some servers (llama-cpp-python's tool calling) stop at max_tokens but call it something else."""
+    with FakeOpenAIServer(lambda _: Reply(tool_calls=[("write_file", '{"path": "a.ht')], completion_tokens=32)) as srv:
+        assert (await client(srv, max_tokens=32).chat(HELLO)).finish_reason == "length"
+        assert (await client(srv, max_tokens=33).chat(HELLO)).finish_reason == "tool_calls"
+
+
+async def test_a_turn_over_its_time_limit_fails_as_turn_timeout_without_retries() -> None:
+    with FakeOpenAIServer(lambda _: Reply("late", delay_s=1.0)) as srv:
+        c = client(srv, turn_timeout_s=0.2, max_retries=3)
+        with pytest.raises(ModelError) as err:
+            await c.chat(HELLO)
+    assert err.value.kind == "turn_timeout" and "llm.turn_timeout_s=0.2" in str(err.value) and len(srv.requests) == 1
+    assert c.meter.snapshot()["agent"]["failures"] == {"turn_timeout": 1}
+
+
 async def test_concurrency_limit_per_role() -> None:
     with FakeOpenAIServer(answer, latency_s=0.2) as srv:
         c = client(srv, max_concurrency=2)

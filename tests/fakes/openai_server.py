@@ -31,6 +31,8 @@ class Reply:
     prompt_tokens: Optional[int] = None
     completion_tokens: Optional[int] = None
     report_usage: bool = True  # some servers send no usage block
+    finish_reason: Optional[str] = None  # None: "tool_calls" when there are calls, else "stop"; "length": cut at max_tokens
+    delay_s: float = 0.0  # this reply takes that long (a slow turn), on top of the server's latency
 
 
 @dataclass
@@ -112,9 +114,10 @@ class FakeOpenAIServer:
 
     def __init__(
         self, policy: Policy, latency_s: float = 0.0, faults: FaultPlan | None = None, model: str = "fake",
-        capacity: int | None = None, keep_requests: bool = True,
+        capacity: int | None = None, keep_requests: bool = True, max_model_len: int | None = None,
     ):
         """`capacity`: above this many requests in flight, answer 429 (an overloaded endpoint).
+        `max_model_len`: the context window /v1/models states for the model, as vLLM does.
         `keep_requests=False`: bodies are not kept in `requests` (a benchmark's thousands of them
         would grow this process's heap, and its collector's work, on the CPUs being measured)."""
         self.policy = policy
@@ -126,6 +129,7 @@ class FakeOpenAIServer:
         self.latency_s = latency_s
         self.faults = faults or FaultPlan()
         self.model = model
+        self.max_model_len = max_model_len
         self.requests: list[dict[str, Any]] = []
         self.faults_served: list[str] = []
         self._lock = threading.Lock()
@@ -166,7 +170,10 @@ class FakeOpenAIServer:
         await asyncio.gather(*pending, return_exceptions=True)
 
     async def _models(self, _: web.Request) -> web.Response:
-        return web.json_response({"object": "list", "data": [{"id": self.model, "object": "model", "created": 0, "owned_by": "fake"}]})
+        card = {"id": self.model, "object": "model", "created": 0, "owned_by": "fake"}
+        if self.max_model_len is not None:
+            card["max_model_len"] = self.max_model_len
+        return web.json_response({"object": "list", "data": [card]})
 
     async def _chat(self, request: web.Request) -> web.StreamResponse:
         body = await request.json()
@@ -198,6 +205,8 @@ class FakeOpenAIServer:
         if fault == "hang":
             await asyncio.sleep(self.faults.hang_s)
         reply = self.policy(body)
+        if isinstance(reply, Reply) and reply.delay_s:
+            await asyncio.sleep(reply.delay_s)
         if isinstance(reply, ErrorReply):
             return web.json_response({"error": {"message": reply.message, "type": "invalid_request_error"}}, status=reply.status)
         payload = self._completion(body, reply, malformed=fault == "malformed_tool_json")
@@ -236,7 +245,7 @@ class FakeOpenAIServer:
             "object": "chat.completion",
             "created": int(time.time()),
             "model": body.get("model", self.model),
-            "choices": [{"index": 0, "message": message, "finish_reason": "tool_calls" if calls else "stop", "logprobs": None}],
+            "choices": [{"index": 0, "message": message, "finish_reason": reply.finish_reason or ("tool_calls" if calls else "stop"), "logprobs": None}],
         }
         if reply.report_usage:
             payload["usage"] = {"prompt_tokens": prompt, "completion_tokens": completion, "total_tokens": prompt + completion}

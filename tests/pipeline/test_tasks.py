@@ -180,3 +180,12 @@ def test_parquet_of_paper_text_is_a_source(tmp_path: Path) -> None:
     docs = list(load_source("arxiv", SourceConfig(path=str(tmp_path / "papers.parquet"), licence="CC BY 4.0"), report))
     assert [(d.title, d.language, d.provenance["licence"]) for d in docs] == [("Stiff solvers", "en", "CC BY 4.0")]
     assert report.skipped["arxiv/too_short"] == 1
+
+
+def test_a_scripted_task_writer_while_the_agents_use_a_model(make_run) -> None:
+    """`roles.task_writer.backend=scripted` wins over the backbone: no endpoint is asked (none listens here)."""
+    ctx = make_run("limit=6", "llm=openai", "llm.base_url=http://127.0.0.1:9/v1", "roles.task_writer.backend=scripted")
+    figures = run_tasks(ctx)
+    train, held_out = tasks_of(ctx.store.root)
+    assert figures["written"] == 6 and all(t.provenance["writer"] == "scripted" for t in train + held_out)
+    assert ctx.meter.snapshot() == {}

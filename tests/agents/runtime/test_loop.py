@@ -11,7 +11,8 @@ from PIL import Image
 
 from agents.config import AgentConfig
 from agents.hooks import Injection, StepState
-from agents.loop import NUDGE, Agent
+from agents.guards import NUDGE
+from agents.loop import Agent
 from agents.tools import Tool, ToolContext, Toolset, toolset_for
 from core.config import LLMConfig
 from core.llm import ModelClient
@@ -85,7 +86,7 @@ async def test_malformed_tool_json_from_the_server_is_an_observation(ctx: ToolCo
 
 async def test_context_warnings_at_half_and_four_fifths(ctx: ToolContext) -> None:
     tokens = iter([100, 300, 520, 700, 810, 900, 950])
-    with FakeOpenAIServer(lambda _: Reply(tool_calls=[("thinking", {"thought": "go on"})], prompt_tokens=next(tokens), completion_tokens=0)) as srv:
+    with FakeOpenAIServer(lambda _: Reply(prompt_tokens=(n := next(tokens)), tool_calls=[("thinking", {"thought": f"go on {n}"})], completion_tokens=0)) as srv:
         result = await agent(srv, ctx, context_window=1000, max_steps=7).run(SYSTEM, USER)
     tool_texts = [m.content for m in result.messages if m.role == "tool"]
     warned = [i for i, text in enumerate(tool_texts) if "[context warning]" in text]
@@ -100,20 +101,20 @@ async def test_context_overflow_ends_the_agent(ctx: ToolContext) -> None:
     tokens = iter([600, 1100])
     with FakeOpenAIServer(lambda _: Reply(tool_calls=[("thinking", {"thought": "more"})], prompt_tokens=next(tokens))) as srv:
         result = await agent(srv, ctx, context_window=1000).run(SYSTEM, USER)
-    assert (result.status, result.failure, len(result.steps), len(srv.requests)) == ("failed", "environment/context_overflow", 2, 2)
+    assert (result.status, result.failure, len(result.steps), len(srv.requests)) == ("failed", "agent/context_overflow", 2, 2)
 
 
 async def test_an_oversized_prompt_overflows_before_any_request(ctx: ToolContext) -> None:
     with FakeOpenAIServer(replay([Reply(tool_calls=[FINALIZE])])) as srv:
         result = await agent(srv, ctx, context_window=1000).run("x" * 4100, USER)
-    assert result.failure == "environment/context_overflow" and srv.requests == []
+    assert result.failure == "agent/context_overflow" and srv.requests == []
 
 
 async def test_server_context_length_error_is_an_overflow(ctx: ToolContext) -> None:
     error = ErrorReply(400, "This model's maximum context length is 8192 tokens.")
     with FakeOpenAIServer(lambda _: error) as srv:
         result = await agent(srv, ctx).run(SYSTEM, USER)
-    assert result.failure == "environment/context_overflow" and result.steps[0].error == result.failure
+    assert result.failure == "agent/context_overflow" and result.steps[0].error == "model_error:context_length"
 
 
 async def test_model_errors_end_the_agent_with_their_kind(ctx: ToolContext) -> None:
@@ -123,13 +124,17 @@ async def test_model_errors_end_the_agent_with_their_kind(ctx: ToolContext) -> N
 
 
 async def test_step_token_and_time_limits(ctx: ToolContext) -> None:
-    think = Reply(tool_calls=[("thinking", {"thought": "hmm"})], prompt_tokens=100, completion_tokens=50)
-    with FakeOpenAIServer(lambda _: think) as srv:
+    turns = iter(range(1000))
+
+    def think(_: Any) -> Reply:  # a new thought each turn: the same call three times in a row is a loop
+        return Reply(tool_calls=[("thinking", {"thought": f"hmm {next(turns)}"})], prompt_tokens=100, completion_tokens=50)
+
+    with FakeOpenAIServer(think) as srv:
         assert (await agent(srv, ctx, max_steps=3).run(SYSTEM, USER)).failure == "environment/step_limit"
         assert len(srv.requests) == 3
         result = await agent(srv, ctx, max_total_tokens=400).run(SYSTEM, USER)
         assert result.failure == "environment/token_limit" and len(result.steps) == 3
-    with FakeOpenAIServer(lambda _: think, latency_s=0.15) as srv:
+    with FakeOpenAIServer(think, latency_s=0.15) as srv:
         result = await agent(srv, ctx, max_wall_s=0.2).run(SYSTEM, USER)
         assert result.failure == "environment/timeout" and 1 <= len(result.steps) <= 2
 
@@ -137,7 +142,7 @@ async def test_step_token_and_time_limits(ctx: ToolContext) -> None:
 async def test_no_tool_call_gets_a_nudge(ctx: ToolContext) -> None:
     with FakeOpenAIServer(replay([Reply("I am done."), Reply(tool_calls=[WRITE_SLIDE]), Reply(tool_calls=[FINALIZE])])) as srv:
         result = await agent(srv, ctx).run(SYSTEM, USER)
-    assert result.messages[3].role == "user" and result.messages[3].content == NUDGE
+    assert (result.messages[3].role, result.messages[3].kind, result.messages[3].content) == ("user", "warning", NUDGE)
     assert srv.requests[1]["messages"][-1] == {"role": "user", "content": NUDGE}
     assert (result.status, len(result.steps)) == ("finalized", 3)
 

@@ -1,0 +1,111 @@
+"""The local model server (`llm=local`) on this machine: its speed, and our overhead per call against it.
+
+    python -m benchmarks.local_model [--calls 8] [--model-path FILE.gguf]
+
+Starts the server as the entry points do (core.local_server.serving; SmolLM2-135M-Instruct by
+default), then times through our ModelClient:
+- prompt processing: a ~1,500-token prompt with max_tokens=1 (tokens/s the server reads);
+- generation: a short prompt, 128 new tokens at temperature 0 (tokens/s it writes, prompt time included);
+- an agent's first turn: the Researcher's real system prompt and tool schemas (how much of the
+  window they fill, and how long the turn takes);
+- our overhead per call: ModelClient.chat's wall time minus the HTTP request inside it, and this
+  process's CPU time per call (message conversion, JSON, parsing, metering).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import statistics
+import tempfile
+import time
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+
+from agents.deckgen import brief_for, prompts
+from agents.toolbox import toolset_for
+from core.config import Backend, LLMConfig
+from core.llm import ModelClient
+from core.local_server import serving
+from core.records import Message, Task
+
+PARAGRAPH = "Coral reefs are built by colonies of tiny animals called polyps, which secrete calcium carbonate skeletons. "
+
+
+@dataclass
+class BenchConfig:
+    llm: LLMConfig = field(default_factory=lambda: LLMConfig(backend=Backend.local, model="bench", temperature=0.0, max_retries=0))
+
+
+@dataclass
+class Timed:
+    wall_s: list[float] = field(default_factory=list)
+    overhead_s: list[float] = field(default_factory=list)
+    cpu_s: list[float] = field(default_factory=list)
+    prompt_tokens: list[int] = field(default_factory=list)
+    completion_tokens: list[int] = field(default_factory=list)
+
+
+async def timed_calls(client: ModelClient, messages: list[Message], tools: list[dict], calls: int) -> Timed:
+    out = Timed()
+    for _ in range(calls):
+        cpu, wall = time.process_time(), time.perf_counter()
+        result = await client.chat(messages, tools)
+        out.wall_s.append(time.perf_counter() - wall)
+        out.cpu_s.append(time.process_time() - cpu)
+        out.overhead_s.append(out.wall_s[-1] - result.latency_s)
+        out.prompt_tokens.append(result.usage.prompt_tokens)
+        out.completion_tokens.append(result.usage.completion_tokens)
+    return out
+
+
+def researcher_turn() -> tuple[list[Message], list[dict]]:
+    task = Task("bench", "manual", "A short talk on coral reef bleaching for high-school students, 3 slides.", "en")
+    system, user = prompts("researcher", brief_for(task, Path("."), ()), True, [])
+    return [Message("system", system), Message("user", user)], toolset_for("researcher").schemas()
+
+
+async def measure(cfg: LLMConfig, calls: int) -> None:
+    def client(max_tokens: int) -> ModelClient:
+        return ModelClient(replace(cfg, max_tokens=max_tokens), "agent")
+
+    long_prompt = [Message("user", PARAGRAPH * 75 + "\nSummarise this in one word.")]
+    short_prompt = [Message("user", "Write a long story about the sea.")]
+    reader, writer, agent = client(1), client(128), client(cfg.max_tokens)
+    await reader.chat([Message("user", "Hi")])  # warm-up: the model's weights in memory
+    runs = {
+        "prompt (~1.5k tokens, 1 new)": await timed_calls(reader, long_prompt, [], calls),
+        "generation (128 new tokens)": await timed_calls(writer, short_prompt, [], calls),
+        "researcher's first turn": await timed_calls(agent, *researcher_turn(), max(1, calls // 4)),
+    }
+    for c in (reader, writer, agent):
+        await c.aclose()
+    print(f"{'call':<30} {'n':>3} {'prompt tok':>10} {'new tok':>8} {'wall s':>7} {'prompt tok/s':>12} {'new tok/s':>9} {'overhead ms':>11} {'our CPU ms':>10}")
+    for name, t in runs.items():
+        wall = statistics.median(t.wall_s)
+        prompt, new = statistics.median(t.prompt_tokens), statistics.median(t.completion_tokens)
+        read_rate = f"{prompt / wall:,.0f}" if new <= 1 else "-"
+        write_rate = f"{new / wall:,.1f}" if new > 1 else "-"
+        print(
+            f"{name:<30} {len(t.wall_s):>3} {prompt:>10,.0f} {new:>8,.0f} {wall:>7.2f} {read_rate:>12} {write_rate:>9} "
+            f"{1000 * statistics.median(t.overhead_s):>11.2f} {1000 * statistics.median(t.cpu_s):>10.2f}"
+        )
+    print("overhead: ModelClient.chat's wall time minus its HTTP request; our CPU: this process's CPU time per call")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--calls", type=int, default=8)
+    parser.add_argument("--model-path", help="a GGUF file (default: the bundled SmolLM2-135M-Instruct)")
+    args = parser.parse_args()
+    cfg = BenchConfig()
+    cfg.llm.model_path = args.model_path
+    with tempfile.TemporaryDirectory() as logs, serving(cfg, Path(logs)) as servers:
+        started = time.perf_counter()
+        print(f"server: {servers[0].spec.model_path.name}, context {servers[0].spec.context_window}, at {cfg.llm.base_url}")
+        asyncio.run(measure(cfg.llm, args.calls))
+        print(f"total {time.perf_counter() - started:.0f} s")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,45 @@
+"""`python -m core.llama_server ARGS`: llama-cpp-python's OpenAI-compatible server, with one more chat format.
+
+llama-cpp-python's `chatml-function-calling` (tool calling for ChatML models: the tool schemas in the
+system prompt, the call names and JSON arguments constrained by grammars) passes `max_tokens=None`
+to every completion it makes, so a rambling model writes until its context is full: thousands of
+tokens, minutes on a CPU, while the server answers nobody else. `bounded-chatml-function-calling`
+is that handler with the request's `max_tokens` shared by everything it generates for one reply.
+The server process runs this module (core.local_server starts it); nothing else imports it.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from llama_cpp import llama_chat_format
+from llama_cpp.server.__main__ import main
+
+BOUNDED = "bounded-chatml-function-calling"
+
+
+class _Budget:
+    """A Llama whose completions share one budget of new tokens (None: unbounded)."""
+
+    def __init__(self, llama: Any, max_tokens: int | None):
+        self._llama, self._left = llama, max_tokens
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._llama, name)
+
+    def create_completion(self, *args: Any, **kwargs: Any) -> Any:
+        if self._left is not None:
+            kwargs["max_tokens"] = max(1, self._left)
+        completion = self._llama.create_completion(*args, **kwargs)
+        if self._left is not None and not kwargs.get("stream"):
+            self._left -= completion["usage"]["completion_tokens"]
+        return completion
+
+
+@llama_chat_format.register_chat_completion_handler(BOUNDED)
+def bounded_chatml_function_calling(llama: Any, max_tokens: int | None = None, **kwargs: Any) -> Any:
+    return llama_chat_format.chatml_function_calling(_Budget(llama, max_tokens), max_tokens=max_tokens, **kwargs)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,100 @@
+"""The entry points driven by a real model: SmolLM2-135M-Instruct behind llama-cpp-python's server (`llm=local`).
+
+A model this small rarely finishes a deck; what these tests hold is that every rollout ends
+with a status and a category within a few turns (the guards), that tokens are the server's
+own counts, that a model on this machine costs nothing, that the records, report and export
+stay valid, and that no server process outlives the command.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from agents.config import GuardConfig
+from core.records import Rollout, Task, Trajectory, read_parquet, write_parquet
+from tests.core.test_local_server import servers_running
+
+pytestmark = [pytest.mark.real_model, pytest.mark.chromium, pytest.mark.slow]
+
+# Bounded so that the three commands take minutes: the guards end a 135M model within a few turns anyway.
+LOCAL = ["llm=local", "llm.max_tokens=128", "agent.max_steps=12", "agent.guards.first_write_turns=6", "tracking=disabled", "ray.num_workers=1"]
+GUARD_LIMIT = max(GuardConfig().no_tool_call_turns, GuardConfig().repeated_call_turns, GuardConfig().cut_turns, GuardConfig().stall_turns)
+WRITES = {"write_file", "edit_file", "move_file", "create_directory", "download_file", "execute_command"}
+
+
+def run(*args: str, cwd: Path, timeout: int = 1200) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", *args], cwd=cwd, capture_output=True, text=True, timeout=timeout)
+
+
+def ended_properly(trajectory: Trajectory) -> None:
+    """A status and a failure category; no more turns after the last file write than a guard allows."""
+    assert trajectory.status in ("finalized", "failed"), trajectory.status
+    if trajectory.status == "failed":
+        category, _, kind = (trajectory.failure or "").partition("/")
+        assert category in ("agent", "environment") and kind, trajectory.failure
+    wrote = [i for i, s in enumerate(trajectory.steps) if WRITES & set(s.tool_names)]
+    since = len(trajectory.steps) - 1 - (wrote[-1] if wrote else 0)
+    limit = GUARD_LIMIT if wrote else GuardConfig().first_write_turns
+    assert since <= limit + 2, f"{trajectory.agent}: {since} turns after its last progress ({trajectory.failure})"
+
+
+def usage_of(path: Path) -> dict[str, dict]:
+    usage = json.loads(path.read_text())
+    assert usage and all(u["estimated_calls"] == 0 and u["cost_usd"] == 0 for u in usage.values()), usage  # the server's counts, free
+    return usage
+
+
+def test_one_deck_from_the_command_line(tmp_path: Path) -> None:
+    out = tmp_path / "deck"
+    done = run("agents.run", "A short talk on coral reef bleaching for high-school students", "--slides", "2",
+               "--out", str(out), *LOCAL[:4], cwd=tmp_path)  # fmt: skip
+    assert done.returncode in (0, 1), done.stderr[-3000:]  # 1: the model did not finish the deck, which it says
+    trajectories = [Trajectory.from_json(p.read_text()) for p in sorted(out.glob("trajectory_*.json"))]
+    assert trajectories
+    for trajectory in trajectories:
+        ended_properly(trajectory)
+        assert trajectory.model == "smollm2-135m-instruct" and trajectory.policy == "model"
+    assert usage_of(out / "logs" / "usage.json")["agent"]["calls"] == sum(len(t.steps) for t in trajectories)
+    assert "cost $0.0000" in done.stdout + done.stderr
+    assert not servers_running()
+
+
+def test_synthesize_with_scripted_tasks_and_judges(tmp_path: Path) -> None:
+    root = tmp_path / "run"
+    done = run("pipeline.synthesize", f"run.dir={root}", "limit=3", *LOCAL, "roles.task_writer.backend=scripted",
+               "roles.judge.backend=scripted", "roles.quality_judge.backend=scripted", "run.allow_empty=true", cwd=tmp_path)  # fmt: skip
+    assert done.returncode == 0, done.stderr[-3000:]
+    rollouts = read_parquet(root / "rollouts.parquet", Rollout)
+    assert rollouts and all(r.cost_usd == 0 for r in rollouts)
+    for rollout in rollouts:
+        assert rollout.status == "done" or rollout.failure.split("/")[0] in ("agent", "environment"), rollout.failure
+        for path in root.glob(f"rollouts/{rollout.task_id}/trajectory_*.json"):
+            ended_properly(Trajectory.from_json(path.read_text()))
+    usage = usage_of(next((root / "logs").glob("usage_synthesize_*.json")))
+    assert usage["agent"]["calls"] > 0 and "task_writer" not in usage and "judge" not in usage  # scripted roles make no calls
+    stats = json.loads((root / "stats" / "rollouts.json").read_text())
+    assert sum(stats["failures_by_category"].values()) == stats["failed"] and stats["cost_usd"] == 0
+    verdicts = root / "verdicts.parquet"
+    assert verdicts.is_file() and (root / "filters" / "failures.md").is_file()
+    assert (root / "sft" / "train.jsonl").is_file() and (root / "report" / "index.html").is_file()
+    assert not servers_running()
+
+
+def test_eval_on_one_task(tmp_path: Path) -> None:
+    tasks = tmp_path / "eval.parquet"
+    write_parquet([Task("persona-1", "persona", "A short talk on coral reefs for high-school students, 2 slides.", "en")], tasks, Task)
+    root = tmp_path / "eval"
+    done = run("eval.run", f"tasks={tasks}", f"run.dir={root}", "limit=1", *LOCAL, cwd=tmp_path)
+    assert done.returncode == 0, done.stderr[-3000:]
+    (rollout,) = read_parquet(root / "rollouts.parquet", Rollout)
+    assert rollout.cost_usd == 0 and (rollout.status == "done" or rollout.failure.split("/")[0] in ("agent", "environment"))
+    for path in root.glob("rollouts/persona-1/trajectory_*.json"):
+        ended_properly(Trajectory.from_json(path.read_text()))
+    usage_of(next((root / "logs").glob("usage_eval_*.json")))
+    assert (root / "scores" / "decks.csv").is_file()
+    assert not servers_running()
