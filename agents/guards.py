@@ -31,8 +31,9 @@ STALL_RECOVERY = (
     "No file was written or changed in your last {turns} turns; one more turn without progress ends your work. "
     "Write the file your task needs next, or call finalize."
 )
-# What tools and the runtime write into a workspace on their own: not the agent's progress.
-NOT_PROGRESS = ("renders", "previews", ".outputs", "trajectory_")
+# What tools and the runtime write into a workspace on their own (renders, caches, logs, saved outputs and
+# indexes in dot-folders, the trajectories): not the agent's progress. Top-level names with these prefixes.
+NOT_PROGRESS = ("renders", "previews", "tool_cache", "logs", "trajectory_", ".")
 
 
 class GuardTripped(Exception):

@@ -107,14 +107,14 @@ async def generate(task: Task, cfg: GenerateConfig, out: Path) -> int:
         await close_models(client, *research.models())
         meter.write(out / "logs" / "usage.json")
     totals = meter.totals()
+    if totals.calls:
+        estimated = f" ({totals.estimated_calls} estimated: the server sent no usage)" if totals.estimated_calls else ""
+        console.print(f"model calls {totals.calls}, tokens {totals.prompt_tokens}+{totals.completion_tokens}{estimated}, cost ${totals.cost_usd:.4f}")
     if outcome.status != "done":
         console.print(f"[red]failed[/]: {outcome.failure}; trajectories in {out}")
         return 1
     console.print(f"[green]deck[/]: {out / 'deck.pdf'} ({outcome.slides} slides, {outcome.defects} measured defects), {out / 'deck.pptx'}")
     console.print(f"trajectories: {', '.join(str(out / p) for k, p in outcome.artifacts.items() if k.startswith('trajectory:'))}")
-    if totals.calls:
-        estimated = f" ({totals.estimated_calls} estimated: the server sent no usage)" if totals.estimated_calls else ""
-        console.print(f"model calls {totals.calls}, tokens {totals.prompt_tokens}+{totals.completion_tokens}{estimated}, cost ${totals.cost_usd:.4f}")
     return 0
 
 

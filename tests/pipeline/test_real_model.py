@@ -19,12 +19,12 @@ from agents.config import GuardConfig
 from core.records import Rollout, Task, Trajectory, read_parquet, write_parquet
 from tests.core.test_local_server import servers_running
 
-pytestmark = [pytest.mark.real_model, pytest.mark.chromium, pytest.mark.slow]
+pytestmark = [pytest.mark.real_model, pytest.mark.chromium, pytest.mark.slow, pytest.mark.timeout(1200)]
 
 # Bounded so that the three commands take minutes: the guards end a 135M model within a few turns anyway.
 LOCAL = ["llm=local", "llm.max_tokens=128", "agent.max_steps=12", "agent.guards.first_write_turns=6", "tracking=disabled", "ray.num_workers=1"]
 GUARD_LIMIT = max(GuardConfig().no_tool_call_turns, GuardConfig().repeated_call_turns, GuardConfig().cut_turns, GuardConfig().stall_turns)
-WRITES = {"write_file", "edit_file", "move_file", "create_directory", "download_file", "execute_command"}
+WRITES = {"write_file", "edit_file", "move_file", "create_directory", "download_file", "execute_command", "todo_create", "todo_update"}
 
 
 def run(*args: str, cwd: Path, timeout: int = 1200) -> subprocess.CompletedProcess[str]:
