@@ -21,7 +21,7 @@ import re
 import sys
 from dataclasses import dataclass
 from pathlib import Path
-from typing import NoReturn, Sequence
+from typing import Callable, NoReturn, Sequence, TypeVar
 
 import pymupdf
 
@@ -32,6 +32,7 @@ from filters.config import FiltersConfig
 from filters.gates import ArtifactError, Candidate, environment_verdict, register_gate
 
 GATE = "constraint"
+T = TypeVar("T")
 ASPECTS: dict[str, float] = {"16:9": 16 / 9, "4:3": 4 / 3, **{f"A{n}": 1 / math.sqrt(2) for n in range(1, 5)}}  # w / h
 _A0_AREA_PT2 = 2383.9 * 3370.4  # one square metre
 
@@ -101,7 +102,8 @@ def check_deck(pdf_path: Path, constraints: Constraints, cfg: FiltersConfig) -> 
     return ConstraintReport(pages=len(deck.sizes), checks=checks, score=score, min_score=cfg.min_constraint_score)
 
 
-def _read(pdf_path: Path) -> _Deck:
+def read_pdf(pdf_path: Path, read: Callable[[pymupdf.Document], T]) -> T:
+    """`read(doc)` of a deck PDF that has pages; raises UnusablePDF naming the file when it cannot be read."""
     if not pdf_path.is_file():
         raise UnusablePDF(f"{pdf_path}: {'not a file' if pdf_path.exists() else 'no such file'}")
     try:
@@ -112,11 +114,13 @@ def _read(pdf_path: Path) -> _Deck:
                 raise UnusablePDF(f"{pdf_path}: encrypted (needs a password)")
             if doc.page_count == 0:
                 raise UnusablePDF(f"{pdf_path}: the PDF has no pages")
-            sizes = [(page.rect.width, page.rect.height) for page in doc]
-            text = "\n".join(page.get_text() for page in doc)
+            return read(doc)
     except (RuntimeError, ValueError) as exc:  # pymupdf's FileDataError and mupdf errors are RuntimeErrors
         raise UnusablePDF(f"{pdf_path}: not a readable PDF ({exc})") from exc
-    return _Deck(sizes, text)
+
+
+def _read(pdf_path: Path) -> _Deck:
+    return read_pdf(pdf_path, lambda doc: _Deck([(p.rect.width, p.rect.height) for p in doc], "\n".join(p.get_text() for p in doc)))
 
 
 def _slide_count(pages: int, low: int | None, high: int | None) -> Check:
