@@ -10,13 +10,15 @@ a paragraph, a caption each). Every check is its own failure category:
 - `repeated_text`: a bullet or sentence said twice on a slide, or again on another slide
   (a closing summary in other words is not a repeat; one that copies a bullet is);
 - `truncated_text`: text cut mid-sentence: a trailing or leading "…"/"...", a fragment
-  that starts mid-citation ("3This", "[29] V. Nair", "et al.") or ends on a dangling word;
+  that starts mid-citation ("3This", "[29] V. Nair", "et al.") or ends on a dangling word,
+  a sentence whose words went missing (", .");
 - `placeholder_text`: lorem ipsum, TODO, "Title here", template variables, and generic
   numbered headings ("Key points 1", "要点 2 (续)") used as headings or content;
 - `request_echo`: the request pasted as slide content (a long run of its words outside
   the titles it quotes);
-- `language_mix`: body text mostly not in the requested language (Latin-script terms and
-  names inside Chinese sentences are Chinese text);
+- `language_mix`: body text mostly not in the requested language (an item counts as Chinese
+  unless it has more than twice as many Latin words as CJK characters, so terms and names
+  in Latin script inside Chinese sentences are fine);
 - `empty_slides`: a content slide with nothing but a heading (the title slide may be bare).
 
 It runs before the model judges (filters.run), so a junk deck costs no judge tokens.
@@ -63,6 +65,7 @@ _ELLIPSIS_START = re.compile(r"^[\"'“‘(\[]?\s*(?:…|\.{3}|⋯)")
 _CUT_START = re.compile(r"^(?:\d{1,2}[A-Z][a-z]|\[\d+\]\s|et al\b|al\.\s|[,;:)\]，；：）])")  # "3This": a footnote mark glued on
 _DANGLING_WORD = re.compile(r"(?:^|\s)(?:and|or|but|the|a|an|of|which|whose|is|are|was|were)$")  # prepositions may end a phrase
 _DANGLING_MARK = re.compile(r"[,，、;；(（\[–—-]$")
+_BROKEN = re.compile(r"[,，、;；]\s*[.。](?![.。])")  # ", ." : a sentence's words lost between its comma and its end
 
 _PLACEHOLDER_CASED = re.compile(r"\b(?:TODO|TBD|FIXME|TKTK|XXX+)\b")
 _PLACEHOLDER = re.compile(
@@ -257,7 +260,7 @@ def _repeats(slides: Sequence[SlideText], min_tokens: int) -> Check:
 def _cut(item: str) -> bool:
     return bool(
         _ELLIPSIS_END.search(item) or _ELLIPSIS_START.search(item) or _CUT_START.search(item)
-        or _DANGLING_WORD.search(item) or _DANGLING_MARK.search(item)
+        or _DANGLING_WORD.search(item) or _DANGLING_MARK.search(item) or _BROKEN.search(item)
         or item.count("(") + item.count("（") > item.count(")") + item.count("）")
     )  # fmt: skip
 
@@ -304,8 +307,9 @@ def _echo(slides: Sequence[SlideText], request: str | None, n: int) -> Check:
 
 def _foreign(item: str, language: str) -> bool:
     """Not in `language`: a Latin sentence in a Chinese deck; mostly non-Latin letters in a Latin-script deck."""
-    if language in CJK_LANGUAGES:
-        return not _CJK_CHAR.search(item) and len(_LATIN_WORD.findall(item)) >= 3
+    if language in CJK_LANGUAGES:  # a Chinese word is one to three characters: twice as many Latin words as CJK characters is not Chinese
+        latin = len(_LATIN_WORD.findall(item))
+        return latin >= 3 and latin > 2 * len(_CJK_CHAR.findall(item))
     letters = sum(ch.isalpha() for ch in item)
     return letters > 0 and len(_OTHER_SCRIPT.findall(item)) > letters / 2
 
