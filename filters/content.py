@@ -147,7 +147,7 @@ def read_slides(pdf_path: Path) -> list[SlideText]:
 
 def page_slide(number: int, page: pymupdf.Page) -> SlideText:
     blocks: list[tuple[float, str]] = []
-    for block in page.get_text("dict")["blocks"]:
+    for block in page.get_text("dict", flags=pymupdf.TEXTFLAGS_DICT & ~pymupdf.TEXT_PRESERVE_IMAGES)["blocks"]:  # images counted apart
         spans = [s for line in block.get("lines", ()) for s in line["spans"] if s["text"].strip()]
         text = _join_lines(["".join(s["text"] for s in line["spans"]) for line in block.get("lines", ())])
         if spans and text:
