@@ -33,6 +33,7 @@ from filters.gates import ArtifactError, Candidate, environment_verdict, registe
 
 GATE = "constraint"
 T = TypeVar("T")
+R = TypeVar("R")
 ASPECTS: dict[str, float] = {"16:9": 16 / 9, "4:3": 4 / 3, **{f"A{n}": 1 / math.sqrt(2) for n in range(1, 5)}}  # w / h
 _A0_AREA_PT2 = 2383.9 * 3370.4  # one square metre
 
@@ -200,9 +201,22 @@ def _build(cfg: FiltersConfig, _: Model | None) -> ConstraintGate:
 # ---------------------------------------------------------------- CLI
 
 
-class _Parser(argparse.ArgumentParser):
-    def error(self, message: str) -> NoReturn:  # one line, no usage dump
+class CLIParser(argparse.ArgumentParser):
+    """A gate CLI's parser: a bad argument is one line on stderr and exit 2, no usage dump."""
+
+    def error(self, message: str) -> NoReturn:
         self.exit(2, f"{self.prog}: error: {message}\n")
+
+
+def print_report(prog: str, make: Callable[[], R], to_json: Callable[[R], object], human: Callable[[R], str], as_json: bool) -> int:
+    """A gate CLI's output: the report as JSON or as lines (exit 0), or one line on stderr (exit 2) for an unreadable PDF."""
+    try:
+        report = make()
+    except UnusablePDF as exc:
+        print(f"{prog}: error: {exc}", file=sys.stderr)
+        return 2
+    print(json.dumps(to_json(report), ensure_ascii=False) if as_json else human(report))
+    return 0
 
 
 def _slides(value: str) -> int:
@@ -231,8 +245,8 @@ def _lang(value: str) -> str:
     return value
 
 
-def _parser() -> _Parser:
-    parser = _Parser(prog="python -m filters.constraints", description=__doc__.split("\n\n")[0])
+def _parser() -> CLIParser:
+    parser = CLIParser(prog="python -m filters.constraints", description=__doc__.split("\n\n")[0])
     parser.add_argument("pdf", type=Path, help="the exported deck PDF")
     count = parser.add_mutually_exclusive_group()
     count.add_argument("--slides", type=_slides, metavar="N", help="exact slide count")
@@ -256,13 +270,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
     low, high = (args.slides, args.slides) if args.slides_range is None else args.slides_range
     constraints = Constraints(slides_min=low, slides_max=high, aspect_ratio=args.aspect, language=args.lang)
-    try:
-        report = check_deck(args.pdf, constraints, FiltersConfig())
-    except UnusablePDF as exc:
-        print(f"{parser.prog}: error: {exc}", file=sys.stderr)
-        return 2
-    print(json.dumps(report.to_json(), ensure_ascii=False) if args.json else _human(args.pdf, report))
-    return 0
+    return print_report(parser.prog, lambda: check_deck(args.pdf, constraints, FiltersConfig()), ConstraintReport.to_json,
+                        lambda report: _human(args.pdf, report), args.json)  # fmt: skip
 
 
 if __name__ == "__main__":

@@ -26,16 +26,14 @@ It runs before the model judges (filters.run), so a junk deck costs no judge tok
 
 from __future__ import annotations
 
-import argparse
 import asyncio
 import itertools
-import json
 import re
 import sys
 from collections import Counter, defaultdict
 from dataclasses import dataclass
 from pathlib import Path
-from typing import NoReturn, Sequence
+from typing import Sequence
 
 import pymupdf
 
@@ -43,7 +41,7 @@ from core.language import normalize_text
 from core.protocols import Model
 from core.records import Verdict
 from filters.config import FiltersConfig
-from filters.constraints import UnusablePDF, read_pdf
+from filters.constraints import CLIParser, print_report, read_pdf
 from filters.gates import Candidate, register_gate
 
 GATE = "content"
@@ -358,11 +356,6 @@ def _build(cfg: FiltersConfig, _: Model | None) -> ContentGate:
 # ---------------------------------------------------------------- CLI
 
 
-class _Parser(argparse.ArgumentParser):
-    def error(self, message: str) -> NoReturn:  # one line, no usage dump
-        self.exit(2, f"{self.prog}: error: {message}\n")
-
-
 def _human(pdf: Path, report: ContentReport) -> str:
     lines = [f"{pdf}: {report.slides} slides, {'passed' if report.passed else 'failed: ' + ', '.join(report.failed)}"]
     lines += [f"  {'ok  ' if c.ok else 'FAIL'}  {code:<16}  {c.detail}" for code, c in report.checks.items()]
@@ -370,19 +363,14 @@ def _human(pdf: Path, report: ContentReport) -> str:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = _Parser(prog="python -m filters.content", description=__doc__.split("\n\n")[0])
+    parser = CLIParser(prog="python -m filters.content", description=__doc__.split("\n\n")[0])
     parser.add_argument("pdf", type=Path, help="the exported deck PDF")
     parser.add_argument("--lang", choices=("en", "zh"), help="the language the deck was asked in (language_mix)")
     parser.add_argument("--request", metavar="TEXT", help="the task's request (request_echo)")
     parser.add_argument("--json", action="store_true", help='print {"passed", "checks", "reasons"} as JSON')
     args = parser.parse_args(argv)
-    try:
-        report = check_deck(args.pdf, FiltersConfig(), args.lang, args.request)
-    except UnusablePDF as exc:
-        print(f"{parser.prog}: error: {exc}", file=sys.stderr)
-        return 2
-    print(json.dumps(report.to_json(), ensure_ascii=False) if args.json else _human(args.pdf, report))
-    return 0
+    return print_report(parser.prog, lambda: check_deck(args.pdf, FiltersConfig(), args.lang, args.request), ContentReport.to_json,
+                        lambda report: _human(args.pdf, report), args.json)  # fmt: skip
 
 
 if __name__ == "__main__":

@@ -17,7 +17,6 @@ undecided are filters.acceptance's; `filters.gates=[]` keeps every finished roll
 
 from __future__ import annotations
 
-import argparse
 import asyncio
 import logging
 import sys
@@ -25,7 +24,7 @@ from collections import Counter
 from contextlib import AsyncExitStack
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, NoReturn, Sequence
+from typing import Any, Sequence
 
 import yaml
 from omegaconf import OmegaConf
@@ -40,6 +39,7 @@ from core.records import Rollout, Task, Verdict, read_parquet
 from core.store import RunStore
 from filters.acceptance import ENVIRONMENT, UNDECIDED
 from filters.config import FiltersConfig
+from filters.constraints import CLIParser
 from filters.gates import REGISTRY, ArtifactError, Candidate, Gate, environment_verdict
 from filters.report import write_report
 
@@ -198,13 +198,8 @@ def _summarise(store: RunStore, rollouts: list[Rollout], gates: list[str], judge
 # ---------------------------------------------------------------- CLI
 
 
-class _Parser(argparse.ArgumentParser):
-    def error(self, message: str) -> NoReturn:
-        self.exit(2, f"{self.prog}: error: {message}\n")
-
-
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = _Parser(prog="python -m filters.run", description=__doc__.split("\n\n")[0])
+    parser = CLIParser(prog="python -m filters.run", description=__doc__.split("\n\n")[0])
     parser.add_argument("run_dir", type=Path, help="the run directory (holds config.yaml, tasks/, rollouts.parquet)")
     parser.add_argument("overrides", nargs="*", metavar="KEY=VALUE", help="config overrides, e.g. filters.gates=[constraint]")
     args = parser.parse_args(argv)
