@@ -136,9 +136,9 @@ def researcher(brief: Brief, finalize: bool = True) -> Plan:
         if url:
             (page,) = yield f"Reading {url}.", [("fetch_url", {"url": url})]
             whole = _WHOLE_OUTPUT.search(page)  # a long page is cut in the observation and kept whole in a file
-            documents.append((brief.workspace / whole.group(1)).read_text(encoding="utf-8") if whole else page)
+            documents.append((brief.workspace / whole.group(1)).read_text(encoding="utf-8", errors="replace") if whole else page)
         (pictures,) = yield f"Looking for figures about '{title}'.", [("search_images", {"query": title})]
-        captions = {path: caption for path, caption in _captioned(pictures)}
+        captions = dict(_captioned(pictures))
     slides = outline(title, brief.language, count, documents, figures)
     for slide, (path, caption) in zip([s for s in slides[1:-1] if not s.image][::2], captions.items()):
         slide.image, slide.image_alt = path, caption
