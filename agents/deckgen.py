@@ -23,6 +23,7 @@ from agents.config import AgentConfig, SandboxConfig
 from agents.deck import export_deck
 from agents.hooks import StepHook
 from agents.loop import Agent
+from agents.manuscript import SIZE_NOTE
 from agents.policies.scripted import Brief
 from agents.renderer import Renderer, aspect_size
 from agents.research.runtime import RESOURCE_KEY as RESEARCH
@@ -45,7 +46,6 @@ ASPECT_NAMES = {
     "zh": {"16:9": "16:9 宽屏", "4:3": "4:3 标准", "A1": "A1 竖版海报"},
 }
 _IMAGE_LINK = re.compile(r"!\[([^\]]*)\]\(([^)\s]+)\)")
-_SIZE_NOTE = re.compile(r" \(\d+x\d+, aspect [\d.]+:1\)$")  # a note from an earlier hand-off
 
 
 @dataclass
@@ -151,7 +151,7 @@ def normalise_manuscript(workspace: Path, outcome: str, target: str = "manuscrip
             return f"![{alt}]({rel})"
         ratio = f"{width / height:.2f}:1"
         assets.append({"path": rel, "width": width, "height": height, "ratio": ratio})
-        return f"![{_SIZE_NOTE.sub('', alt)} ({width}x{height}, aspect {ratio})]({rel})"
+        return f"![{SIZE_NOTE.sub('', alt)} ({width}x{height}, aspect {ratio})]({rel})"
 
     (workspace / target).write_text(_IMAGE_LINK.sub(relink, text), encoding="utf-8")
     return assets

@@ -28,6 +28,7 @@ _COMMENT = re.compile(r"<!--.*?-->", re.DOTALL)
 _LINK = re.compile(r"\[([^\]]*)\]\([^)]*\)")
 _TAG = re.compile(r"<[^>]+>")
 _URL = re.compile(r"\bhttps?://\S+")
+SIZE_NOTE = re.compile(r" \(\d+x\d+, aspect [\d.]+:1\)$")  # the size the hand-off adds to an image's alt text
 _LANGUAGE_NAMES = {"english": "en", "chinese": "zh", "中文": "zh", "英文": "en"}
 
 

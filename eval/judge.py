@@ -55,12 +55,14 @@ class SlideScores(pydantic.BaseModel):
 
 class Describer(Protocol):
     identity: str  # what the cached descriptions depend on
+    reads_content: bool  # whether it reads the slide's content-check failures (then they key its cache entries too)
 
     async def describe(self, slide: SlideView) -> SlideDescription: ...
 
 
 class Judge(Protocol):
     identity: str
+    reads_content: bool
 
     async def score(self, slide: SlideView, description: SlideDescription) -> SlideScores: ...
 
@@ -80,6 +82,8 @@ def model_identity(cfg: LLMConfig, *templates: str) -> str:
 
 
 class ModelDescriber:
+    reads_content = False
+
     def __init__(self, model: Model, cfg: LLMConfig, retries: int):
         self.model, self.retries = model, retries
         self.identity = model_identity(cfg, "describe.j2")
@@ -90,6 +94,8 @@ class ModelDescriber:
 
 
 class ModelJudge:
+    reads_content = False
+
     def __init__(self, model: Model, cfg: LLMConfig, retries: int):
         self.model, self.retries = model, retries
         self.identity = model_identity(cfg, "judge.j2", "rubric_content.j2", "rubric_style.j2")
@@ -158,8 +164,8 @@ class SlideJudging:
         self._slots = asyncio.Semaphore(max_concurrency)
 
     async def slide(self, slide: SlideView) -> SlideJudgement:
-        described = self.cache.key(slide.digest, self.describer.identity)
-        scored = self.cache.key(described, self.judge.identity)
+        described = self.cache.key(slide.digest, *(slide.content if self.describer.reads_content else ()), self.describer.identity)
+        scored = self.cache.key(described, *(slide.content if self.judge.reads_content else ()), self.judge.identity)
         async with self._slots:
             description = self.cache.get("descriptions", described, SlideDescription)
             if description is None:

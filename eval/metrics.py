@@ -40,6 +40,7 @@ class DeckScore:
     tokens: int
     failure: str | None = None  # why it did not render, or why it is unjudged
     constraint_failures: str = ""  # "slide count: expected 8, got 6; ..."
+    content_failures: str = ""  # the content gate's failing checks by slide: "slide 3: duplicate_slides; ..."
 
     @property
     def avg(self) -> float | None:

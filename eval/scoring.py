@@ -58,13 +58,14 @@ async def score_deck(task: Task, rollout: Rollout | None, root: Path, judging: S
         return ScoredDeck(unrendered(task, rollout.failure or "environment/no_deck", rollout.cost_usd, tokens), [], None)
     try:
         constraint, failed = constraint_score(root / pdf, task)
-        slides = load_deck((root / defects).parent, render_dir)
+        slides = load_deck((root / defects).parent, render_dir, task.constraints.language or task.language, task.instruction)
     except (UnusablePDF, DeckUnreadable) as exc:
         return ScoredDeck(unrendered(task, f"environment/unreadable_deck: {exc}", rollout.cost_usd, tokens), [], None)
     judgement = await judging.deck(slides)
+    content_failures = "; ".join(f"slide {s.number}: {', '.join(s.content)}" for s in slides if s.content)
     score = DeckScore(
         task.task_id, task.source, task.language, True, len(slides), constraint, judgement.content, judgement.style,
-        rollout.cost_usd, tokens, judgement.error, failed,
+        rollout.cost_usd, tokens, judgement.error, failed, content_failures,
     )  # fmt: skip
     return ScoredDeck(score, slides, judgement)
 

@@ -3,9 +3,12 @@
 They measure each slide for real: word count from the deck PDF's text layer (CJK
 characters count half a word), raster images placed on the page, the share of the
 slide covered by anything but the background ("ink"), the main colours and the
-colourfulness (Hasler and Suesstrunk, 2003) of the image, and the layout defects the
-renderer measured. The describer writes those facts as a description; the judge
-scores them by the rules below. Every reason they give says what they are.
+colourfulness (Hasler and Suesstrunk, 2003) of the image, the layout defects the
+renderer measured, and the content checks of the filters' content gate that fail on
+the slide (duplicate, repeated, cut or placeholder text, the request pasted, the wrong
+language, a bare heading): each costs the slide a Content point. The describer writes
+those facts as a description; the judge scores them by the rules below. Every reason
+they give says what they are.
 """
 
 from __future__ import annotations
@@ -20,7 +23,7 @@ from eval.judge import Score, SlideDescription, SlideScores
 from eval.slides import SlideView
 
 LABEL = "scripted judge: rule-based measurements, not a model"
-RULES_VERSION = "1"
+RULES_VERSION = "2"
 THUMBNAIL_PX = 320
 TEXT_RANGE = (12, 90)  # word equivalents of a readable slide
 TEXT_HEAVY = 150
@@ -38,6 +41,7 @@ class SlideMeasures:
     colours: int  # 3-bit-per-channel colours covering at least 1% of the slide
     colourfulness: float
     defects: tuple[tuple[str, str], ...]  # (code, severity)
+    content: tuple[str, ...] = ()  # failing content checks (filters.content codes)
 
 
 def word_equivalents(text: str) -> int:
@@ -63,6 +67,7 @@ def measure(slide: SlideView) -> SlideMeasures:
         colours=int((counts >= 0.01 * len(bins)).sum()),
         colourfulness=colourfulness,
         defects=tuple((str(d.get("code")), str(d.get("severity"))) for d in slide.defects),
+        content=slide.content,
     )
 
 
@@ -72,13 +77,15 @@ def _defect_list(defects: tuple[tuple[str, str], ...]) -> str:
 
 class ScriptedDescriber:
     identity = f"scripted-describer rules={RULES_VERSION}"
+    reads_content = True
 
     async def describe(self, slide: SlideView) -> SlideDescription:
         m = measure(slide)
         words = "no text layer" if m.words is None else f"{m.words} words of text"
         images = "" if m.images is None else f", {m.images} embedded image(s)"
+        checks = ", ".join(m.content) or "none"
         return SlideDescription(
-            content=f"{words}{images}; measured defects: {_defect_list(m.defects)}. ({LABEL})",
+            content=f"{words}{images}; measured defects: {_defect_list(m.defects)}; failed content checks: {checks}. ({LABEL})",
             style=f"{m.colours} main colour(s), colourfulness {m.colourfulness:.0f}, {m.ink:.0%} of the slide covered. ({LABEL})",
         )
 
@@ -101,6 +108,9 @@ def content_score(m: SlideMeasures) -> Score:
     if bad:
         score -= 1 + any(s == "critical" for _, s in bad)
         reasons.append(f"measured {_defect_list(tuple(bad))}")
+    if m.content:
+        score -= len(m.content)
+        reasons.append(f"failed content checks: {', '.join(m.content)}")
     return Score(score=min(5, max(1, score)), reason=f"{'; '.join(reasons)} ({LABEL})")
 
 
@@ -126,6 +136,7 @@ def style_score(m: SlideMeasures) -> Score:
 
 class ScriptedJudge:
     identity = f"scripted-judge rules={RULES_VERSION}"
+    reads_content = True
 
     async def score(self, slide: SlideView, description: SlideDescription) -> SlideScores:
         m = measure(slide)

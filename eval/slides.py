@@ -3,14 +3,16 @@
 A deck is one of: an exported workspace (deck_defects.json + previews/ + deck.pdf, as
 rollouts leave them), a PDF (pages rendered to PNG), a folder of slide images, or one
 image. Each slide carries its image, its PDF page's text layer and embedded images
-when there is a PDF, and the layout defects the renderer measured when there are some.
+when there is a PDF, the layout defects the renderer measured when there are some, and
+the content checks (filters/content.py) that fail on it when there is a PDF: what the
+content gate sees, so the scripted judge sees it too.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import cached_property
 from pathlib import Path
 from typing import Any
@@ -18,6 +20,9 @@ from typing import Any
 import pymupdf
 
 from core.language import normalize_text
+from filters.config import FiltersConfig
+from filters.constraints import UnusablePDF
+from filters.content import check_deck
 from filters.gates import ArtifactError
 from filters.quality import deck_slides
 
@@ -42,6 +47,7 @@ class SlideView:
     png: Path
     page: PageFacts | None = None  # None: no PDF (bare images)
     defects: tuple[dict[str, Any], ...] = ()  # {code, severity, element, detail} measured by the renderer
+    content: tuple[str, ...] = ()  # the content checks that fail on this slide (filters.content codes)
 
     @cached_property
     def digest(self) -> str:
@@ -57,17 +63,27 @@ def pdf_pages(pdf: Path) -> list[PageFacts]:
         raise DeckUnreadable(f"{pdf}: not a readable PDF ({exc})") from exc
 
 
-def load_deck(path: Path, render_dir: Path) -> list[SlideView]:
-    """The slides at `path`; a PDF's pages are rendered under `render_dir` (once, by content hash)."""
+def load_deck(path: Path, render_dir: Path, language: str | None = None, request: str | None = None) -> list[SlideView]:
+    """The slides at `path`; a PDF's pages are rendered under `render_dir` (once, by content hash). With a PDF,
+    each slide carries the content checks that fail on it (`language` and `request` as the task gives them)."""
     if path.is_dir() and (path / DEFECTS_FILE).is_file():
-        return _workspace(path)
+        pdf = path / "deck.pdf"
+        return _with_content(_workspace(path), pdf, language, request) if pdf.is_file() else _workspace(path)
     if path.is_file() and path.suffix.lower() == ".pdf":
-        return _pdf(path, render_dir)
+        return _with_content(_pdf(path, render_dir), path, language, request)
     images = sorted(p for p in path.iterdir() if p.suffix.lower() in IMAGE_SUFFIXES) if path.is_dir() else [path]
     images = [p for p in images if p.is_file() and p.suffix.lower() in IMAGE_SUFFIXES]
     if not images:
         raise DeckUnreadable(f"{path}: no deck here (expected a {DEFECTS_FILE} workspace, a PDF, or slide images)")
     return [SlideView(n, p.resolve()) for n, p in enumerate(images, start=1)]
+
+
+def _with_content(slides: list[SlideView], pdf: Path, language: str | None, request: str | None) -> list[SlideView]:
+    try:
+        failing = check_deck(pdf, FiltersConfig(), language, request).codes_by_slide()
+    except UnusablePDF as exc:
+        raise DeckUnreadable(str(exc)) from exc
+    return [replace(s, content=tuple(failing.get(s.number, ()))) for s in slides]
 
 
 def _workspace(folder: Path) -> list[SlideView]:

@@ -6,7 +6,7 @@ from dataclasses import dataclass, field
 
 from critic.config import Severity
 
-GATES = ("constraint", "consistency", "quality")  # the default gates, in pipeline order
+GATES = ("constraint", "content", "consistency", "quality")  # the default gates, in pipeline order
 
 
 @dataclass
@@ -15,6 +15,11 @@ class FiltersConfig:
     aspect_tolerance: float = 0.02  # relative difference of width/height ratios
     language_threshold: float = 0.5  # CJK share that makes a deck Chinese
     min_constraint_score: float = 1.0  # fraction of constraints a deck must meet
+    # content gate (filters/content.py); defaults chosen on the labelled set in tests/filters/content_set/
+    content_duplicate_similarity: float = 0.8  # two slides whose text shingles overlap this much (Jaccard) are duplicates
+    content_repeat_min_tokens: int = 6  # a sentence this long (words; CJK characters count one each) may not recur on another slide
+    content_echo_tokens: int = 10  # a run of this many request tokens (quoted titles aside) on a slide is an echo of the request
+    content_foreign_share: float = 0.5  # body text share in another language that fails language_mix
     quality_reject_severity: Severity = Severity.critical  # measured defects this bad reject without a judge call
     quality_images_per_call: int = 8  # slide images per quality-judge request (the VLM's image limit)
     consistency_max_diff_chars: int = 8000  # revision diff shown to the consistency judge per injection

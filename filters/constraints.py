@@ -21,7 +21,7 @@ import re
 import sys
 from dataclasses import dataclass
 from pathlib import Path
-from typing import NoReturn, Sequence
+from typing import Callable, NoReturn, Sequence, TypeVar
 
 import pymupdf
 
@@ -32,6 +32,8 @@ from filters.config import FiltersConfig
 from filters.gates import ArtifactError, Candidate, environment_verdict, register_gate
 
 GATE = "constraint"
+T = TypeVar("T")
+R = TypeVar("R")
 ASPECTS: dict[str, float] = {"16:9": 16 / 9, "4:3": 4 / 3, **{f"A{n}": 1 / math.sqrt(2) for n in range(1, 5)}}  # w / h
 _A0_AREA_PT2 = 2383.9 * 3370.4  # one square metre
 
@@ -101,7 +103,8 @@ def check_deck(pdf_path: Path, constraints: Constraints, cfg: FiltersConfig) -> 
     return ConstraintReport(pages=len(deck.sizes), checks=checks, score=score, min_score=cfg.min_constraint_score)
 
 
-def _read(pdf_path: Path) -> _Deck:
+def read_pdf(pdf_path: Path, read: Callable[[pymupdf.Document], T]) -> T:
+    """`read(doc)` of a deck PDF that has pages; raises UnusablePDF naming the file when it cannot be read."""
     if not pdf_path.is_file():
         raise UnusablePDF(f"{pdf_path}: {'not a file' if pdf_path.exists() else 'no such file'}")
     try:
@@ -112,11 +115,13 @@ def _read(pdf_path: Path) -> _Deck:
                 raise UnusablePDF(f"{pdf_path}: encrypted (needs a password)")
             if doc.page_count == 0:
                 raise UnusablePDF(f"{pdf_path}: the PDF has no pages")
-            sizes = [(page.rect.width, page.rect.height) for page in doc]
-            text = "\n".join(page.get_text() for page in doc)
+            return read(doc)
     except (RuntimeError, ValueError) as exc:  # pymupdf's FileDataError and mupdf errors are RuntimeErrors
         raise UnusablePDF(f"{pdf_path}: not a readable PDF ({exc})") from exc
-    return _Deck(sizes, text)
+
+
+def _read(pdf_path: Path) -> _Deck:
+    return read_pdf(pdf_path, lambda doc: _Deck([(p.rect.width, p.rect.height) for p in doc], "\n".join(p.get_text() for p in doc)))
 
 
 def _slide_count(pages: int, low: int | None, high: int | None) -> Check:
@@ -196,9 +201,22 @@ def _build(cfg: FiltersConfig, _: Model | None) -> ConstraintGate:
 # ---------------------------------------------------------------- CLI
 
 
-class _Parser(argparse.ArgumentParser):
-    def error(self, message: str) -> NoReturn:  # one line, no usage dump
+class CLIParser(argparse.ArgumentParser):
+    """A gate CLI's parser: a bad argument is one line on stderr and exit 2, no usage dump."""
+
+    def error(self, message: str) -> NoReturn:
         self.exit(2, f"{self.prog}: error: {message}\n")
+
+
+def print_report(prog: str, make: Callable[[], R], to_json: Callable[[R], object], human: Callable[[R], str], as_json: bool) -> int:
+    """A gate CLI's output: the report as JSON or as lines (exit 0), or one line on stderr (exit 2) for an unreadable PDF."""
+    try:
+        report = make()
+    except UnusablePDF as exc:
+        print(f"{prog}: error: {exc}", file=sys.stderr)
+        return 2
+    print(json.dumps(to_json(report), ensure_ascii=False) if as_json else human(report))
+    return 0
 
 
 def _slides(value: str) -> int:
@@ -227,8 +245,8 @@ def _lang(value: str) -> str:
     return value
 
 
-def _parser() -> _Parser:
-    parser = _Parser(prog="python -m filters.constraints", description=__doc__.split("\n\n")[0])
+def _parser() -> CLIParser:
+    parser = CLIParser(prog="python -m filters.constraints", description=__doc__.split("\n\n")[0])
     parser.add_argument("pdf", type=Path, help="the exported deck PDF")
     count = parser.add_mutually_exclusive_group()
     count.add_argument("--slides", type=_slides, metavar="N", help="exact slide count")
@@ -252,13 +270,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
     low, high = (args.slides, args.slides) if args.slides_range is None else args.slides_range
     constraints = Constraints(slides_min=low, slides_max=high, aspect_ratio=args.aspect, language=args.lang)
-    try:
-        report = check_deck(args.pdf, constraints, FiltersConfig())
-    except UnusablePDF as exc:
-        print(f"{parser.prog}: error: {exc}", file=sys.stderr)
-        return 2
-    print(json.dumps(report.to_json(), ensure_ascii=False) if args.json else _human(args.pdf, report))
-    return 0
+    return print_report(parser.prog, lambda: check_deck(args.pdf, constraints, FiltersConfig()), ConstraintReport.to_json,
+                        lambda report: _human(args.pdf, report), args.json)  # fmt: skip
 
 
 if __name__ == "__main__":

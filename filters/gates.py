@@ -97,14 +97,17 @@ GateFactory = Callable[[FiltersConfig, Optional[Model]], Gate]  # the judge mode
 class GateSpec:
     build: GateFactory
     role: str | None  # the judge role (`roles.<role>`) the gate calls; None for rule gates
+    categories: tuple[str, ...]  # the failure categories its verdicts carry, in report order
 
 
 REGISTRY: dict[str, GateSpec] = {}
 
 
-def register_gate(name: str, role: str | None = None) -> Callable[[GateFactory], GateFactory]:
+def register_gate(name: str, role: str | None = None, categories: tuple[str, ...] = ()) -> Callable[[GateFactory], GateFactory]:
+    """Register a gate; its failed verdicts carry the category `name` unless it names its own `categories`."""
+
     def register(build: GateFactory) -> GateFactory:
-        REGISTRY[name] = GateSpec(build, role)
+        REGISTRY[name] = GateSpec(build, role, categories or (name,))
         return build
 
     return register

@@ -1,8 +1,8 @@
 """The filters' figures: failure distribution (the paper's Figure 5) and measured defect distribution.
 
 Each rejected rollout counts once, under its first failing category in pipeline order
-(environment, then the gates as configured), as in Figure 5; the per-gate table counts
-every failed verdict. Defects are the codes x severities of deck_defects.json over the
+(environment, then the gates as configured; the content gate has a category per check),
+as in Figure 5 (filters.acceptance decides); the per-gate table counts every failed verdict. Defects are the codes x severities of deck_defects.json over the
 final decks of every finished rollout. Written to RUN_DIR/filters/: failures.md,
 failures.png, defects.png.
 """
@@ -10,8 +10,7 @@ failures.png, defects.png.
 from __future__ import annotations
 
 import json
-from collections import Counter, defaultdict
-from dataclasses import dataclass
+from collections import Counter
 from pathlib import Path
 from typing import Sequence
 
@@ -21,40 +20,14 @@ from matplotlib.ticker import MaxNLocator
 from core.records import Rollout, Verdict
 from core.store import atomic_write_text
 from critic.findings import SEVERITY_RANK
+from filters.acceptance import ENVIRONMENT, UNDECIDED, Outcome, category_order, outcomes
+from filters.content import CODES as CONTENT_CODES
+from filters.content import GATE as CONTENT_GATE
 
-ENVIRONMENT = "environment"
-UNDECIDED = "undecided"  # a gate verdict is missing (its judge failed): neither accepted nor a failure category
 PAPER_SHARES = {"quality": 43.0, "environment": 32.3, "constraint": 13.5, "consistency": 11.2}  # Figure 5, % of failures
 SEVERITIES = sorted(SEVERITY_RANK, key=SEVERITY_RANK.__getitem__, reverse=True)  # critical, major, minor
 _SEVERITY_COLOURS = {"critical": "#c0392b", "major": "#e67e22", "minor": "#f1c40f"}
 _REASON_CHARS = 200
-
-
-@dataclass(frozen=True)
-class Outcome:
-    task_id: str
-    category: str | None  # None: accepted; else environment | <gate> | undecided
-    reasons: tuple[str, ...]
-
-
-def outcomes(rollouts: Sequence[Rollout], verdicts: Sequence[Verdict], gates: Sequence[str]) -> list[Outcome]:
-    """Each rollout's fate: accepted when every gate passed; else its first failing category in pipeline order."""
-    by_task: dict[str, list[Verdict]] = defaultdict(list)
-    for v in verdicts:
-        by_task[v.task_id].append(v)
-    order = [ENVIRONMENT, *gates]
-    found = []
-    for rollout in rollouts:
-        mine = [v for v in by_task[rollout.task_id] if v.gate in order]
-        failed = [v for v in mine if not v.passed]
-        if failed:
-            first = min(failed, key=lambda v: order.index(v.category) if v.category in order else len(order))
-            found.append(Outcome(rollout.task_id, first.category or first.gate, first.reasons))
-        elif rollout.status != "done" or {v.gate for v in mine} < set(gates):
-            found.append(Outcome(rollout.task_id, UNDECIDED, ()))
-        else:
-            found.append(Outcome(rollout.task_id, None, ()))
-    return found
 
 
 def defect_counts(root: Path, rollouts: Sequence[Rollout]) -> Counter[tuple[str, str]]:
@@ -77,8 +50,8 @@ def defect_counts(root: Path, rollouts: Sequence[Rollout]) -> Counter[tuple[str,
 
 def markdown(found: Sequence[Outcome], verdicts: Sequence[Verdict], gates: Sequence[str], defects: Counter[tuple[str, str]]) -> str:
     total = len(found)
-    accepted = sum(o.category is None for o in found)
-    rejected = [o for o in found if o.category not in (None, UNDECIDED)]
+    accepted = sum(o.accepted for o in found)
+    rejected = [o for o in found if o.rejected]
     undecided = sum(o.category == UNDECIDED for o in found)
     lines = [
         f"# Filters: {total} rollouts, {accepted} accepted ({_pct(accepted, total)}), {len(rejected)} rejected, {undecided} undecided",
@@ -99,6 +72,10 @@ def markdown(found: Sequence[Outcome], verdicts: Sequence[Verdict], gates: Seque
         mine = [v for v in verdicts if v.gate == gate]
         failed = [v for v in mine if not v.passed]
         lines.append(f"| {gate} | {len(mine)} | {len(mine) - len(failed)} | {len(failed)} | {sum(v.category == ENVIRONMENT for v in failed)} |")
+    if CONTENT_GATE in gates:
+        lines += ["", "## Content checks (a deck may fail several; filters/content.py)", "", "| check | decks failing |", "|---|---:|"]
+        failing = Counter(r.split(":", 1)[0] for v in verdicts if v.gate == CONTENT_GATE and v.category != ENVIRONMENT for r in v.reasons)
+        lines += [f"| {code} | {failing[code]} |" for code in CONTENT_CODES]
     lines += ["", "## Measured defects of the final decks (deck_defects.json)", ""]
     if defects:
         lines += [f"| code | {' | '.join(SEVERITIES)} | total |", "|---|" + "---:|" * (len(SEVERITIES) + 1)]
@@ -117,19 +94,19 @@ def markdown(found: Sequence[Outcome], verdicts: Sequence[Verdict], gates: Seque
 
 
 def failures_chart(found: Sequence[Outcome], gates: Sequence[str], path: Path) -> None:
-    rejected = Counter(o.category for o in found if o.category and o.category != UNDECIDED)
+    rejected = Counter(o.category for o in found if o.rejected)
     categories = _categories(gates, rejected)
     total = sum(rejected.values())
     ours = [100 * rejected[c] / total if total else 0.0 for c in categories]
     paper = [PAPER_SHARES.get(c, 0.0) for c in categories]
-    fig = Figure(figsize=(7, 4), layout="constrained")
+    fig = Figure(figsize=(max(7, 0.8 * len(categories)), 4), layout="constrained")
     ax = fig.add_subplot()
     xs = range(len(categories))
     ax.bar([x - 0.2 for x in xs], ours, width=0.4, label=f"this run ({total} rejected)", color="#2c7fb8")
     ax.bar([x + 0.2 for x in xs], paper, width=0.4, label="paper (Figure 5)", color="#bdbdbd", hatch="//")
     for x, share in zip(xs, ours):
         ax.annotate(f"{share:.1f}%", (x - 0.2, share), ha="center", va="bottom", fontsize=8)
-    ax.set_xticks(list(xs), categories)
+    ax.set_xticks(list(xs), categories, rotation=30, ha="right")
     ax.set_ylabel("share of rejected rollouts (%)")
     ax.set_title("Failure distribution before filtering")
     ax.legend()
@@ -168,7 +145,7 @@ def write_report(root: Path, rollouts: Sequence[Rollout], verdicts: Sequence[Ver
 
 
 def _categories(gates: Sequence[str], present: Counter[str]) -> list[str]:
-    known = [ENVIRONMENT, *gates]
+    known = category_order(gates)
     return known + sorted(c for c in present if c not in known)
 
 

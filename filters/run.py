@@ -6,16 +6,17 @@
 Reads the filters, llm and roles sections of RUN_DIR/config.yaml (KEY=VALUE overrides
 win), the tasks (tasks/*.parquet) and rollouts.parquet. A failed rollout gets one
 `environment` verdict from its failure and no gate runs; every finished one goes through
-each gate of `filters.gates` (see filters.gates.REGISTRY). Each verdict is published once
+each gate of `filters.gates` (see filters.gates.REGISTRY): the rule gates first (constraint,
+content), then the model judges, which a rollout a rule gate rejected never reaches
+(no judge tokens spent on it; its judge verdicts stay missing). Each verdict is published once
 as units/verdicts/<task_id>__<gate>.json, so a rerun judges only what is missing; a judge
 that fails leaves its verdict missing (undecided) for the next run. Then verdicts.parquet
-and RUN_DIR/filters/{failures.md, failures.png, defects.png}. Accepted = every gate passed;
-`filters.gates=[]` keeps every finished rollout.
+and RUN_DIR/filters/{failures.md, failures.png, defects.png}. Accepted, rejected and
+undecided are filters.acceptance's; `filters.gates=[]` keeps every finished rollout.
 """
 
 from __future__ import annotations
 
-import argparse
 import asyncio
 import logging
 import sys
@@ -23,7 +24,7 @@ from collections import Counter
 from contextlib import AsyncExitStack
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, NoReturn, Sequence
+from typing import Any, Sequence
 
 import yaml
 from omegaconf import OmegaConf
@@ -38,10 +39,11 @@ from core.logs import setup_logging
 from core.models import role_client
 from core.records import Rollout, Task, Verdict, read_parquet
 from core.store import RunStore
-from filters import consistency, constraints, quality  # noqa: F401 - importing a gate module registers its gate
+from filters.acceptance import ENVIRONMENT, UNDECIDED
 from filters.config import FiltersConfig
+from filters.constraints import CLIParser
 from filters.gates import REGISTRY, ArtifactError, Candidate, Gate, environment_verdict
-from filters.report import ENVIRONMENT, UNDECIDED, write_report
+from filters.report import write_report
 
 log = logging.getLogger(__name__)
 
@@ -128,19 +130,21 @@ async def _verdict(gate: Gate, candidate: Candidate) -> Verdict:
 
 
 async def judge_rollouts(store: RunStore, cfg: FilterRunConfig, meter: UsageMeter) -> dict[str, Any]:
+    """Each rollout's missing verdicts: rule gates first; a rollout a rule gate rejects gets no judge call."""
     validate(cfg.filters)
     tasks, rollouts = load_inputs(store)
     names = list(cfg.filters.gates)
-    done = store.done(STAGE)
+    committed = store.load_map(STAGE, Verdict)
     pending = {
-        r.task_id: [g for g in ([ENVIRONMENT] if r.status != "done" else names) if unit_id(r.task_id, g) not in done]
+        r.task_id: [g for g in ([ENVIRONMENT] if r.status != "done" else names) if unit_id(r.task_id, g) not in committed]
         for r in rollouts
     }
     needed = [g for g in names if any(g in todo for todo in pending.values())]
     slots = asyncio.Semaphore(cfg.filters.max_concurrency)
     undecided: Counter[str] = Counter()
+    skipped: Counter[str] = Counter()
 
-    async def one(gates: dict[str, Gate], rollout: Rollout, gate_name: str) -> None:
+    async def one(gates: dict[str, Gate], rollout: Rollout, gate_name: str) -> Verdict | None:
         if gate_name == ENVIRONMENT:
             verdict = environment_verdict(rollout.task_id, ENVIRONMENT, rollout.failure or "the rollout failed")
         else:
@@ -150,17 +154,29 @@ async def judge_rollouts(store: RunStore, cfg: FilterRunConfig, meter: UsageMete
                 except (ModelError, JSONReplyError) as exc:
                     undecided[gate_name] += 1
                     log.warning("%s: the %s judge gave no verdict (left for a rerun): %s", rollout.task_id, gate_name, exc)
-                    return
+                    return None
         await asyncio.to_thread(store.commit, STAGE, unit_id(rollout.task_id, gate_name), verdict)  # fsyncs overlap
+        return verdict
+
+    async def rollout_verdicts(gates: dict[str, Gate], rollout: Rollout) -> None:
+        todo = pending[rollout.task_id]
+        judges = [g for g in todo if g != ENVIRONMENT and REGISTRY[g].role is not None]
+        made = await asyncio.gather(*(one(gates, rollout, g) for g in todo if g not in judges))
+        rules = [v for v in made if v is not None]
+        rules += [committed[unit_id(rollout.task_id, g)] for g in names if REGISTRY[g].role is None and unit_id(rollout.task_id, g) in committed]
+        if any(not v.passed for v in rules):
+            skipped.update(judges)  # rejected already: no judge tokens spent on it
+            return
+        await asyncio.gather(*(one(gates, rollout, g) for g in judges))
 
     async with AsyncExitStack() as stack:
         gates = await build_gates(needed, cfg, meter, stack)
-        await asyncio.gather(*(one(gates, r, g) for r in rollouts for g in pending[r.task_id]))
-    judged = sum(map(len, pending.values())) - sum(undecided.values())
-    return _summarise(store, rollouts, names, judged, undecided)
+        await asyncio.gather(*(rollout_verdicts(gates, r) for r in rollouts))
+    judged = sum(map(len, pending.values())) - sum(undecided.values()) - sum(skipped.values())
+    return _summarise(store, rollouts, names, judged, undecided, skipped)
 
 
-def _summarise(store: RunStore, rollouts: list[Rollout], gates: list[str], judged: int, undecided: Counter[str]) -> dict[str, Any]:
+def _summarise(store: RunStore, rollouts: list[Rollout], gates: list[str], judged: int, undecided: Counter[str], skipped: Counter[str]) -> dict[str, Any]:
     store.compact(STAGE, Verdict)
     ids = {r.task_id for r in rollouts}
     verdicts = [v for v in store.load(STAGE, Verdict) if v.task_id in ids]
@@ -175,6 +191,7 @@ def _summarise(store: RunStore, rollouts: list[Rollout], gates: list[str], judge
     }
     figures |= {f"rejected_{category}": n for category, n in sorted(categories.items())}
     figures |= {f"judge_failures_{gate}": n for gate, n in sorted(undecided.items())}
+    figures |= {f"judge_calls_skipped_{gate}": n for gate, n in sorted(skipped.items())}
     log.info("filters: %s (report in %s)", figures, store.path("filters", "failures.md"))
     return figures
 
@@ -182,13 +199,8 @@ def _summarise(store: RunStore, rollouts: list[Rollout], gates: list[str], judge
 # ---------------------------------------------------------------- CLI
 
 
-class _Parser(argparse.ArgumentParser):
-    def error(self, message: str) -> NoReturn:
-        self.exit(2, f"{self.prog}: error: {message}\n")
-
-
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = _Parser(prog="python -m filters.run", description=__doc__.split("\n\n")[0])
+    parser = CLIParser(prog="python -m filters.run", description=__doc__.split("\n\n")[0])
     parser.add_argument("run_dir", type=Path, help="the run directory (holds config.yaml, tasks/, rollouts.parquet)")
     parser.add_argument("overrides", nargs="*", metavar="KEY=VALUE", help="config overrides, e.g. filters.gates=[constraint]")
     args = parser.parse_args(argv)

@@ -10,10 +10,11 @@ its reason, so the funnel can count it.
 
 from __future__ import annotations
 
+import hashlib
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import ClassVar, Literal, Optional, Protocol
+from typing import ClassVar, Literal, Optional, Protocol, Sequence
 
 import pydantic
 
@@ -22,6 +23,7 @@ from core.llm_types import ModelError
 from core.prompts import render
 from core.protocols import Model
 from core.records import Message, Record
+from pipeline.personas import parse_persona
 from pipeline.sources import SourceDoc
 
 PROMPTS = Path(__file__).parent / "prompts"
@@ -136,32 +138,47 @@ class LLMTaskWriter:
         return verdict.keep, verdict.reason
 
 
-def persona_phrase(persona: str) -> str:
-    """A persona as a phrase that follows "I'm": "A nurse who ..." -> "a nurse who ..."."""
-    phrase = re.sub(r"^(I am|I'm|I’m)\s+", "", persona.strip()).rstrip(".")
-    first, _, rest = phrase.partition(" ")
-    return f"{first.lower()} {rest}" if first in ("A", "An", "The") else phrase
-
-
 class ScriptedTaskWriter:
-    """The offline baseline: templated but valid tasks, no model. Persona tasks are open-ended."""
+    """The offline baseline: templated but valid tasks, no model, wholly in the task's language.
+
+    A persona task is grounded in a document of the offline library (the document sources'
+    documents), chosen by the words it shares with the persona, in the task's language: the
+    scripted policy can only extract, so it is asked about something the corpus holds. A
+    Chinese task says who the persona is in Chinese (pipeline.personas); a persona written in
+    Chinese makes a Chinese task.
+    """
 
     name = "scripted"
 
-    def __init__(self, min_chars: int = 30, max_chars: int = 3000):
+    def __init__(self, min_chars: int = 30, max_chars: int = 3000, library: Sequence[SourceDoc] = ()):
         self.min_chars, self.max_chars = min_chars, max_chars
+        self.library = list(library)
 
     async def write(self, job: WriteJob) -> TaskDraft:
-        lang = "zh" if job.language == "zh" else "en"
         doc = job.doc
         if job.mode == "document":
+            lang = "zh" if job.language == "zh" else "en"
             audience = ZH_AUDIENCES.get(job.audience, job.audience) if lang == "zh" else job.audience
             scenario = ZH_SCENARIOS.get(job.scenario, job.scenario) if lang == "zh" else job.scenario
             text = render(PROMPTS, f"scripted/{doc.source}.{lang}.j2", title=doc.title, audience=audience, scenario=scenario)
-        else:
-            variant = int(job.draft_id.rsplit("-", 1)[-1]) % 3 if job.draft_id[-1].isdigit() else 0
-            text = render(PROMPTS, f"scripted/persona.{lang}.j2", persona_phrase=persona_phrase(doc.text), variant=variant)
-        return _draft(job, self.name, instruction=text, language=lang)
+            return _draft(job, self.name, instruction=text, language=lang)
+        persona = parse_persona(doc.text)
+        lang = "zh" if job.language == "zh" or persona.chinese else "en"
+        topic = self.topic(doc.text, lang, job.draft_id)
+        variant = int(job.draft_id.rsplit("-", 1)[-1]) % 3 if job.draft_id[-1].isdigit() else 0
+        who = persona.chinese_phrase() if lang == "zh" else persona.english_phrase()
+        text = render(PROMPTS, f"scripted/persona.{lang}.j2", who=who, topic=topic.title if topic else "", variant=variant)
+        draft = _draft(job, self.name, instruction=" ".join(text.split()), language=lang)
+        return replace(draft, provenance=draft.provenance | {"topic_doc": topic.doc_id}) if topic else draft
+
+    def topic(self, persona: str, language: str, draft_id: str) -> SourceDoc | None:
+        """The library document in `language` that shares the most words with the persona (ties: by draft id)."""
+        docs = [d for d in self.library if d.language == language and d.title]
+        if not docs:
+            return None
+        words = set(re.findall(r"[a-z]{4,}", persona.lower()))
+        salt = int(hashlib.sha1(draft_id.encode()).hexdigest(), 16)
+        return max(enumerate(docs), key=lambda kd: (len(words & set(re.findall(r"[a-z]{4,}", kd[1].text.lower()))), (kd[0] + salt) % len(docs)))[1]
 
     async def keep(self, instruction: str, attached: bool) -> tuple[bool, str]:
         if not self.min_chars <= len(instruction) <= self.max_chars:

@@ -39,6 +39,7 @@ from pipeline.task_writer import LLMTaskWriter, ScriptedTaskWriter, TaskDraft, T
 log = logging.getLogger(__name__)
 R = TypeVar("R", bound=Record)
 SOURCE_NAMES = {"persona": "PersonaHub", "finepdfs": "FinePDFs", "arxiv": "arXiv"}
+LIBRARY_SIZE = 50  # documents per source the scripted writer may ground persona tasks in
 
 
 @dataclass
@@ -78,11 +79,17 @@ def _job(cfg: SynthesizeConfig, source: str, k: int, doc: SourceDoc) -> WriteJob
     return WriteJob(draft_id, doc, mode, "zh" if rng.random() < cfg.tasks.persona_zh_share else "en")
 
 
+def library(cfg: SynthesizeConfig) -> list[SourceDoc]:
+    """The documents of the enabled document sources: what the scripted writer grounds persona tasks in."""
+    enabled = [(name, src) for name, src in vars(cfg.sources).items() if name in DOCUMENT_SOURCES and src.enabled]
+    return [doc for name, src in enabled for doc in itertools.islice(load_source(name, src, LoadReport()), LIBRARY_SIZE)]
+
+
 def make_writer(ctx: RunContext) -> TaskWriter:
     cfg: SynthesizeConfig = ctx.cfg
     model = role_client(cfg.llm, cfg.roles, "task_writer", ctx.meter)
     if model is None:
-        return ScriptedTaskWriter(cfg.tasks.min_chars, cfg.tasks.max_chars)
+        return ScriptedTaskWriter(cfg.tasks.min_chars, cfg.tasks.max_chars, library(cfg))
     return LLMTaskWriter(model, cfg.tasks.json_retries)
 
 

@@ -30,6 +30,7 @@ class ExportConfig:
     template: str = "glm4_5v"
     agent_template: str = "glm4_5"
     link_images: bool = True  # hard-link images into the export when possible, else copy
+    include_undecided: bool = False  # true: also export rollouts a gate gave no verdict (filters.acceptance's undecided)
     push_to_hub: Optional[str] = None  # a Hugging Face dataset repo id; None: local only
     hub_private: bool = True
 

@@ -4,8 +4,10 @@
     python -m train.export runs/my-run --out DIR --mask-critic --max-length 32768 --truncation truncate
     python -m train.export --validate runs/my-run/sft/train.jsonl [--model-dir DIR]
 
-A rollout is accepted when every verdict of it in verdicts.parquet passed; without
-verdicts.parquet every rollout with status "done" is (and the card says so). Each
+A rollout is accepted as filters.acceptance decides: it finished and every gate the run's
+config.yaml names passed (with no gates, every finished rollout). An undecided one (a
+gate's verdict missing, or no verdicts.parquet at all) is left out unless
+`--include-undecided`; the card says which rule applied. Each
 accepted trajectory becomes one sample per agent (train/samples.py); samples over
 `max_length` tokens are dropped or cut at the last agent turn that fits. Images are
 hard-linked (or copied) under images/<task_id>/ and referenced relative to the export
@@ -31,6 +33,7 @@ from typing import Any, Optional
 from core.logs import setup_logging
 from core.records import RecordError, Rollout, Task, Trajectory, Verdict, read_parquet
 from core.store import RunStore, atomic_write_text
+from filters.acceptance import UNDECIDED, outcomes, run_gates
 from train.card import render_card
 from train.config import ExportConfig, Truncation, validate_export
 from train.hub import push_to_hub
@@ -67,7 +70,7 @@ class ExportReport:
     mask_critic: bool
     rollouts: int = 0
     accepted: int = 0
-    rejected: Counter = field(default_factory=Counter)  # category -> rollouts
+    rejected: Counter = field(default_factory=Counter)  # category (or undecided) -> rollouts not exported
     train: list[Exported] = field(default_factory=list)
     val: list[Exported] = field(default_factory=list)
     skipped: list[Skipped] = field(default_factory=list)
@@ -113,27 +116,24 @@ def load_rollouts(run_dir: Path) -> list[Rollout]:
     return RunStore(run_dir).load("rollouts", Rollout)  # not compacted yet: the published units
 
 
-def accepted_rollouts(rollouts: list[Rollout], verdicts: Optional[list[Verdict]], report: ExportReport) -> list[Rollout]:
-    """Rollouts whose verdicts all passed; every finished one when there are no verdicts."""
-    done = [r for r in rollouts if r.status == "done"]
-    for r in rollouts:
-        if r.status != "done":
-            report.rejected[(r.failure or "failed").split("/")[0]] += 1
-    if verdicts is None:
-        report.acceptance = "no verdicts.parquet: every rollout with status done is accepted (unfiltered)"
-        return done
-    by_task: dict[str, list[Verdict]] = {}
-    for verdict in verdicts:
-        by_task.setdefault(verdict.task_id, []).append(verdict)
+def accepted_rollouts(rollouts: list[Rollout], verdicts: Optional[list[Verdict]], gates: list[str], include_undecided: bool,
+                      report: ExportReport) -> list[Rollout]:  # fmt: skip
+    """The rollouts filters.acceptance accepts under the run's gates (and, if asked, the undecided ones)."""
+    if gates and verdicts is None:
+        report.acceptance = f"no verdicts.parquet: the gates ({', '.join(gates)}) have not run, so every finished rollout is undecided"
+    elif gates:
+        report.acceptance = f"every configured gate passed: {', '.join(gates)}"
+    else:
+        report.acceptance = "no gates configured: every finished rollout is accepted (unfiltered)"
+    if include_undecided:
+        report.acceptance += "; undecided rollouts included (--include-undecided)"
+    by_id = {r.task_id: r for r in rollouts}
     accepted = []
-    for rollout in done:
-        found = by_task.get(rollout.task_id, [])
-        failed = [v for v in found if not v.passed]
-        if found and not failed:
-            accepted.append(rollout)
+    for outcome in outcomes(rollouts, verdicts or [], gates):
+        if outcome.accepted or (include_undecided and outcome.category == UNDECIDED):
+            accepted.append(by_id[outcome.task_id])
         else:
-            report.rejected[(failed[0].category or failed[0].gate) if failed else "not judged"] += 1
-    report.acceptance = "every verdict in verdicts.parquet passed"
+            report.rejected[outcome.category] += 1
     return accepted
 
 
@@ -235,7 +235,7 @@ def export_run(run_dir: Path, cfg: ExportConfig) -> ExportReport:
     verdicts_path = run_dir / "verdicts.parquet"
     verdicts = read_parquet(verdicts_path, Verdict) if verdicts_path.is_file() else None
     report.rollouts = len(rollouts)
-    accepted = accepted_rollouts(rollouts, verdicts, report)
+    accepted = accepted_rollouts(rollouts, verdicts, run_gates(run_dir), cfg.include_undecided, report)
     report.accepted = len(accepted)
     exported: list[Exported] = []
     for rollout in sorted(accepted, key=lambda r: r.task_id):
@@ -284,6 +284,7 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--template", default=defaults.template)
     parser.add_argument("--agent-template", default=defaults.agent_template)
     parser.add_argument("--copy-images", action="store_true", help="copy images instead of hard-linking them")
+    parser.add_argument("--include-undecided", action="store_true", help="also export rollouts a gate gave no verdict (unfiltered data)")
     parser.add_argument("--push-to-hub", metavar="REPO_ID", help="also upload to this Hugging Face dataset repo")
     return parser
 
@@ -301,7 +302,7 @@ def main(argv: Optional[list[str]] = None) -> int:
         out_dir=str(args.out) if args.out else None, max_length=args.max_length, truncation=Truncation(args.truncation),
         mask_critic=args.mask_critic, val_fraction=args.val_fraction, seed=args.seed, model_dir=args.model_dir,
         template=args.template, agent_template=args.agent_template, link_images=not args.copy_images,
-        push_to_hub=args.push_to_hub,
+        push_to_hub=args.push_to_hub, include_undecided=args.include_undecided,
     )  # fmt: skip
     report = export_run(args.run_dir, cfg)
     figures = report.figures()

@@ -60,6 +60,7 @@ def slide_html(
     title: str,
     bullets: list[str],
     image: str | None,
+    caption: str = "",
     scale: float = 1.0,
     stacked: bool = False,
     cover: bool = False,
@@ -67,7 +68,7 @@ def slide_html(
     """One standalone slide. `scale` shrinks the type (the fix for overflow)."""
     unit = min(width / 1280, height / 720) if width >= height else width / 1280
     return render(
-        TEMPLATES, "slide.html.j2", d=design, width=width, height=height, title=title, bullets=bullets, image=image,
+        TEMPLATES, "slide.html.j2", d=design, width=width, height=height, title=title, bullets=bullets, image=image, caption=caption,
         title_px=round(46 * unit * scale), body_px=round(26 * unit * scale), pad=round(56 * unit),
         stacked=stacked or width < height, cover=cover,
     )  # fmt: skip

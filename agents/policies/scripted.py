@@ -23,7 +23,8 @@ from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 from typing import Any, Generator, Sequence
 
-from agents.policies.content import SlidePlan, document_title, manuscript_text, outline, parse_manuscript
+from agents.policies.content import BULLETS, SlidePlan, manuscript_text, outline, parse_manuscript
+from agents.policies.extract import plain, sentences
 from agents.policies.designs import Design, design_for, design_plan, slide_html
 from core.language import detect_language
 from core.llm import estimate_prompt_tokens
@@ -36,7 +37,11 @@ MAX_SLIDE_FIXES = 4
 Calls = list[tuple[str, dict[str, Any]]]
 Plan = Generator[tuple[str, Calls], list[str], None]
 
-_SAVED = re.compile(r"saved to (\S+)")
+_SAVED_IMAGE = re.compile(r"^\d+\. .*\((?P<w>\d+)x(?P<h>\d+)\) saved to (?P<path>\S+)\n\s+caption: (?P<caption>.*)$", re.MULTILINE)
+_WHOLE_OUTPUT = re.compile(r"The whole output is in (\S+);")
+_HIT_URL = re.compile(r"^\s+(corpus://\S+)")
+_FIGURE_CAPTION = re.compile(r"^(?:figure|fig\.|图)\s*\d+", re.IGNORECASE)
+_NUMBERING = re.compile(r"^\d+(?:\.\d+)*\s+")
 _LISTED_IMAGE = re.compile(r"^- (\S+\.(?:png|jpe?g|gif|webp)) \((\d+)x(\d+)\)", re.MULTILINE)
 _DEFECT = re.compile(r"^(\w+) \((critical|major|minor)\)", re.MULTILINE)
 _ISSUE = re.compile(r"^- (\w+)(?: \(slide (\d+)\))?", re.MULTILINE)
@@ -102,17 +107,20 @@ def _latest_observations(messages: Sequence[Message]) -> list[str]:
 def topic(brief: Brief) -> str:
     quoted = _QUOTED.search(brief.instruction)
     if quoted:
-        return quoted.group(1).strip()
+        return _NUMBERING.sub("", quoted.group(1).strip())
     first = re.split(r"[.。!！?？\n]", brief.instruction.strip())[0]
     return first[:80]
 
 
 def researcher(brief: Brief, finalize: bool = True) -> Plan:
+    """Read the attachments (or the corpus document search finds on the topic), then write an extractive outline."""
     count = brief.slides or (1 if brief.aspect.startswith("A") else DEFAULT_SLIDES)
     title = topic(brief)
-    plan = f"Scripted plan: read {len(brief.attachments)} attachment(s), search the corpus for '{title}', write {count} slide(s) in {brief.language}, check the manuscript, finalize."
+    source = f"read {len(brief.attachments)} attachment(s)" if brief.attachments else f"search the corpus for '{title}' and read the best document"
+    plan = f"Scripted plan: {source}, write {count} slide(s) in {brief.language} from its sections, check the manuscript, finalize."
     yield plan, [("thinking", {"thought": plan})]
-    documents, images = [], []
+    documents: list[str] = []
+    figures: dict[str, str] = {}  # file name as the document cites it -> its workspace path
     for attachment in brief.attachments:
         stem = PurePosixPath(attachment).stem
         folder = f"sources/{stem}"
@@ -120,18 +128,28 @@ def researcher(brief: Brief, finalize: bool = True) -> Plan:
         converted = brief.workspace / folder / f"{stem}.md"
         if converted.exists():
             documents.append(converted.read_text(encoding="utf-8", errors="replace"))
-            title = title if documents[1:] else document_title(documents[0]) or title
-            images += [m.group(1) for m in _LISTED_IMAGE.finditer(observation) if _landscape_enough(int(m.group(2)), int(m.group(3)))]
-    (found,) = yield f"Searching the corpus for '{title}'.", [("search_web", {"query": title, "max_results": 6})]
-    snippets = [text for text in _snippets(found) if detect_language(text).lang == brief.language]
-    if not images:
-        (pictures,) = yield f"Looking for images about '{title}'.", [("search_images", {"query": title})]
-        images = _SAVED.findall(pictures)
-    assets = [f"assets/{PurePosixPath(p).name}" for p in images[:4]]
-    if images:
-        copy = "mkdir -p assets && cp " + " ".join(f"'{p}'" for p in images[:4]) + " assets/"
+            figures |= {PurePosixPath(m.group(1)).name: m.group(1) for m in _LISTED_IMAGE.finditer(observation)
+                        if _landscape_enough(int(m.group(2)), int(m.group(3)))}  # fmt: skip
+    captions: dict[str, str] = {}
+    if not documents:
+        (found,) = yield f"Searching the corpus for '{title}'.", [("search_web", {"query": title, "max_results": 6})]
+        url = _best_hit(found, brief.language)
+        if url:
+            (page,) = yield f"Reading {url}.", [("fetch_url", {"url": url})]
+            whole = _WHOLE_OUTPUT.search(page)  # a long page is cut in the observation and kept whole in a file
+            documents.append((brief.workspace / whole.group(1)).read_text(encoding="utf-8", errors="replace") if whole else page)
+        (pictures,) = yield f"Looking for figures about '{title}'.", [("search_images", {"query": title})]
+        captions = dict(_captioned(pictures))
+    slides = outline(title, brief.language, count, documents, figures)
+    for slide, (path, caption) in zip([s for s in slides[1:-1] if not s.image][::2], captions.items()):
+        slide.image, slide.image_alt = path, caption
+        slide.bullets = slide.bullets[: BULLETS - 1]
+    pictured = [s for s in slides if s.image]
+    if pictured:
+        copy = "mkdir -p assets && cp " + " ".join(f"'{s.image}'" for s in pictured) + " assets/"
         yield "Collecting the figures into assets/.", [("execute_command", {"command": copy})]
-    slides = outline(title, brief.instruction.split("\n")[0], brief.language, count, documents, snippets, assets)
+        for s in pictured:
+            s.image = f"assets/{PurePosixPath(s.image).name}"
     yield f"Writing the manuscript: {len(slides)} slides.", [("write_file", {"path": brief.manuscript, "content": manuscript_text(slides)})]
     for _ in range(3 if brief.can_inspect else 0):
         (report,) = yield "Checking the manuscript.", [("inspect_manuscript", {"md_file": brief.manuscript})]
@@ -148,29 +166,44 @@ def _landscape_enough(width: int, height: int) -> bool:
     return width >= 120 and height >= 80 and 0.3 <= width / height <= 4
 
 
-def _snippets(found: str) -> list[str]:
+def _best_hit(found: str, language: str) -> str | None:
+    """The first corpus document among the search results whose title and snippet are in `language`."""
     lines = found.splitlines()
-    return [lines[i + 2].strip() for i, line in enumerate(lines) if re.match(r"^\d+\. ", line) and i + 2 < len(lines)]
+    for i, line in enumerate(lines):
+        url = _HIT_URL.match(lines[i + 1]) if re.match(r"^\d+\. ", line) and i + 2 < len(lines) else None
+        if url and detect_language(f"{line} {lines[i + 2]}").lang == language:
+            return url.group(1)
+    return None
+
+
+def _captioned(pictures: str) -> list[tuple[str, str]]:
+    """(saved path, caption's first sentence) of the images search_images saved whose caption is a printed figure caption."""
+    found = []
+    for match in _SAVED_IMAGE.finditer(pictures):
+        caption = sentences(plain(match["caption"]))[0] if match["caption"].strip() else ""
+        if _landscape_enough(int(match["w"]), int(match["h"])) and _FIGURE_CAPTION.match(caption) and caption[-1:] in ".。":
+            found.append((match["path"], caption))
+    return found
 
 
 def _fix_manuscript(slides: list[SlidePlan], report: str, count: int) -> list[SlidePlan] | None:
-    """Slides with the reported issues fixed, or None when nothing is left to fix."""
+    """Slides with the reported issues fixed, or None when nothing is left that it can fix.
+
+    Too few slides is not fixed: the baseline has no more of the document to say, and padding
+    would repeat it."""
     issues = [(m.group(1), int(m.group(2)) if m.group(2) else None) for m in _ISSUE.finditer(report)]
-    fixable = [(code, n) for code, n in issues if code in ("missing_asset", "external_url", "duplicate_image", "missing_alt", "empty_slide", "slide_count")]
-    if not fixable:
+    fixable = [(code, n) for code, n in issues if n and n <= len(slides) and code in ("missing_asset", "external_url", "duplicate_image", "missing_alt", "empty_slide")]
+    if not fixable and len(slides) <= count:
         return None
     slides = [SlidePlan(s.title, list(s.bullets), s.image, s.image_alt) for s in slides]
     for code, n in fixable:
-        if n and code in ("missing_asset", "external_url", "duplicate_image") and n <= len(slides):
+        if code in ("missing_asset", "external_url", "duplicate_image"):
             slides[n - 1].image = None
-        if n and code == "missing_alt" and n <= len(slides):
+        elif code == "missing_alt":
             slides[n - 1].image_alt = slides[n - 1].title
-        if n and code == "empty_slide" and n <= len(slides):
-            slides[n - 1].bullets = slides[n - 1].bullets or [slides[0].title]
+    slides = [s for n, s in enumerate(slides, 1) if ("empty_slide", n) not in fixable or n == 1]
     while len(slides) > count:
         slides.pop(-2 if len(slides) > 2 else -1)
-    while len(slides) < count:
-        slides.insert(-1, SlidePlan(slides[-1].title, list(slides[-1].bullets)))
     return slides
 
 
@@ -182,7 +215,8 @@ def presenter(brief: Brief) -> Plan:
     yield "Reading the manuscript.", [("read_file", {"path": brief.manuscript})]
     text = (brief.workspace / brief.manuscript).read_text(encoding="utf-8", errors="replace")
     design = design_for(brief.task_id)
-    drafts = [SlideDraft(number, plan, design) for number, plan in enumerate(parse_manuscript(text), 1)]
+    plans = parse_manuscript(text)
+    drafts = [SlideDraft(number, plan, design, cover=number == 1 and len(plans) > 1) for number, plan in enumerate(plans, 1)]
     thought = f"Design '{design.name}': {design.motif}. {len(drafts)} slides at {brief.width}x{brief.height}."
     yield thought, [("thinking", {"thought": thought})]
     yield "Writing the design plan.", [("write_file", {"path": "design_plan.md", "content": design_plan(design, brief.language)})]
@@ -208,6 +242,7 @@ class SlideDraft:
     number: int
     plan: SlidePlan
     design: Design
+    cover: bool = False  # the title slide of a deck (a one-slide poster is not one)
     scale: float = 1.0
     stacked: bool = False
     bullets: list[str] = field(init=False)
@@ -222,7 +257,8 @@ class SlideDraft:
         return f"slides/slide_{self.number:02d}.html"
 
     def html(self, brief: Brief) -> str:
-        return slide_html(self.design, brief.width, brief.height, self.plan.title, self.bullets, self.image, self.scale, self.stacked, cover=self.number == 1)
+        return slide_html(self.design, brief.width, brief.height, self.plan.title, self.bullets, self.image, self.plan.image_alt,
+                          self.scale, self.stacked, cover=self.cover)  # fmt: skip
 
     def revise(self, report: str) -> bool:
         """Change what the inspection report measured; False when the slide has no major defect."""

@@ -17,7 +17,7 @@ import yaml
 
 from core.records import Record, Rollout, StageDone, Task, Verdict, read_parquet
 from core.store import RunStore
-from filters.config import GATES
+from filters.acceptance import configured_gates
 
 R = TypeVar("R", bound=Record)
 SFT_SPLITS = ("train", "val")
@@ -73,7 +73,7 @@ def load_run(root: Path) -> RunData:
         rollouts=rollouts,
         decks={r.task_id: read_deck(root, r) for r in rollouts},
         verdicts=_records(store, "verdicts", "verdicts.parquet", Verdict) if verdicts_present else None,
-        gates=list((config.get("filters") or {}).get("gates", GATES)),
+        gates=configured_gates(config),
         stages=_stage_figures(store),
         sft_samples=_sft_samples(root / "sft"),
     )

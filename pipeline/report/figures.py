@@ -12,7 +12,7 @@ from collections import Counter
 from dataclasses import dataclass
 
 from core.records import Rollout, Task
-from filters.report import ENVIRONMENT, outcomes
+from filters.acceptance import ENVIRONMENT, outcomes
 from pipeline.augment import slide_bucket
 from pipeline.config import ConstraintMix
 from pipeline.report.data import DeckSlide, RunData
@@ -128,7 +128,7 @@ def compute_figures(run: RunData) -> Figures:
 
 
 def _outcome_by_task(run: RunData) -> dict[str, str]:
-    """task_id -> outcome, from filters.report.outcomes when the filters ran."""
+    """task_id -> outcome, from filters.acceptance.outcomes when the filters ran."""
     if run.verdicts is None:
         return {r.task_id: NOT_FILTERED for r in run.rollouts}
     return {o.task_id: o.category or ACCEPTED for o in outcomes(run.rollouts, run.verdicts, run.gates)}

@@ -19,7 +19,8 @@ from urllib.parse import quote
 import jinja2
 
 from core.records import RecordError, Rollout, Trajectory, Verdict
-from filters.report import ENVIRONMENT, PAPER_SHARES, SEVERITIES
+from filters.acceptance import ENVIRONMENT
+from filters.report import PAPER_SHARES, SEVERITIES
 from pipeline.report import charts
 from pipeline.report.data import DeckSlide, RunData, workspace
 from pipeline.report.figures import Figures, RolloutRow

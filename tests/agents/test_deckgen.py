@@ -21,6 +21,7 @@ from core.llm import ModelClient
 from core.records import Constraints, Task, Trajectory
 from filters.config import FiltersConfig
 from filters.constraints import check_deck
+from filters.content import check_deck as check_content
 from tests.agents.conftest import session_loop
 from tests.fakes.openai_server import FakeOpenAIServer, Reply
 
@@ -55,6 +56,8 @@ async def test_scripted_policy_makes_a_valid_deck(renderer: Renderer, tmp_path: 
     assert outcome.status == "done", outcome.failure
     report = check_deck(tmp_path / "deck.pdf", constraints, FiltersConfig())
     assert report.score == 1.0, report.checks
+    content = check_content(tmp_path / "deck.pdf", FiltersConfig(), language, task.instruction)
+    assert content.passed, content.reasons()  # the baseline's deck reads as sound: no repeats, no cut sentences
     for agent in ("researcher", "presenter"):
         trajectory = Trajectory.from_json((tmp_path / f"trajectory_{agent}.json").read_text())
         assert trajectory.status == "finalized" and trajectory.policy == "scripted"
@@ -77,6 +80,8 @@ async def test_scripted_slides_stay_in_the_task_language_when_the_corpus_mixes_l
         pages = [page.get_text() for page in deck]
     assert len(pages) == 4
     assert all(detect_language(text).lang == language for text in pages), pages
+    content = check_content(tmp_path / "deck.pdf", FiltersConfig(), language, instruction)
+    assert content.passed, content.reasons()
 
 
 def clumsy_model(body: dict) -> Reply:

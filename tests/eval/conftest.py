@@ -17,11 +17,12 @@ ENGLISH = "Attention lets a model weigh every input token; training parallelises
 CHINESE = "注意力机制让模型在生成每个输出时权衡所有输入，训练可以在整个序列上并行进行。"
 
 
-def export_workspace(root: Path, task_id: str, shape: str, texts: Sequence[str], defects: dict[int, list[dict]] | None = None) -> Rollout:
+def export_workspace(root: Path, task_id: str, shape: str, texts: Sequence[str], defects: dict[int, list[dict]] | None = None,
+                     headings: Sequence[str] = ()) -> Rollout:  # fmt: skip
     """rollouts/<task_id>/ as an exported deck leaves it (deck.pdf, previews/, deck_defects.json), and its Rollout."""
     workspace = root / "rollouts" / task_id
     (workspace / "previews").mkdir(parents=True)
-    pdf = write_deck(workspace / "deck.pdf", [PAGE_SIZES[shape]] * len(texts), texts)
+    pdf = write_deck(workspace / "deck.pdf", [PAGE_SIZES[shape]] * len(texts), texts, headings)
     slides = []
     with pymupdf.open(pdf) as doc:
         for number, page in enumerate(doc, start=1):

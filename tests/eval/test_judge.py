@@ -150,3 +150,19 @@ def test_scripted_judge_on_bare_images_and_cjk_text(tmp_path: Path) -> None:
     content, style, text = scripted(SlideView(1, slide_image(tmp_path / "s.png", boxes=COLOURFUL)))
     assert "no text layer" in text and (content, style) == (3, 5)
     assert word_equivalents("注意力机制 attention 2017") == 2 + 3
+
+
+def test_the_scripted_judge_sees_what_the_content_gate_sees(tmp_path: Path) -> None:
+    other = "Training runs on every position of the sequence at once, so it needs far fewer sequential steps."
+    export_workspace(tmp_path, "repeated", "16:9", [ENGLISH, ENGLISH], headings=["Attention", "Attention"])
+    export_workspace(tmp_path, "sound", "16:9", [ENGLISH, other], headings=["Attention", "Training"])
+    request = "Make a deck about attention."
+    repeated = load_deck(tmp_path / "rollouts" / "repeated", tmp_path / "pages", "en", request)
+    sound = load_deck(tmp_path / "rollouts" / "sound", tmp_path / "pages", "en", request)
+    assert [s.content for s in repeated] == [("duplicate_slides", "repeated_text")] * 2 and not any(s.content for s in sound)
+    assert repeated[0].digest == sound[0].digest  # the same image: only the content checks tell them apart
+    cache = tmp_path / "cache"
+    sound_scores = judge_deck(JudgeConfig(), sound, cache).slides[0].scores.content
+    repeated_scores = judge_deck(JudgeConfig(), repeated, cache).slides[0].scores.content
+    assert repeated_scores.score == sound_scores.score - 2
+    assert "failed content checks: duplicate_slides, repeated_text" in repeated_scores.reason and LABEL in repeated_scores.reason

@@ -36,6 +36,7 @@ SCENARIO = (
     Spec("zh-169-count", "16:9", "zh", 3, asked_slides=5),
     Spec("en-43-ignored", "4:3", "en", 2, revision="ignore"),
     Spec("en-169-broken", "16:9", "en", 2, broken_image=True),
+    Spec("en-169-junk", "16:9", "en", 3, revision="fix", repeated=True),  # the content gate rejects it: no judge sees it
     Spec("zh-failed", "16:9", "zh", 1, status="failed", failure="environment/context_overflow", files=("trajectory:presenter",)),
     Spec("en-no-deck", "16:9", "en", 2),  # finished, but the export left no deck
 )
@@ -47,6 +48,7 @@ EXPECTED = {  # first failing category; None = accepted
     "zh-169-count": "constraint",
     "en-43-ignored": "consistency",
     "en-169-broken": "quality",
+    "en-169-junk": "duplicate_slides",
     "zh-failed": "environment",
     "en-no-deck": "environment",
 }

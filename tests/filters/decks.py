@@ -28,14 +28,22 @@ CHINESE_WITH_ENGLISH_TERMS = (
 )
 
 
-def write_deck(path: Path, sizes: Sequence[tuple[float, float]], texts: Sequence[str]) -> Path:
-    """One page per (size, text); the CJK-capable built-in font covers both scripts."""
+def write_deck(path: Path, sizes: Sequence[tuple[float, float]], texts: Sequence[str], headings: Sequence[str] = ()) -> Path:
+    """One page per (size, text), under a heading in larger type when `headings` are given; the CJK-capable
+    built-in font covers both scripts."""
     doc = pymupdf.open()
-    for (width, height), text in zip(sizes, texts, strict=True):
+    for n, ((width, height), text) in enumerate(zip(sizes, texts, strict=True)):
         page = doc.new_page(width=width, height=height)
         margin = width / 12
-        box = pymupdf.Rect(margin, margin, width - margin, height - margin)
-        if page.insert_textbox(box, text, fontname="china-s", fontsize=max(14.0, width / 40)) < 0:
+        size = max(14.0, width / 40)
+        top = margin
+        if headings:
+            box = pymupdf.Rect(margin, margin / 2, width - margin, margin / 2 + 5 * size)
+            if page.insert_textbox(box, headings[n], fontname="china-s", fontsize=1.25 * size) < 0:
+                raise ValueError(f"{path}: heading does not fit a {width}x{height} pt page: {headings[n]!r}")
+            top = margin / 2 + 5.5 * size
+        box = pymupdf.Rect(margin, top, width - margin, height - margin)
+        if page.insert_textbox(box, text, fontname="china-s", fontsize=size) < 0:
             raise ValueError(f"{path}: text does not fit a {width}x{height} pt page: {text[:40]!r}")
     doc.save(path)
     doc.close()

@@ -86,13 +86,23 @@ class Spec:
     asked_slides: int | None = None  # None: as many as made
     revision: str | None = None  # None: no injection; "fix" | "ignore" | "other": answer to a title finding on slide 1
     broken_image: bool = False  # slide 1 links an image that does not exist
+    repeated: bool = False  # every slide says the same thing (the content gate's duplicate_slides)
     status: str = "done"
     failure: str | None = None
     files: tuple[str, ...] = ("pdf", "previews", "defects", "trajectory:presenter")  # artifacts the rollout records
-    texts: dict[str, tuple[str, str]] = field(default_factory=lambda: {
-        "en": ("Attention in practice", "Transformers weigh every input token; training parallelises across the sequence."),
-        "zh": ("注意力机制实践", "变换器模型权衡每个输入词元，训练可以在整个序列上并行进行，速度明显提升。"),
+    texts: dict[str, tuple[str, tuple[str, ...]]] = field(default_factory=lambda: {
+        "en": ("Attention in practice", ("Transformers weigh every input token; training parallelises across the sequence.",
+                                         "Multi-head attention lets each head look at a different part of the input.",
+                                         "Positional encodings tell the model in which order the tokens came.")),
+        "zh": ("注意力机制实践", ("变换器模型权衡每个输入词元，训练可以在整个序列上并行进行，速度明显提升。",
+                             "多头注意力让每个头关注输入的不同部分，从而捕捉多种依赖关系。",
+                             "位置编码告诉模型各个词元出现的先后顺序。")),
     })  # fmt: skip
+
+    def text(self, number: int) -> tuple[str, str]:
+        """Slide `number`'s (title, body): a body of its own, unless the spec repeats itself."""
+        title, bodies = self.texts[self.lang]
+        return title, bodies[0 if self.repeated else (number - 1) % len(bodies)]
 
     def task(self) -> Task:
         asked = self.asked_slides or self.slides
@@ -101,7 +111,7 @@ class Spec:
                     language=self.lang, constraints=constraints, split="train")  # fmt: skip
 
     def html(self, number: int, title_style: str = TITLE_FIX[1]) -> str:
-        title, body = self.texts[self.lang]
+        title, body = self.text(number)
         image = "assets/missing.png" if self.broken_image and number == 1 else None
         return slide_html(self.aspect, self.lang, number, title, body, title_style=title_style, image=image)
 
@@ -117,7 +127,7 @@ class Spec:
             t.call("edit_file", "Replaced 1 occurrence(s).", said="Shrinking the title.", path="slides/slide_01.html",
                    old_string=TITLE_FIX[0], new_string=TITLE_FIX[1])  # fmt: skip
         elif self.revision == "other":  # touches the slide, not the title
-            old = self.texts[self.lang][1]
+            old = self.text(1)[1]
             t.call("edit_file", "Replaced 1 occurrence(s).", path="slides/slide_01.html", old_string=old, new_string=old + " (2017)")
         for number in range(2, self.slides + 1):
             t.call("write_file", "Wrote the file.", path=f"slides/slide_{number:02d}.html", content=self.html(number))
@@ -129,7 +139,7 @@ class Spec:
         """Slide `number` as the trajectory's writes left it."""
         if number != 1 or self.revision in (None, "fix"):
             return self.html(number)
-        body = self.texts[self.lang][1]
+        body = self.text(1)[1]
         oversized = self.html(1, TITLE_FIX[0])
         return oversized.replace(body, body + " (2017)", 1) if self.revision == "other" else oversized
 
@@ -168,8 +178,9 @@ def write_defects(workspace: Path, aspect: str, per_slide: Sequence[Sequence[dic
 
 def export_fake(workspace: Path, spec: Spec) -> None:
     """No browser: a PyMuPDF deck of the right page size, grey previews, measured defects as the spec implies."""
-    title, body = spec.texts[spec.lang]
-    write_deck(workspace / "deck.pdf", [PAGE_SIZES[spec.aspect]] * spec.slides, [f"{title}. {body}"] * spec.slides)
+    numbers = range(1, spec.slides + 1)
+    write_deck(workspace / "deck.pdf", [PAGE_SIZES[spec.aspect]] * spec.slides, [spec.text(n)[1] for n in numbers],
+               [f"{n}. {spec.text(n)[0]}" for n in numbers])  # fmt: skip
     (workspace / "previews").mkdir(exist_ok=True)
     for number in range(1, spec.slides + 1):
         Image.new("RGB", (64, 36), "white").save(workspace / "previews" / f"slide_{number:02d}.png")

@@ -7,35 +7,11 @@ from collections import Counter
 from pathlib import Path
 
 from core.records import Rollout, Verdict
-from filters.report import markdown, outcomes, write_report
+from filters.acceptance import outcomes
+from filters.report import markdown, write_report
+from tests.filters.test_acceptance import verdict
 
 GATES = ("constraint", "consistency", "quality")
-
-
-def verdict(task_id: str, gate: str, passed: bool, category: str | None = None, reason: str = "why") -> Verdict:
-    return Verdict(task_id=task_id, gate=gate, passed=passed, category=None if passed else category or gate, reasons=() if passed else (reason,))
-
-
-def test_each_rollout_counts_once_under_its_first_failing_category() -> None:
-    rollouts = [Rollout(task_id=t, status="done") for t in ("a", "b", "c", "d", "e")] + [Rollout(task_id="f", status="failed")]
-    verdicts = [
-        *(verdict("a", g, True) for g in GATES),
-        verdict("b", "constraint", True), verdict("b", "consistency", False), verdict("b", "quality", False),
-        verdict("c", "constraint", False, "environment", "no deck"), verdict("c", "consistency", False), verdict("c", "quality", True),
-        verdict("d", "constraint", True), verdict("d", "consistency", True),  # quality judge failed: no verdict yet
-        verdict("e", "quality", False), verdict("e", "legacy_gate", False),  # a gate no longer configured does not count
-        verdict("f", "environment", False, "environment", "environment/timeout"),
-    ]  # fmt: skip
-    found = {o.task_id: (o.category, o.reasons) for o in outcomes(rollouts, verdicts, GATES)}
-    assert found == {
-        "a": (None, ()),
-        "b": ("consistency", ("why",)),
-        "c": ("environment", ("no deck",)),
-        "d": ("undecided", ()),
-        "e": ("quality", ("why",)),
-        "f": ("environment", ("environment/timeout",)),
-    }
-    assert {o.task_id for o in outcomes(rollouts, verdicts, ()) if o.category is None} == {"a", "b", "c", "d", "e"}
 
 
 def test_markdown_shares_paper_reference_and_defect_table() -> None:
@@ -48,6 +24,26 @@ def test_markdown_shares_paper_reference_and_defect_table() -> None:
     assert "| quality | 4 | 2 | 2 | 0 |" in text
     assert "| overlap | 2 | 0 | 1 | 3 |" in text
     assert "| a | quality | slide 2 \\| overlap |" in text
+    assert "## Content checks" not in text  # no content gate configured
+
+
+def test_each_content_check_is_its_own_failure_category(tmp_path: Path) -> None:
+    gates = ("constraint", "content", "quality")
+    rollouts = [Rollout(task_id=t, status="done") for t in "abc"]
+    content = [
+        Verdict(task_id="a", gate="content", passed=False, category="duplicate_slides",
+                reasons=("duplicate_slides: slides 2 and 3 (100% alike)", "truncated_text: cut text: slide 4")),
+        Verdict(task_id="b", gate="content", passed=False, category="request_echo", reasons=("request_echo: slide 1",)),
+        Verdict(task_id="c", gate="content", passed=True),
+    ]  # fmt: skip
+    verdicts = content + [verdict(t, g, True) for t in "abc" for g in ("constraint", "quality")]
+    found = write_report(tmp_path, rollouts, verdicts, gates)
+    assert [o.category for o in found] == ["duplicate_slides", "request_echo", None]
+    text = (tmp_path / "filters" / "failures.md").read_text()
+    order = [line.split(" | ")[0].strip("| ") for line in text.splitlines() if line.startswith("| ") and " | - |" in line]
+    assert order[:7] == ["duplicate_slides", "repeated_text", "truncated_text", "placeholder_text", "request_echo", "language_mix", "empty_slides"]
+    assert "| duplicate_slides | 1 | 50.0% | - |" in text and "| request_echo | 1 | 50.0% | - |" in text
+    assert "| truncated_text | 1 |" in text.split("## Content checks")[1]  # a deck may fail several checks
 
 
 def test_report_files_with_nothing_to_show(tmp_path: Path) -> None:

@@ -17,13 +17,15 @@ from core.config import ConfigError
 from core.llm import UsageMeter
 from core.records import Rollout, Verdict, read_parquet
 from core.store import RunStore
-from filters.report import outcomes
+from filters.acceptance import outcomes
 from filters.run import STAGE, RunIncomplete, judge_rollouts, load_config, main
 from tests.fakes.openai_server import ErrorReply, FakeOpenAIServer, Reply
 from tests.filters.conftest import EXPECTED, SCENARIO, SCRIPTED
 
 REPO = Path(__file__).resolve().parents[2]
-GATES = ("constraint", "consistency", "quality")
+GATES = ("constraint", "content", "consistency", "quality")
+RULES = ("constraint", "content")
+REJECTED_BY_RULES = {"zh-169-count", "en-no-deck", "en-169-junk"}  # no judge call for these
 
 
 def judge(root: Path, *overrides: str) -> dict[str, Any]:
@@ -52,25 +54,30 @@ def unit_times(root: Path) -> dict[str, int]:
 def test_cli_filters_the_scenario_and_writes_verdicts_and_report(scenario_run: Path) -> None:
     result = subprocess.run([sys.executable, "-m", "filters.run", str(scenario_run)], cwd=REPO, capture_output=True, text=True, timeout=120)
     assert result.returncode == 0, result.stderr
-    assert result.stdout.startswith("# Filters: 8 rollouts, 3 accepted (37.5%), 5 rejected, 0 undecided")
-    assert "rollouts=8 accepted=3 undecided=0 rejected=5 verdicts_written=22" in result.stdout
+    assert result.stdout.startswith("# Filters: 9 rollouts, 3 accepted (33.3%), 6 rejected, 0 undecided")
+    assert "rollouts=9 accepted=3 undecided=0 rejected=6 verdicts_written=27" in result.stdout
+    assert "judge_calls_skipped_consistency=3 judge_calls_skipped_quality=3" in result.stdout
     assert fates(scenario_run) == EXPECTED
     found = verdicts(scenario_run)
     assert set(found["zh-failed"]) == {"environment"}  # a failed rollout runs no gate
-    assert all(set(found[s.task_id]) == set(GATES) for s in SCENARIO if s.status == "done")
+    assert all(set(found[s.task_id]) == set(RULES if s.task_id in REJECTED_BY_RULES else GATES) for s in SCENARIO if s.status == "done")
+    for task_id in ("en-169-ok", "zh-43-ok", "en-a1-poster", "en-43-ignored", "en-169-broken"):  # real decks read as sound
+        assert found[task_id]["content"].passed, found[task_id]["content"].reasons
+    junk = found["en-169-junk"]["content"]
+    assert (junk.category, junk.reasons[0]) == ("duplicate_slides", "duplicate_slides: near-same slides: slides 1 and 2 (100% alike); slides 1 and 3 (100% alike); slides 2 and 3 (100% alike)")
     assert found["zh-failed"]["environment"].reasons == ("environment/context_overflow",)
     assert found["zh-169-count"]["constraint"].reasons == ("slide count: expected 5, got 3",)
     assert found["zh-169-count"]["constraint"].score == pytest.approx(2 / 3)
     for task_id in ("en-169-ok", "zh-43-ok", "en-a1-poster"):  # 16:9, 4:3 and A1; English and Chinese
         assert found[task_id]["constraint"].passed and found[task_id]["constraint"].score == 1.0
     no_deck = found["en-no-deck"]
-    assert [no_deck[g].category for g in GATES] == ["environment", None, "environment"]
+    assert [no_deck[g].category for g in RULES] == ["environment", "environment"]
     assert no_deck["constraint"].reasons[0].endswith("rollouts/en-no-deck/deck.pdf: no such file")
-    assert no_deck["quality"].reasons[0].endswith("rollouts/en-no-deck/deck_defects.json: no such file")
     assert found["en-43-ignored"]["consistency"].reasons[-1].startswith("rule-based stand-in")
     assert found["en-169-broken"]["quality"].reasons[0].startswith("slide 1 (slides/slide_01.html): measured broken_image (critical) img.hero")
     report = (scenario_run / "filters" / "failures.md").read_text()
-    assert "| environment | 2 | 40.0% | 32.3% |" in report and "| broken_image | 1 | 0 | 0 | 1 |" in report
+    assert "| environment | 2 | 33.3% | 32.3% |" in report and "| broken_image | 1 | 0 | 0 | 1 |" in report
+    assert "| duplicate_slides | 1 | 16.7% | - |" in report and "| content | 8 | 6 | 2 | 1 |" in report
     for chart in ("failures.png", "defects.png"):
         assert (scenario_run / "filters" / chart).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 
@@ -93,7 +100,7 @@ def test_cli_refuses_bad_input_with_exit_2_and_one_line(fake_scenario_run: Path,
 
 def test_rerun_commits_nothing_twice_and_fills_in_only_what_is_missing(fake_scenario_run: Path) -> None:
     root = fake_scenario_run
-    assert judge(root)["verdicts_written"] == 22
+    assert judge(root)["verdicts_written"] == 27
     first = unit_times(root)
     again = judge(root)  # every unit exists: a second commit would raise UnitExists
     assert again["verdicts_written"] == 0 and unit_times(root) == first
@@ -102,14 +109,14 @@ def test_rerun_commits_nothing_twice_and_fills_in_only_what_is_missing(fake_scen
     assert {k: v for k, v in unit_times(root).items() if k != "en-169-ok__quality.json"} == {
         k: v for k, v in first.items() if k != "en-169-ok__quality.json"
     }
-    assert len(read_parquet(root / "verdicts.parquet", Verdict)) == 22 and fates(root) == EXPECTED
+    assert len(read_parquet(root / "verdicts.parquet", Verdict)) == 27 and fates(root) == EXPECTED
 
 
 def test_adding_a_gate_later_judges_only_that_gate(fake_scenario_run: Path) -> None:
     root = fake_scenario_run
-    assert judge(root, "filters.gates=[constraint]")["verdicts_written"] == 8
+    assert judge(root, "filters.gates=[constraint]")["verdicts_written"] == 9
     assert fates(root, ("constraint",)) == {k: v if v in (None, "constraint", "environment") else None for k, v in EXPECTED.items()}
-    assert judge(root)["verdicts_written"] == 14
+    assert judge(root)["verdicts_written"] == 18  # content on 8 decks, then the judges on the 5 no rule gate rejected
 
 
 # ---------------------------------------------------------------- model judges through the run
@@ -137,7 +144,7 @@ def test_model_judges_from_the_roles_decide_and_the_scripted_label_is_gone(fake_
         figures = judge(root)
         models = {r["model"] for r in srv.requests}
     assert models == {"judge-model", "quality_judge-model"}
-    assert figures["verdicts_written"] == 22 and fates(root) == EXPECTED
+    assert figures["verdicts_written"] == 27 and fates(root) == EXPECTED
     found = verdicts(root)
     assert all("rule-based" not in reason for v in found["en-169-ok"].values() for reason in v.reasons)
     assert found["en-169-ok"]["quality"].reasons == ()  # passed by the vision judge
@@ -151,13 +158,26 @@ def test_judge_failure_leaves_the_verdict_undecided_for_the_next_run(fake_scenar
     with FakeOpenAIServer(vision_down) as srv:
         with_judges(root, srv.url)
         figures = judge(root)
-    assert figures["judge_failures_quality"] == 5  # 5 decks reach the vision judge; the broken one is rejected on measurements
+    assert figures["judge_failures_quality"] == 4  # 4 decks reach the vision judge; the broken one is rejected on measurements
     assert figures["undecided"] == 3  # the three that failed no other gate
     assert not (root / "units" / STAGE / "en-169-ok__quality.json").exists()
     with FakeOpenAIServer(judges) as srv:
         with_judges(root, srv.url)
-        assert judge(root)["verdicts_written"] == 5
+        assert judge(root)["verdicts_written"] == 4
     assert fates(root) == EXPECTED
+
+
+def test_a_deck_the_content_gate_rejects_costs_no_judge_call(fake_scenario_run: Path) -> None:
+    root = fake_scenario_run
+    with FakeOpenAIServer(judges) as srv:
+        with_judges(root, srv.url)
+        judge(root)
+        calls = [r for r in srv.requests if r.get("messages")]
+    # Of the decks the rule gates passed, three had a critic injection (a consistency call each) and four reach the
+    # vision judge (the broken one is rejected on its measurements). The junk deck has an injection and would
+    # have cost two more calls.
+    assert len(calls) == 3 + 4
+    assert set(verdicts(root)["en-169-junk"]) == {"constraint", "content"}
 
 
 def test_unreachable_judge_stops_before_any_verdict(fake_scenario_run: Path) -> None:

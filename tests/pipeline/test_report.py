@@ -14,11 +14,13 @@ from typing import Any
 from urllib.parse import unquote
 
 import pytest
+import yaml
 
 from agents.config import RenderConfig
 from agents.renderer import CHROMIUM_ARGS
 from core.config import PROJECT_ROOT, TrackingConfig
-from core.records import CriticInjection, Message, Rollout, Step, ToolCall, Trajectory, Usage
+from core.records import CriticInjection, Message, Rollout, Step, ToolCall, Trajectory, Usage, Verdict
+from core.store import RunStore
 from core.tracking import Tracker
 from pipeline.report import make_report, run_report
 from pipeline.report.data import load_run
@@ -64,6 +66,27 @@ def test_figures_count_the_funnel_outcomes_and_defects(synthetic: Path) -> None:
     assert flat["funnel/accepted"] == len(accepted) and flat["funnel/sft"] == 6
     assert flat["defects/low_contrast/major"] == len(done)
     assert {t.title for t in figures.task_mix} == {"language", "source", "aspect ratio", "slide count"}
+
+
+def test_each_content_check_is_its_own_outcome_in_the_report(synthetic: Path) -> None:
+    config = yaml.safe_load((synthetic / "config.yaml").read_text())
+    config["filters"]["gates"] = ["constraint", "content", "consistency", "quality"]
+    (synthetic / "config.yaml").write_text(yaml.safe_dump(config))
+    before = {r.task_id: r.outcome for r in compute_figures(load_run(synthetic)).rows}
+    assert set(before.values()) <= {ACCEPTED, "undecided", "constraint", "consistency", "quality", "environment"}
+    store = RunStore(synthetic)
+    flagged = sorted(t for t, outcome in before.items() if outcome == "undecided")[:2]  # no content verdict yet: undecided
+    for task_id, outcome in before.items():
+        if outcome != "environment":
+            code = {flagged[0]: "repeated_text", flagged[1]: "placeholder_text"}.get(task_id)
+            verdict = Verdict(task_id=task_id, gate="content", passed=code is None, category=code, reasons=(f"{code}: slide 2",) if code else ())
+            store.commit("verdicts", f"{task_id}__content", verdict)
+    figures = compute_figures(load_run(synthetic))
+    assert figures.outcomes["repeated_text"] == 1 and figures.outcomes["placeholder_text"] == 1
+    assert figures.gates["content"]["failed"] == 2
+    make_report(synthetic)
+    html = (synthetic / "report" / "index.html").read_text(encoding="utf-8")
+    assert "<td>repeated_text</td>" in html and "<td>placeholder_text</td>" in html
 
 
 def test_a_run_without_filters_or_export_says_so(make_run: Any) -> None:

@@ -90,7 +90,7 @@ def build_run(root: Path, shape: RunShape = RunShape()) -> Path:
     """Write a synthetic run directory at `root`; returns it."""
     rng = random.Random(shape.seed)
     (root / "tasks").mkdir(parents=True, exist_ok=True)
-    (root / "config.yaml").write_text("run:\n  name: synthetic\nllm:\n  model: test-model\n", encoding="utf-8")
+    (root / "config.yaml").write_text(f"run:\n  name: synthetic\nllm:\n  model: test-model\nfilters:\n  gates: [{', '.join(GATES)}]\n", encoding="utf-8")
     (root / "config.hash").write_text("0123456789abcdef\n")
     tasks, rollouts, verdicts = [], [], []
     total = shape.tasks + shape.failed + shape.eval_tasks

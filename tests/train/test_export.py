@@ -8,6 +8,7 @@ import sys
 from pathlib import Path
 
 from core.config import PROJECT_ROOT
+from core.records import Verdict, read_parquet, write_parquet
 from tests.train.runs import RunShape, build_run
 from train.config import ExportConfig, Truncation
 from train.export import ExportReport, export_run, val_tasks
@@ -48,19 +49,41 @@ def test_images_are_linked_in_order_with_relative_paths(exported: ExportReport) 
 
 def test_the_card_reports_counts_sources_and_config(exported: ExportReport) -> None:
     card = (exported.out_dir / "README.md").read_text(encoding="utf-8")
-    assert "accepted: 4 (every verdict in verdicts.parquet passed)" in card
+    assert "accepted: 4 (every configured gate passed: constraint, consistency, quality)" in card
     assert "CC-BY-4.0" in card and "CC-BY-NC-SA-4.0" in card
     assert "model: test-model" in card and "0123456789abcdef" in card
     assert "Counted by: estimate" in card and "| 1,025-2,048 |" in card
     assert "18 `thinking` calls" in card and "trained on" in card
 
 
-def test_without_verdicts_every_finished_rollout_is_accepted(tmp_path: Path) -> None:
+def test_without_verdicts_nothing_is_exported_unless_undecided_rollouts_are_asked_for(tmp_path: Path) -> None:
     run = build_run(tmp_path / "run", RunShape(verdicts=False))
     report = export_run(run, ExportConfig(out_dir=str(tmp_path / "out"), val_fraction=0))
+    assert report.accepted == 0 and not report.samples and report.rejected == {"undecided": 4, "environment": 1}
+    assert "have not run" in (tmp_path / "out" / "README.md").read_text(encoding="utf-8")
+    report = export_run(run, ExportConfig(out_dir=str(tmp_path / "all"), val_fraction=0, include_undecided=True))
     assert report.accepted == 4 and len(report.train) == 8 and not report.val
-    assert "no verdicts.parquet" in (tmp_path / "out" / "README.md").read_text(encoding="utf-8")
-    assert (tmp_path / "out" / "val.jsonl").read_text() == ""
+    assert "--include-undecided" in (tmp_path / "all" / "README.md").read_text(encoding="utf-8")
+    assert (tmp_path / "all" / "val.jsonl").read_text() == ""
+
+
+def test_a_rollout_with_a_missing_judge_verdict_is_not_exported(run_dir: Path, tmp_path: Path) -> None:
+    verdicts = read_parquet(run_dir / "verdicts.parquet", Verdict)
+    write_parquet([v for v in verdicts if (v.task_id, v.gate) != ("task-0000", "quality")], run_dir / "verdicts.parquet", Verdict)
+    report = export_run(run_dir, ExportConfig(out_dir=str(tmp_path / "out")))
+    assert report.rejected == {"quality": 1, "environment": 1, "undecided": 1}
+    assert "task-0000" not in {e.sample.task_id for e in report.samples} and report.accepted == 3
+    report = export_run(run_dir, ExportConfig(out_dir=str(tmp_path / "opt-in"), include_undecided=True))
+    assert "task-0000" in {e.sample.task_id for e in report.samples}
+
+
+def test_with_no_gates_configured_every_finished_rollout_is_exported(run_dir: Path, tmp_path: Path) -> None:
+    config = run_dir / "config.yaml"
+    config.write_text(config.read_text().replace("gates: [constraint, consistency, quality]", "gates: []"))
+    report = export_run(run_dir, ExportConfig(out_dir=str(tmp_path / "out")))  # verdicts.parquet is there, as after filters=none
+    assert (report.accepted, report.rejected) == (5, {"environment": 1})  # the quality rejection is not a configured gate's
+    assert {e.sample.task_id for e in report.samples} == {"task-0000", "task-0001", "task-0002", "task-0003"}
+    assert "no gates configured" in report.acceptance
 
 
 def test_long_samples_are_dropped_or_cut_at_a_turn(run_dir: Path, tmp_path: Path) -> None:

@@ -1,0 +1,45 @@
+"""The whole pipeline, scripted, with and without filtering: what the filters accept is what the export writes."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from core.config import PROJECT_ROOT
+from core.records import Rollout, Verdict, read_parquet
+from filters.acceptance import outcomes, run_gates
+
+ENV = {**os.environ, "WANDB_MODE": "disabled", "RAY_AUTH_MODE": "disabled"}
+pytestmark = [pytest.mark.chromium, pytest.mark.slow]
+
+
+def synthesize(root: Path, *overrides: str) -> None:
+    command = [sys.executable, "-m", "pipeline.synthesize", f"run.dir={root}", "limit=4", "tracking=disabled", *overrides]
+    done = subprocess.run(command, cwd=PROJECT_ROOT, env=ENV, capture_output=True, text=True, check=False, timeout=900)
+    assert done.returncode == 0, done.stderr[-3000:]
+
+
+def test_without_filters_every_finished_rollout_is_exported(tmp_path: Path) -> None:
+    root = tmp_path / "unfiltered"
+    synthesize(root, "filters=none")
+    assert run_gates(root) == []
+    finished = [r for r in read_parquet(root / "rollouts.parquet", Rollout) if r.status == "done"]
+    assert finished
+    samples = sum(1 for split in ("train", "val") for line in (root / "sft" / f"{split}.jsonl").read_text().splitlines() if line)
+    assert samples == 2 * len(finished)  # a researcher and a presenter sample per finished rollout
+
+
+def test_with_the_default_filters_the_scripted_decks_pass_the_content_gate_and_are_exported(tmp_path: Path) -> None:
+    root = tmp_path / "filtered"
+    synthesize(root)
+    rollouts = read_parquet(root / "rollouts.parquet", Rollout)
+    verdicts = read_parquet(root / "verdicts.parquet", Verdict)
+    content = [v for v in verdicts if v.gate == "content"]
+    assert content and all(v.passed for v in content), [v.reasons for v in content if not v.passed]
+    accepted = [o for o in outcomes(rollouts, verdicts, run_gates(root)) if o.accepted]
+    samples = sum(1 for split in ("train", "val") for line in (root / "sft" / f"{split}.jsonl").read_text().splitlines() if line)
+    assert samples == 2 * len(accepted)
