@@ -5,6 +5,11 @@ system prompt, the call names and JSON arguments constrained by grammars) passes
 to every completion it makes, so a rambling model writes until its context is full: thousands of
 tokens, minutes on a CPU, while the server answers nobody else. `bounded-chatml-function-calling`
 is that handler with the request's `max_tokens` shared by everything it generates for one reply.
+
+That handler also renders its prompt template with Jinja's autoescape on (`select_autoescape` is
+true for templates made from a string), so the model would read its own slides' HTML as
+`&lt;div&gt;` and the quotes of its earlier calls as `&#34;`, and copy them (seen here: arguments
+full of `&amp;amp;`). This process turns that autoescape off.
 The server process runs this module (core.local_server starts it); nothing else imports it.
 """
 
@@ -12,10 +17,25 @@ from __future__ import annotations
 
 from typing import Any
 
+import jinja2
 from llama_cpp import llama_chat_format
 from llama_cpp.server.__main__ import main
 
 BOUNDED = "bounded-chatml-function-calling"
+
+
+class _Jinja:
+    """jinja2 as llama_chat_format sees it in this process: the same, but autoescape is never selected."""
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(jinja2, name)
+
+    @staticmethod
+    def select_autoescape(*_: Any, **__: Any) -> bool:
+        return False
+
+
+llama_chat_format.jinja2 = _Jinja()
 
 
 class _Budget:

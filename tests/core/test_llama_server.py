@@ -1,0 +1,53 @@
+"""The chat format the local server registers (core/llama_server.py), driven with a recording Llama.
+
+The recording Llama stands in for the model only: the prompt llama-cpp-python's handler renders
+and the completions it asks for are what is checked."""
+
+from __future__ import annotations
+
+import itertools
+from typing import Any
+
+import pytest
+
+pytest.importorskip("llama_cpp")
+from core.llama_server import bounded_chatml_function_calling  # noqa: E402
+
+TOOLS = [{"type": "function", "function": {"name": "write_file", "parameters": {"type": "object", "properties": {"path": {"type": "string"}}}}}]
+MESSAGES = [
+    {"role": "system", "content": "You write slides."},
+    {"role": "user", "content": "Write <h1>Tides</h1> into a.html"},
+    {"role": "assistant", "content": None, "tool_calls": [{"id": "c1", "type": "function", "function": {"name": "write_file", "arguments": '{"path": "a.html"}'}}]},
+    {"role": "tool", "tool_call_id": "c1", "content": "Wrote 14 bytes to a.html."},
+]
+
+
+class RecordingLlama:
+    """Answers 'message:' to the tool-or-message question, then prose of `words` tokens at most."""
+
+    verbose = False
+
+    def __init__(self) -> None:
+        self.calls: list[dict[str, Any]] = []
+        self.ids = itertools.count()
+
+    def create_completion(self, prompt: str, max_tokens: int | None = None, **kwargs: Any) -> dict[str, Any]:
+        self.calls.append({"prompt": prompt, "max_tokens": max_tokens})
+        text, used = ("message", 2) if len(self.calls) == 1 else ("and so on " * 40, min(max_tokens or 400, 400))
+        return {"id": f"cmpl-{next(self.ids)}", "object": "text_completion", "created": 0, "model": "m",
+                "choices": [{"text": text, "index": 0, "logprobs": None, "finish_reason": "length" if used == max_tokens else "stop"}],
+                "usage": {"prompt_tokens": 50, "completion_tokens": used, "total_tokens": 50 + used}}  # fmt: skip
+
+
+def test_the_prompt_keeps_html_and_quotes_as_written() -> None:
+    llama = RecordingLlama()
+    bounded_chatml_function_calling(llama, messages=MESSAGES, tools=TOOLS, tool_choice="auto", max_tokens=64)
+    prompt = llama.calls[0]["prompt"]
+    assert '{"path": "a.html"}' in prompt and "<h1>Tides</h1>" in prompt and "&#34;" not in prompt and "&lt;" not in prompt
+
+
+def test_everything_generated_for_one_reply_shares_max_tokens() -> None:
+    llama = RecordingLlama()
+    reply = bounded_chatml_function_calling(llama, messages=MESSAGES, tools=TOOLS, tool_choice="auto", max_tokens=64)
+    assert [c["max_tokens"] for c in llama.calls] == [64, 62]  # llama-cpp-python's own handler asks for None (no limit)
+    assert reply["choices"][0]["finish_reason"] == "length"
