@@ -6,13 +6,8 @@ import numpy as np
 import pytest
 from PIL import Image
 
-from agents.inspection import (
-    Defect,
-    SlideInspection,
-    contrast_ratio,
-    find_defects,
-    inspect_slide,
-)
+from agents.defects.colour import contrast_ratio
+from agents.inspection import Defect, SlideInspection, find_defects, inspect_slide
 from agents.renderer import KNOWN_SIZES, Renderer, RenderResult, aspect_size
 from tests.agents.conftest import FIXTURES, SLIDES, fixture_aspect, session_loop
 
@@ -180,6 +175,7 @@ def _layout(**parts: object) -> dict[str, object]:
         "outside": [],
         "overlaps": [],
         "texts": [],
+        "items": [],
         "images": [],
         "backgrounds": [],
         "frames": [],
@@ -204,6 +200,7 @@ def _text_run(
         "fill": color,
         "shadow": False,
         "blend": False,
+        "item": -1,
     }
 
 
@@ -233,6 +230,7 @@ def test_defects_are_capped_per_code() -> None:
             "box": [0, 0, 10, 10],
             "past": [0, 0, 0, 50],
             "text": True,
+            "item": -1,
         }
         for i in range(10)
     ]
