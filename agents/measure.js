@@ -420,6 +420,7 @@ async ({ width, height, tol, minSide, minArea, minShare }) => {
           const hits = texts ? { n: 0 } : probe(pair);
           const under = hits.aTop ? b : a;
           overlaps.push({ a: a.index, b: b.index, area: round(pair.shared), smaller: round(pair.smaller), box: box(union(pair.parts)),
+            inside: [pair.shared / a.area, pair.shared / b.area].map((v) => Math.round(v * 100) / 100),
             fills: !texts && items[under.index].kind !== "text" && fillsCommon(under.el, (under === a ? b : a).el), ...hits });
         }
       } finally {

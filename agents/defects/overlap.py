@@ -9,7 +9,8 @@ between the two. A pair is a defect when the top item's ink covers content of th
 - an svg's labels, or its shapes, unless only thin lines (gridlines) and empty plot area lie
   there or every point falls inside one shape (a value label on its bar);
 - an image under text, unless the text has a backdrop, the image fills their common container
-  (the card's picture the caption was placed on), or the image is plain behind the text;
+  (the card's picture the caption was placed on), or the text lies on the image (95% of its ink)
+  where the image is plain (a title on the sky); text running over an image's edge is a defect;
 and the top item is not see-through (opacity <= 0.3, a ghost) nor the bottom one decoration;
 decoration drawn over media (a ring over a photo's corner) hides nothing a reader needs.
 """
@@ -29,6 +30,7 @@ OVERLAP_MIN_SIDE_PX = 4.0
 OVERLAP_MIN_AREA_PX = 40.0
 OVERLAP_MIN_SHARE = 0.02
 PLAIN_IMAGE_SHARE = 0.85  # pixels around the glyphs that are backdrop or glyph: the image is plain there
+PLACED_INSIDE = 0.95  # share of a text's ink over a picture: placed on it, not running over its edge
 
 
 def overlaps(
@@ -101,8 +103,10 @@ def _hidden_content(
     if lower["kind"] in ("img", "canvas", "video") and upper["kind"] == "text":
         if pair["fills"] or pair["backdrop"] * 2 >= n:
             return None  # a caption placed on the picture, or text on a scrim or backing
+        if pair["inside"][0 if top == pair["a"] else 1] < PLACED_INSIDE:
+            return f"the text runs over the edge of the {lower['kind']}; content: {items.content(bottom)}"
         if _plain_under(pair, upper, pixels, scale):
-            return None
+            return None  # placed on a plain area of the picture (a title on the sky)
         return (
             f"the text covers a detailed area of the {lower['kind']} with no scrim or backing; "
             f"content: {items.content(bottom)}"

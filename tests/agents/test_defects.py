@@ -135,6 +135,7 @@ def _pair(a: int, b: int, **probe: Any) -> dict[str, Any]:
         "smaller": 1000.0,
         "box": [10, 10, 50, 20],
         "fills": False,
+        "inside": [1.0, 0.1],
         "n": 6,
         "aTop": True,
         "topInk": 6,
@@ -173,6 +174,8 @@ def test_a_caption_on_a_plain_part_of_an_image_hides_nothing() -> None:
     busy = plain.copy()
     busy[10:20, 10:50] = np.random.default_rng(1).integers(0, 256, (10, 40, 3), dtype=np.uint8)
     assert _codes(_layout(items=items, overlaps=[pair]), busy) == ["overlap"]
+    straddling = {**pair, "inside": [0.6, 0.1]}
+    assert _codes(_layout(items=items, overlaps=[straddling]), plain) == ["overlap"]
 
 
 def test_the_slide_box_is_judged_by_its_computed_size() -> None:
