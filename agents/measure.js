@@ -104,30 +104,50 @@ async ({ width, height, tol, minSide, minArea, minShare }) => {
       return out;
     };
 
-    // Text ink: where the glyphs are, not the line box. Canvas metrics of the same font give the glyphs'
-    // ascent and descent around the baseline of each line box (a line box is the font's ascent+descent
-    // tall; a transform scales both alike).
-    const ctx = document.createElement("canvas").getContext("2d");
+    // Text ink: where the glyphs are, not the line box. A text's line box (its content area) is the
+    // font's ascent + descent tall; canvas metrics of the same font and text give how far its glyphs
+    // reach around the baseline (a transform scales both alike). Measured lazily: only lines whose
+    // box reaches past a clipping edge or meets another item need their ink.
+    let ctx = null;
     let font = "";
-    const metrics = (text, s) => {
+    const setFont = (s) => {
       const f = `${s.fontStyle} ${s.fontWeight} ${s.fontSize} ${s.fontFamily}`;
+      ctx = ctx || document.createElement("canvas").getContext("2d");
       if (f !== font) { ctx.font = f; font = f; }
+      return f;
+    };
+    const fonts = new Map();
+    const fontBox = (s) => {
+      const f = setFont(s);
+      if (!fonts.has(f)) {
+        const m = ctx.measureText("x");
+        fonts.set(f, { fa: m.fontBoundingBoxAscent, fd: m.fontBoundingBoxDescent });
+      }
+      return fonts.get(f);
+    };
+    const glyphs = (text, s) => {
+      setFont(s);
       const shown = s.textTransform === "uppercase" ? text.toUpperCase() : s.textTransform === "lowercase" ? text.toLowerCase() : text;
       const m = ctx.measureText(shown);
-      return { fa: m.fontBoundingBoxAscent, fd: m.fontBoundingBoxDescent, aa: m.actualBoundingBoxAscent,
-        ad: m.actualBoundingBoxDescent, al: m.actualBoundingBoxLeft, ar: m.actualBoundingBoxRight, w: m.width,
-        rtl: s.direction === "rtl" };
+      return { aa: m.actualBoundingBoxAscent, ad: m.actualBoundingBoxDescent, al: m.actualBoundingBoxLeft,
+        ar: m.actualBoundingBoxRight, w: m.width, rtl: s.direction === "rtl" };
     };
     // Horizontally too where the canvas laid the same text out as wide as the line (no justification,
     // letter spacing or right-to-left run): the ink of the first and last glyphs, not their advances.
-    const inkOf = (r, m) => {
-      const k = r.height / (m.fa + m.fd || r.height);
-      const base = r.top + m.fa * k;
-      const same = !m.rtl && Math.abs(m.w * k - r.width) <= 1;
-      return { l: same ? r.left - m.al * k : r.left, t: base - m.aa * k, r: same ? r.left + m.ar * k : r.right, b: base + m.ad * k };
+    const inkOf = (r, f, g) => {
+      const k = r.height / (f.fa + f.fd || r.height);
+      const base = r.top + f.fa * k;
+      const same = !g.rtl && Math.abs(g.w * k - r.width) <= 1;
+      return { l: same ? r.left - g.al * k : r.left, t: base - g.aa * k, r: same ? r.left + g.ar * k : r.right, b: base + g.ad * k };
     };
-    // Rotated text (a CSS rotate, an svg label turned on its axis): its line boxes are axis-aligned
-    // bounds, not line boxes, so they stand for its ink.
+    // Transformed text: its line boxes are scaled (their height gives the scale) or, rotated (a CSS
+    // rotate, an svg label turned on its axis), axis-aligned bounds that stand for its ink.
+    const transforms = new Map();
+    const transformed = (el) => {
+      if (!el || el === html) return false;
+      if (!transforms.has(el)) transforms.set(el, style(el).transform !== "none" || transformed(el.parentElement));
+      return transforms.get(el);
+    };
     const rotated = (el) => {
       if (el.closest("svg")) {
         const m = el.getScreenCTM();
@@ -142,12 +162,20 @@ async ({ width, height, tol, minSide, minArea, minShare }) => {
       return false;
     };
     const range = document.createRange();
-    // A line's ink from its own characters (a text node's metrics cover all of its lines): used only
-    // where a line looks cut, so that a descender on another line does not count.
+    // A line's ink from its text node's glyphs (all of its lines: a superset), and exactly from its own
+    // characters where the line looks cut, so that a descender on another line does not count.
+    const nodeGlyphs = new Map();
+    const inkLine = (l) => {
+      if (!l.ink) {
+        if (!nodeGlyphs.has(l.node)) nodeGlyphs.set(l.node, glyphs(l.node.data.trim(), l.s));
+        l.ink = l.turned ? l.content : inkOf(l.box, fontBox(l.s), nodeGlyphs.get(l.node));
+      }
+      return l.ink;
+    };
     const charBoxes = new Map();
     const lineInk = (line) => {
       const { node, s, box: r } = line;
-      if (line.turned) return line.ink;
+      if (line.turned) return line.content;
       if (!charBoxes.has(node)) {
         const boxes = [];
         for (let i = 0; i < node.length; i++) {
@@ -162,23 +190,27 @@ async ({ width, height, tol, minSide, minArea, minShare }) => {
         const inside = c.top >= r.top - 1 && c.bottom <= r.bottom + 1 && c.left >= r.left - 1 && c.right <= r.right + 1;
         if (c.width > 0 && inside) text += node.data[i];
       });
-      return text.trim() ? inkOf(r, metrics(text, s)) : null;
+      return text.trim() ? inkOf(r, fontBox(s), glyphs(text, s)) : null;
     };
     // The exact ink (inside `within`) of the lines whose ink reaches past `edge`.
-    const cutInk = (lines, edge, within) => lines.filter((l) => past(meet(l.ink, within), edge))
+    const cutInk = (lines, edge, within) => lines
+      .filter((l) => past(meet(l.content, within), edge) && past(meet(inkLine(l), within), edge))
       .map((l) => { const ink = lineInk(l); return ink && meet(ink, within); })
       .filter((r) => r && area(r) > 0);
 
     // Signals of decoration a reviewer uses (agents/defects/decoration.py weighs them).
-    const marked = (el) => !!el.closest('[aria-hidden="true"], [role="presentation"], [role="none"]')
-      || (el.tagName === "IMG" && el.getAttribute("alt") === "");
-    const behind = (el) => {
-      for (let a = el; a && a !== html; a = a.parentElement) {
-        const s = style(a);
-        if (s.position !== "static" && parseInt(s.zIndex, 10) < 0) return true;
-      }
-      return false;
+    const inherited = (test) => {
+      const seen = new Map();
+      const of = (el) => {
+        if (!el || el === html) return false;
+        if (!seen.has(el)) seen.set(el, test(el) || of(el.parentElement));
+        return seen.get(el);
+      };
+      return of;
     };
+    const hidden = inherited((el) => el.getAttribute("aria-hidden") === "true" || ["presentation", "none"].includes(el.getAttribute("role")));
+    const marked = (el) => hidden(el) || (el.tagName === "IMG" && el.getAttribute("alt") === "");
+    const behind = inherited((el) => style(el).position !== "static" && parseInt(style(el).zIndex, 10) < 0);
     const fillsParent = (el) => {
       const parent = el.parentElement;
       if (!["absolute", "fixed"].includes(style(el).position) || !parent) return false;
@@ -206,12 +238,12 @@ async ({ width, height, tol, minSide, minArea, minShare }) => {
       range.selectNodeContents(node);
       const rects = [...range.getClientRects()].filter((r) => r.width > 0 && r.height > 0);
       if (!rects.length) continue;
-      const m = metrics(text, s);
-      const turned = Math.abs(rects[0].height - (m.fa + m.fd)) > 1 && rotated(parent);
-      const fs = parseFloat(s.fontSize) * (turned ? 1 : rects[0].height / (m.fa + m.fd || rects[0].height));
-      const lines = rects.map((r) => ({ node, s, box: r, turned, ink: turned ? fromDom(r) : inkOf(r, m) }))
-        .filter((l) => l.ink.b > l.ink.t);
-      if (!lines.length) continue;
+      // Untransformed HTML text is drawn at its font size; else the line box gives the scale.
+      const plain = !parent.closest("svg") && !transformed(parent);
+      const f = plain ? null : fontBox(s);
+      const turned = !plain && Math.abs(rects[0].height - (f.fa + f.fd)) > 1 && rotated(parent);
+      const fs = parseFloat(s.fontSize) * (plain || turned ? 1 : rects[0].height / (f.fa + f.fd || rects[0].height));
+      const lines = rects.map((r) => ({ node, s, box: r, content: fromDom(r), turned, ink: null }));
       const inSvg = !!parent.closest("svg");
       if (!runs.has(parent)) runs.set(parent, { el: parent, bands: [], text: "", style: s, size: fs, svg: inSvg });
       const run = runs.get(parent);
@@ -240,12 +272,12 @@ async ({ width, height, tol, minSide, minArea, minShare }) => {
 
     const textItems = [...blocks.values()].map((b) => {
       const clip = clipOf(b.el, true);
-      const visible = b.lines.map((l) => meet(l.ink, clip.rect)).filter((r) => area(r) > 0);
-      const bbox = union(b.lines.map((l) => l.ink));
+      const shown = b.lines.map((l) => meet(l.content, clip.rect)).filter((r) => area(r) > 0);
       const index = b.svg ? -1 : addItem(b.el, "text", { size: round(b.size), chars: b.chars, color: b.color,
         full: false, fills: false });
-      return { ...b, clip, visible, bbox, index };
+      return { ...b, clip, shown, index };
     });
+    const visibleInk = (t) => t.lines.map((l) => meet(inkLine(l), t.clip.rect)).filter((r) => area(r) > 0);
 
     // Media: the box, or for an svg the bounding box of what it draws (inside its viewport unless it
     // shows overflow); `full` covers the slide, `fills` is a picture filling its container.
@@ -293,16 +325,17 @@ async ({ width, height, tol, minSide, minArea, minShare }) => {
         reported.push(item.el);
       }
     }
+    const anywhere = { l: -Infinity, t: -Infinity, r: Infinity, b: Infinity };
     for (const item of textItems) {
       if (reported.some((m) => m.contains(item.el))) continue;
-      const anywhere = { l: -Infinity, t: -Infinity, r: Infinity, b: Infinity };
+      const boxes = union(item.lines.map((l) => l.content));
       let cut = null;
       for (const c of item.clip.clippers) {
-        if (!past(item.bbox, c.pad)) continue;
+        if (!past(boxes, c.pad)) continue;
         const ink = cutInk(item.lines, c.pad, anywhere);
         if (ink.length && past(union(ink), c.pad)) { cut = { by: selector(c.el), hidden: beyond(union(ink), c.pad) }; break; }
       }
-      if (!cut && item.visible.length && past(union(item.visible), SLIDE)) {
+      if (!cut && item.shown.length && past(union(item.shown), SLIDE)) {
         const ink = cutInk(item.lines, SLIDE, item.clip.rect);
         if (ink.length && past(union(ink), SLIDE)) {
           const hidden = beyond(union(ink), SLIDE);
@@ -313,7 +346,7 @@ async ({ width, height, tol, minSide, minArea, minShare }) => {
           cut = { by: "slide edge", hidden };
         }
       }
-      if (cut) clipped.push({ el: selector(item.el), by: cut.by, box: box(item.bbox), hidden: cut.hidden });
+      if (cut) clipped.push({ el: selector(item.el), by: cut.by, box: box(union(item.lines.map(inkLine))), hidden: cut.hidden });
     }
 
     // Overlaps: content items (text as the ink of its lines) sharing an area, neither containing the
@@ -322,24 +355,35 @@ async ({ width, height, tol, minSide, minArea, minShare }) => {
     // under it (text, an svg's shapes or labels, thin lines, nothing, an image) and whether a layer
     // with a background (a scrim, a backing) lies between the two.
     const candidates = [
-      ...textItems.filter((t) => !t.svg && t.visible.length).map((t) => ({ el: t.el, index: t.index, rects: t.visible })),
+      ...textItems.filter((t) => !t.svg && t.shown.length).map((t) => ({ el: t.el, index: t.index, rects: t.shown, text: t })),
       ...mediaItems.filter((m) => !items[m.index].full && !items[m.index].behind)
         .map((m) => ({ el: m.el, index: m.index, rects: [m.ink] })),
     ].filter((i) => i.rects.every((r) => area(r) > 0)).slice(0, 600);
-    for (const i of candidates) { i.area = i.rects.reduce((s, r) => s + area(r), 0); i.bbox = union(i.rects); }
+    for (const i of candidates) i.bbox = union(i.rects);
+    const meets = (as, bs) => {
+      const parts = [];
+      for (const ra of as) for (const rb of bs) {
+        const m = meet(meet(ra, rb), SLIDE);
+        if (m.r - m.l >= minSide && m.b - m.t >= minSide) parts.push(m);
+      }
+      return parts;
+    };
+    // Text line boxes first (cheap), then the ink of the texts whose boxes meet something.
+    const solid = (i) => {
+      if (!i.ink) i.ink = i.text ? visibleInk(i.text) : i.rects;
+      return i.ink;
+    };
     const pairs = [];
     for (let x = 0; x < candidates.length; x++) {
       for (let y = x + 1; y < candidates.length; y++) {
         const a = candidates[x], b = candidates[y];
-        if (area(meet(a.bbox, b.bbox)) <= 0 || a.el.contains(b.el) || b.el.contains(a.el)) continue;
-        const parts = [];
-        for (const ra of a.rects) for (const rb of b.rects) {
-          const m = meet(meet(ra, rb), SLIDE);
-          if (m.r - m.l >= minSide && m.b - m.t >= minSide) parts.push(m);
-        }
+        if (area(meet(a.bbox, b.bbox)) <= 0 || a.el.contains(b.el) || b.el.contains(a.el) || !meets(a.rects, b.rects).length) continue;
+        const parts = meets(solid(a), solid(b));
         const shared = parts.reduce((s, m) => s + area(m), 0);
+        a.area = solid(a).reduce((s, r) => s + area(r), 0);
+        b.area = solid(b).reduce((s, r) => s + area(r), 0);
         const smaller = Math.min(a.area, b.area);
-        if (shared < minArea || shared < minShare * smaller) continue;
+        if (!parts.length || shared < minArea || shared < minShare * smaller) continue;
         pairs.push({ a, b, parts, shared, smaller });
       }
     }

