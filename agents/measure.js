@@ -67,6 +67,16 @@ async ({ width, height, tol, minSide, minArea, minShare }) => {
     const rootClips = clipsX(style(html)) || clipsY(style(html)) || clipsX(style(body)) || clipsY(style(body));
     const propagates = (el) => el === html || (el === body && !clipsX(style(html)) && !clipsY(style(html)));
     const coversSlide = (r) => r.l <= tol && r.t <= tol && r.r >= width - tol && r.b >= height - tol;
+    // A test that holds for an element when it holds for it or an ancestor (below html), memoised.
+    const inherited = (test) => {
+      const seen = new Map();
+      const of = (el) => {
+        if (!el || el === html) return false;
+        if (!seen.has(el)) seen.set(el, test(el) || of(el.parentElement));
+        return seen.get(el);
+      };
+      return of;
+    };
 
     // Ancestors that clip `el`: `rect` intersects the padding boxes of the inner ones (smaller than the
     // slide); `edge` says whether one clips at the slide edge (the root, or a box covering the slide).
@@ -142,14 +152,9 @@ async ({ width, height, tol, minSide, minArea, minShare }) => {
     };
     // Transformed text: its line boxes are scaled (their height gives the scale) or, rotated (a CSS
     // rotate, an svg label turned on its axis), axis-aligned bounds that stand for its ink.
-    const transforms = new Map();
-    const transformed = (el) => {
-      if (!el || el === html) return false;
-      if (!transforms.has(el)) transforms.set(el, style(el).transform !== "none" || transformed(el.parentElement));
-      return transforms.get(el);
-    };
+    const transformed = inherited((el) => style(el).transform !== "none");
     const rotated = (el) => {
-      if (el.closest("svg")) {
+      if (el instanceof SVGGraphicsElement) {
         const m = el.getScreenCTM();
         return !!m && (Math.abs(m.b) > 1e-6 || Math.abs(m.c) > 1e-6);
       }
@@ -199,15 +204,6 @@ async ({ width, height, tol, minSide, minArea, minShare }) => {
       .filter((r) => r && area(r) > 0);
 
     // Signals of decoration a reviewer uses (agents/defects/decoration.py weighs them).
-    const inherited = (test) => {
-      const seen = new Map();
-      const of = (el) => {
-        if (!el || el === html) return false;
-        if (!seen.has(el)) seen.set(el, test(el) || of(el.parentElement));
-        return seen.get(el);
-      };
-      return of;
-    };
     const hidden = inherited((el) => el.getAttribute("aria-hidden") === "true" || ["presentation", "none"].includes(el.getAttribute("role")));
     const marked = (el) => hidden(el) || (el.tagName === "IMG" && el.getAttribute("alt") === "");
     const behind = inherited((el) => style(el).position !== "static" && parseInt(style(el).zIndex, 10) < 0);
@@ -223,7 +219,7 @@ async ({ width, height, tol, minSide, minArea, minShare }) => {
     const runs = new Map();
     const blocks = new Map();
     const blockOf = (el) => {
-      if (el.closest("svg")) return el.closest("text") || el;
+      if (el instanceof SVGElement) return el.closest("text") || el;
       let b = el;
       while (b !== body && ["inline", "contents"].includes(style(b).display)) b = b.parentElement;
       return b;
@@ -239,12 +235,12 @@ async ({ width, height, tol, minSide, minArea, minShare }) => {
       const rects = [...range.getClientRects()].filter((r) => r.width > 0 && r.height > 0);
       if (!rects.length) continue;
       // Untransformed HTML text is drawn at its font size; else the line box gives the scale.
-      const plain = !parent.closest("svg") && !transformed(parent);
+      const inSvg = parent instanceof SVGElement;  // not the HTML of a <foreignObject>
+      const plain = !inSvg && !transformed(parent);
       const f = plain ? null : fontBox(s);
       const turned = !plain && Math.abs(rects[0].height - (f.fa + f.fd)) > 1 && rotated(parent);
       const fs = parseFloat(s.fontSize) * (plain || turned ? 1 : rects[0].height / (f.fa + f.fd || rects[0].height));
       const lines = rects.map((r) => ({ node, s, box: r, content: fromDom(r), turned, ink: null }));
-      const inSvg = !!parent.closest("svg");
       if (!runs.has(parent)) runs.set(parent, { el: parent, bands: [], text: "", style: s, size: fs, svg: inSvg });
       const run = runs.get(parent);
       for (const r of rects) {

@@ -56,7 +56,7 @@ def low_contrast(
         if reading is None or not run["letters"]:
             continue
         index = run["item"]
-        if index >= 0 and items.decoration(index):
+        if index >= 0 and items.decorative(index):
             continue
         large = run["size"] >= 24 or (run["size"] >= 18.66 and run["weight"] >= 700)
         needed = 3.0 if large else 4.5

@@ -33,26 +33,22 @@ class Items:
     items: Sequence[Mapping[str, Any]]
     ghosts: Collection[int]  # text items that are watermarks (see `ghost_items`)
 
-    def decoration(self, index: int) -> str | None:
-        """Why the item is decoration, or None when it is content."""
+    def decorative(self, index: int) -> bool:
         item = self.items[index]
         if item["marked"]:
-            return "marked decorative (aria-hidden, role or empty alt)"
+            return True
         if item["kind"] == "text":
-            return "a faint display-size watermark" if index in self.ghosts else None
+            return index in self.ghosts
         if item["behind"]:
-            return "placed behind the page (negative z-index)"
+            return True
         if item["svgText"]:
-            return None  # a drawing with labels is read, whatever its size or opacity
-        if item["full"]:
-            return "a background covering the slide"
-        if item["fills"]:
-            return "a picture filling its container"
-        if item["opacity"] <= FAINT_OPACITY:
-            return f"faint (opacity {item['opacity']:.2f})"
-        if _plain_shape(item) and (item["side"] >= LARGE_SHAPE_PX or item["pointer"]):
-            return f"a plain shape ({item['shapes']} shapes, no text)"
-        return None
+            return False  # a drawing with labels is read, whatever its size or opacity
+        return (
+            item["full"]
+            or item["fills"]
+            or item["opacity"] <= FAINT_OPACITY
+            or (_plain_shape(item) and (item["side"] >= LARGE_SHAPE_PX or item["pointer"]))
+        )
 
     def content(self, index: int) -> str:
         """Why the item counts as content, in a few words."""

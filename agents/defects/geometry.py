@@ -27,7 +27,7 @@ def overflow(layout: Mapping[str, Any], items: Items) -> list[Defect]:
     defects = []
     for entry in layout["outside"]:
         index = entry["item"]
-        if index >= 0 and items.decoration(index):
+        if index >= 0 and items.decorative(index):
             continue
         past = entry["past"]
         worst = max(past[0] / width, past[2] / width, past[1] / height, past[3] / height)
@@ -94,7 +94,7 @@ def size_mismatch(
         w, h = frame["size"]
         if not frame["sized"] or min(w / width, h / height) < 0.5:
             continue
-        if any(not items.decoration(i) for i in frame["outside"]):
+        if any(not items.decorative(i) for i in frame["outside"]):
             continue  # content beside it: a column or a panel, not the slide
         too_big = w > width + EDGE_TOLERANCE_PX or h > height + EDGE_TOLERANCE_PX
         shape = _format(w, h)

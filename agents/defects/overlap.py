@@ -31,6 +31,7 @@ OVERLAP_MIN_AREA_PX = 40.0
 OVERLAP_MIN_SHARE = 0.02
 PLAIN_IMAGE_SHARE = 0.85  # pixels around the glyphs that are backdrop or glyph: the image is plain there
 PLACED_INSIDE = 0.95  # share of a text's ink over a picture: placed on it, not running over its edge
+PICTURES = ("img", "canvas", "video")
 
 
 def overlaps(
@@ -72,7 +73,7 @@ def _hidden_content(
     """What content the top item hides, or None when it hides nothing a reader needs."""
     n = pair["n"]
     if n == 0:  # text on text (not probed), or no point could be hit-tested: judge the items alone
-        if items.decoration(pair["a"]) or items.decoration(pair["b"]):
+        if items.decorative(pair["a"]) or items.decorative(pair["b"]):
             return None
         both_text = items.items[pair["a"]]["kind"] == items.items[pair["b"]]["kind"] == "text"
         return "the glyphs of the two texts collide" if both_text else "paint order unknown"
@@ -82,38 +83,53 @@ def _hidden_content(
         return None  # what is under it shows through
     if pair["topInk"] < max(1.0, 0.1 * n):
         return None  # it draws nothing there (an svg's empty area)
-    if items.decoration(bottom):
+    if items.decorative(bottom):
         return None
-    if lower["kind"] != "text" and items.decoration(top):
+    if lower["kind"] != "text" and items.decorative(top):
         return None  # an ornament over a picture's edge, not over words
     over = "the text" if upper["kind"] == "text" else f"the {upper['kind']}"
     if lower["kind"] == "text":
         return f"{over} is drawn over the text's glyphs"
     if lower["kind"] == "svg":
-        under = pair["under"]
-        drawn = under["text"] + under["shape"]
-        if under["text"] == 0 and drawn < max(2.0, 0.15 * n):
-            return None  # only gridlines and empty plot area
-        if under["text"] == 0 and pair["shapes"] == 1 and under["shape"] == n:
-            return None  # all inside one shape: a label on its bar
-        return (
-            f"{over} covers its labels or shapes at {drawn} of {n} probed points; "
-            f"content: {items.content(bottom)}"
-        )
-    if lower["kind"] in ("img", "canvas", "video") and upper["kind"] == "text":
-        if pair["fills"] or pair["backdrop"] * 2 >= n:
-            return None  # a caption placed on the picture, or text on a scrim or backing
-        if pair["inside"][0 if top == pair["a"] else 1] < PLACED_INSIDE:
-            return f"the text runs over the edge of the {lower['kind']}; content: {items.content(bottom)}"
-        if _plain_under(pair, upper, pixels, scale):
-            return None  # placed on a plain area of the picture (a title on the sky)
-        return (
-            f"the text covers a detailed area of the {lower['kind']} with no scrim or backing; "
-            f"content: {items.content(bottom)}"
-        )
+        return _covers_drawing(pair, over, items.content(bottom))
+    if lower["kind"] in PICTURES and upper["kind"] == "text":
+        inside = pair["inside"][0 if top == pair["a"] else 1]
+        return _covers_picture(pair, upper, inside, pixels, scale, lower["kind"], items.content(bottom))
     if pair["fills"]:
         return None
     return f"{over} is drawn over the {lower['kind']}; content: {items.content(bottom)}"
+
+
+def _covers_drawing(pair: Mapping[str, Any], over: str, content: str) -> str | None:
+    """An svg's labels or shapes under the top item; not gridlines and empty plot area, nor the
+    inside of one shape (a value label on its bar)."""
+    n, under = pair["n"], pair["under"]
+    drawn = under["text"] + under["shape"]
+    if under["text"] == 0 and drawn < max(2.0, 0.15 * n):
+        return None
+    if under["text"] == 0 and pair["shapes"] == 1 and under["shape"] == n:
+        return None
+    return f"{over} covers its labels or shapes at {drawn} of {n} probed points; content: {content}"
+
+
+def _covers_picture(
+    pair: Mapping[str, Any],
+    text: Mapping[str, Any],
+    inside: float,
+    pixels: np.ndarray,
+    scale: float,
+    kind: str,
+    content: str,
+) -> str | None:
+    """Text over a picture: a caption placed on it (it fills their container), text on a scrim or
+    backing, or text placed on a plain area of it (a title on the sky) hide nothing."""
+    if pair["fills"] or pair["backdrop"] * 2 >= pair["n"]:
+        return None
+    if inside < PLACED_INSIDE:
+        return f"the text runs over the edge of the {kind}; content: {content}"
+    if _plain_under(pair, text, pixels, scale):
+        return None
+    return f"the text covers a detailed area of the {kind} with no scrim or backing; content: {content}"
 
 
 def _plain_under(

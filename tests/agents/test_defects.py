@@ -10,27 +10,9 @@ import numpy as np
 from agents.defects.colour import background
 from agents.inspection import find_defects
 from agents.renderer import KNOWN_SIZES
+from tests.agents.test_inspection import bare_layout
 
 WHITE = np.full((100, 200, 3), 255, dtype=np.uint8)
-
-
-def _layout(**parts: object) -> dict[str, object]:
-    base: dict[str, object] = {
-        "slide": [200, 100],
-        "scroll": [200, 100],
-        "rootClips": True,
-        "items": [],
-        "clipped": [],
-        "outside": [],
-        "overlaps": [],
-        "texts": [],
-        "images": [],
-        "backgrounds": [],
-        "frames": [],
-        "visibleText": 10,
-        "visibleMedia": 0,
-    }
-    return {**base, **parts}
 
 
 def _item(kind: str, **signals: Any) -> dict[str, Any]:
@@ -84,7 +66,7 @@ def _codes(layout: dict[str, object], pixels: np.ndarray | None = None) -> list[
 def test_faint_text_is_content_but_a_ghost_watermark_is_not() -> None:
     pixels = _pixels()
     pixels[10:20, 10:150] = 180  # the faint presenter line as rendered
-    layout = _layout(
+    layout = bare_layout(
         items=[_item("text"), _item("text", size=200.0, chars=4), _item("text", chars=300)],
         texts=[
             _run("rgb(0, 0, 0)", [10, 10, 150, 20], 0, opacity=0.3),
@@ -118,7 +100,7 @@ def test_decoration_bleeding_off_the_edge_is_no_overflow() -> None:
         _item("img", marked=True),  # alt=""
         _item("img"),
     ]
-    layout = _layout(items=items, outside=[_outside(i, it["kind"]) for i, it in enumerate(items)])
+    layout = bare_layout(items=items, outside=[_outside(i, it["kind"]) for i, it in enumerate(items)])
     defects = find_defects(layout, _pixels(), {}, KNOWN_SIZES)
     assert [(d.code, d.detail.split("content: ")[1]) for d in defects] == [
         ("overflow", "an svg of 1 shapes, 40px: an icon, not a large plain shape)"),
@@ -161,7 +143,7 @@ def test_an_overlap_is_a_defect_only_where_content_is_hidden() -> None:
         "text on text": (_pair(0, 0, n=0), ["overlap"]),
     }
     for name, (pair, expected) in cases.items():
-        assert _codes(_layout(items=items, overlaps=[pair])) == expected, name
+        assert _codes(bare_layout(items=items, overlaps=[pair])) == expected, name
 
 
 def test_a_caption_on_a_plain_part_of_an_image_hides_nothing() -> None:
@@ -170,12 +152,12 @@ def test_a_caption_on_a_plain_part_of_an_image_hides_nothing() -> None:
     plain = _pixels()
     plain[10:20, 10:50] = (70, 120, 200)  # sky
     plain[12:18, 12:48:3] = 255  # glyph strokes
-    assert _codes(_layout(items=items, overlaps=[pair]), plain) == []
+    assert _codes(bare_layout(items=items, overlaps=[pair]), plain) == []
     busy = plain.copy()
     busy[10:20, 10:50] = np.random.default_rng(1).integers(0, 256, (10, 40, 3), dtype=np.uint8)
-    assert _codes(_layout(items=items, overlaps=[pair]), busy) == ["overlap"]
+    assert _codes(bare_layout(items=items, overlaps=[pair]), busy) == ["overlap"]
     straddling = {**pair, "inside": [0.6, 0.1]}
-    assert _codes(_layout(items=items, overlaps=[straddling]), plain) == ["overlap"]
+    assert _codes(bare_layout(items=items, overlaps=[straddling]), plain) == ["overlap"]
 
 
 def test_the_slide_box_is_judged_by_its_computed_size() -> None:
@@ -194,5 +176,5 @@ def test_the_slide_box_is_judged_by_its_computed_size() -> None:
         "a panel of no page shape": (frame([170, 80]), []),
     }
     for name, (box, expected) in cases.items():
-        layout = _layout(slide=[178, 100], scroll=[178, 100], items=items, frames=[box])
+        layout = bare_layout(slide=[178, 100], scroll=[178, 100], items=items, frames=[box])
         assert _codes(layout) == expected, name

@@ -166,7 +166,8 @@ def test_contrast_ratio_matches_wcag() -> None:
     ) == pytest.approx(4.48, abs=0.01)
 
 
-def _layout(**parts: object) -> dict[str, object]:
+def bare_layout(**parts: object) -> dict[str, object]:
+    """A measure.js result with nothing measured, but `parts`."""
     base: dict[str, object] = {
         "slide": [200, 100],
         "scroll": [200, 100],
@@ -209,14 +210,14 @@ def test_contrast_uses_the_pixels_behind_heavy_text() -> None:
     pixels = np.full((100, 200, 3), 255, dtype=np.uint8)
     pixels[10:30, 10:190] = 20  # a dark bar (the heavy glyphs) on white
     pixels[10:30, 150:190] = 255
-    layout = _layout(texts=[_text_run("rgb(20, 20, 20)", [[10, 5, 190, 35]])])
+    layout = bare_layout(texts=[_text_run("rgb(20, 20, 20)", [[10, 5, 190, 35]])])
     assert find_defects(layout, pixels, {}, KNOWN_SIZES) == ()
 
 
 def test_contrast_flags_text_on_a_similar_background() -> None:
     pixels = np.full((100, 200, 3), 200, dtype=np.uint8)
     pixels[0:5, 0:5] = 0  # not blank
-    layout = _layout(texts=[_text_run("rgba(210, 210, 210, 1)", [[10, 10, 150, 40]])])
+    layout = bare_layout(texts=[_text_run("rgba(210, 210, 210, 1)", [[10, 10, 150, 40]])])
     defects = find_defects(layout, pixels, {}, KNOWN_SIZES)
     assert [d.code for d in defects] == ["low_contrast"]
     assert defects[0].severity == "critical" and "1.1" in defects[0].detail
@@ -235,6 +236,6 @@ def test_defects_are_capped_per_code() -> None:
         for i in range(10)
     ]
     pixels = np.random.default_rng(0).integers(0, 256, (100, 200, 3), dtype=np.uint8)
-    defects = find_defects(_layout(outside=outside), pixels, {}, KNOWN_SIZES)
+    defects = find_defects(bare_layout(outside=outside), pixels, {}, KNOWN_SIZES)
     assert len(defects) == 6 and defects[-1].detail.endswith("(+4 more)")
     assert all(isinstance(d, Defect) for d in defects)

@@ -8,7 +8,6 @@ reviewer saw are in fixtures/review/labels.toml.
 
 from __future__ import annotations
 
-import asyncio
 import tomllib
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -17,7 +16,7 @@ import pytest
 import pytest_asyncio
 
 from agents.renderer import Renderer, RenderResult
-from tests.agents.conftest import FIXTURES, fixture_aspect, session_loop
+from tests.agents.conftest import FIXTURES, render_folder, session_loop
 from tests.agents.test_inspection import DEFECT_CODES
 
 REVIEW = FIXTURES / "review"
@@ -69,15 +68,8 @@ def table(scores: Mapping[str, Score], traps: list[str]) -> str:
 async def review_results(
     renderer: Renderer, tmp_path_factory: pytest.TempPathFactory
 ) -> dict[str, RenderResult]:
-    out = tmp_path_factory.mktemp("review_renders")
-    files = sorted(REVIEW.glob("*.html"))
-    results = await asyncio.gather(
-        *(
-            renderer.render(f, fixture_aspect(f), png_path=out / f"{f.stem}.png", workspace=FIXTURES)
-            for f in files
-        )
-    )
-    return {f.stem: r for f, r in zip(files, results)}
+    results = await render_folder(renderer, REVIEW, tmp_path_factory.mktemp("review_renders"))
+    return {name.removesuffix(".html"): result for name, result in results.items()}
 
 
 def test_the_set_is_labelled_and_balanced() -> None:
