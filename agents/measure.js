@@ -97,9 +97,12 @@ async ({ width, height, tol, minSide, minArea, minShare }) => {
         if (!contains) continue;
         if (!propagates(a) && (clipsX(s) || clipsY(s))) {
           const r = a.getBoundingClientRect();
-          const l = r.left + a.clientLeft, t = r.top + a.clientTop;
+          // Inside an svg (a foreignObject) client sizes are in user units: the box is the clip.
+          const inner = a instanceof SVGElement && a.ownerSVGElement;
+          const l = r.left + (inner ? 0 : a.clientLeft), t = r.top + (inner ? 0 : a.clientTop);
+          const w = inner ? r.width : a.clientWidth, h = inner ? r.height : a.clientHeight;
           const pad = { l: clipsX(s) ? l : -Infinity, t: clipsY(s) ? t : -Infinity,
-            r: clipsX(s) ? l + a.clientWidth : Infinity, b: clipsY(s) ? t + a.clientHeight : Infinity };
+            r: clipsX(s) ? l + w : Infinity, b: clipsY(s) ? t + h : Infinity };
           if (coversSlide(pad)) {
             edge = true;
           } else {
@@ -236,7 +239,7 @@ async ({ width, height, tol, minSide, minArea, minShare }) => {
       if (!rects.length) continue;
       // Untransformed HTML text is drawn at its font size; else the line box gives the scale.
       const inSvg = parent instanceof SVGElement;  // not the HTML of a <foreignObject>
-      const plain = !inSvg && !transformed(parent);
+      const plain = !inSvg && !transformed(parent) && !parent.closest("foreignObject");
       const f = plain ? null : fontBox(s);
       const turned = !plain && Math.abs(rects[0].height - (f.fa + f.fd)) > 1 && rotated(parent);
       const fs = parseFloat(s.fontSize) * (plain || turned ? 1 : rects[0].height / (f.fa + f.fd || rects[0].height));
