@@ -513,7 +513,11 @@ async ({ width, height, tol, minSide, minArea, minShare }) => {
     // sets it; `outside` lists the content items not inside the box (then it is a column, not a slide).
     const sized = (el) => {
       const m = el.computedStyleMap();
-      return String(m.get("height")) !== "auto" || String(m.get("aspect-ratio")) !== "auto";
+      if (String(m.get("aspect-ratio")) !== "auto") return true;
+      const h = m.get("height");
+      if (String(h) === "auto") return false;
+      // A percentage of a parent sized by its content is sized by the content too.
+      return !(h instanceof CSSUnitValue && h.unit === "percent") || el === html || sized(el.parentElement);
     };
     const large = (el) => {
       if (el.matches(MEDIA)) return false;
