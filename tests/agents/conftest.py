@@ -34,13 +34,9 @@ async def renderer() -> Renderer:
         yield shared
 
 
-@pytest_asyncio.fixture(scope="session", loop_scope="session")
-async def fixture_results(
-    renderer: Renderer, tmp_path_factory: pytest.TempPathFactory
-) -> dict[str, RenderResult]:
-    """Every fixture slide rendered once, concurrently, keyed by file name."""
-    out = tmp_path_factory.mktemp("fixture_renders")
-    files = sorted(SLIDES.glob("*.html"))
+async def render_folder(renderer: Renderer, folder: Path, out: Path) -> dict[str, RenderResult]:
+    """Every slide of a fixture folder rendered once, concurrently, keyed by file name."""
+    files = sorted(folder.glob("*.html"))
     results = await asyncio.gather(
         *(
             renderer.render(
@@ -50,3 +46,11 @@ async def fixture_results(
         )
     )
     return {f.name: r for f, r in zip(files, results)}
+
+
+@pytest_asyncio.fixture(scope="session", loop_scope="session")
+async def fixture_results(
+    renderer: Renderer, tmp_path_factory: pytest.TempPathFactory
+) -> dict[str, RenderResult]:
+    """Every fixture slide rendered once, concurrently, keyed by file name."""
+    return await render_folder(renderer, SLIDES, tmp_path_factory.mktemp("fixture_renders"))

@@ -6,13 +6,8 @@ import numpy as np
 import pytest
 from PIL import Image
 
-from agents.inspection import (
-    Defect,
-    SlideInspection,
-    contrast_ratio,
-    find_defects,
-    inspect_slide,
-)
+from agents.defects.colour import contrast_ratio
+from agents.inspection import Defect, SlideInspection, find_defects, inspect_slide
 from agents.renderer import KNOWN_SIZES, Renderer, RenderResult, aspect_size
 from tests.agents.conftest import FIXTURES, SLIDES, fixture_aspect, session_loop
 
@@ -171,7 +166,8 @@ def test_contrast_ratio_matches_wcag() -> None:
     ) == pytest.approx(4.48, abs=0.01)
 
 
-def _layout(**parts: object) -> dict[str, object]:
+def bare_layout(**parts: object) -> dict[str, object]:
+    """A measure.js result with nothing measured, but `parts`."""
     base: dict[str, object] = {
         "slide": [200, 100],
         "scroll": [200, 100],
@@ -180,6 +176,7 @@ def _layout(**parts: object) -> dict[str, object]:
         "outside": [],
         "overlaps": [],
         "texts": [],
+        "items": [],
         "images": [],
         "backgrounds": [],
         "frames": [],
@@ -204,6 +201,7 @@ def _text_run(
         "fill": color,
         "shadow": False,
         "blend": False,
+        "item": -1,
     }
 
 
@@ -212,14 +210,14 @@ def test_contrast_uses_the_pixels_behind_heavy_text() -> None:
     pixels = np.full((100, 200, 3), 255, dtype=np.uint8)
     pixels[10:30, 10:190] = 20  # a dark bar (the heavy glyphs) on white
     pixels[10:30, 150:190] = 255
-    layout = _layout(texts=[_text_run("rgb(20, 20, 20)", [[10, 5, 190, 35]])])
+    layout = bare_layout(texts=[_text_run("rgb(20, 20, 20)", [[10, 5, 190, 35]])])
     assert find_defects(layout, pixels, {}, KNOWN_SIZES) == ()
 
 
 def test_contrast_flags_text_on_a_similar_background() -> None:
     pixels = np.full((100, 200, 3), 200, dtype=np.uint8)
     pixels[0:5, 0:5] = 0  # not blank
-    layout = _layout(texts=[_text_run("rgba(210, 210, 210, 1)", [[10, 10, 150, 40]])])
+    layout = bare_layout(texts=[_text_run("rgba(210, 210, 210, 1)", [[10, 10, 150, 40]])])
     defects = find_defects(layout, pixels, {}, KNOWN_SIZES)
     assert [d.code for d in defects] == ["low_contrast"]
     assert defects[0].severity == "critical" and "1.1" in defects[0].detail
@@ -233,10 +231,11 @@ def test_defects_are_capped_per_code() -> None:
             "box": [0, 0, 10, 10],
             "past": [0, 0, 0, 50],
             "text": True,
+            "item": -1,
         }
         for i in range(10)
     ]
     pixels = np.random.default_rng(0).integers(0, 256, (100, 200, 3), dtype=np.uint8)
-    defects = find_defects(_layout(outside=outside), pixels, {}, KNOWN_SIZES)
+    defects = find_defects(bare_layout(outside=outside), pixels, {}, KNOWN_SIZES)
     assert len(defects) == 6 and defects[-1].detail.endswith("(+4 more)")
     assert all(isinstance(d, Defect) for d in defects)
