@@ -75,7 +75,8 @@ def test_common_overrides() -> None:
 @pytest.mark.parametrize(
     ("override", "message"),
     [("no_such_key=1", "no_such_key"), ("llm.no_such=1", "no_such"), ("limit=abc", "limit"), ("critic.mode=loud", "loud"),
-     ("llm.max_concurrency=many", "max_concurrency"), ("llm=nope", "nope")],
+     ("llm.max_concurrency=many", "max_concurrency"), ("llm=nope", "nope"), ("llm.backend=carrier-pigeon", "carrier-pigeon"),
+     ("roles.critic.backend=carrier-pigeon", "carrier-pigeon")],
 )
 def test_typos_and_wrong_types_fail_before_work(override: str, message: str) -> None:
     with pytest.raises((ConfigCompositionException, ValidationError)) as err:
@@ -87,11 +88,12 @@ def test_typos_and_wrong_types_fail_before_work(override: str, message: str) -> 
     ("override", "message"),
     [("limit=0", "limit=0"), ("stages=[tasks,nope]", "nope"), ("filters.gates=[taste]", "taste"),
      ("run.name=a/b", "run.dir"), ("sources.persona.share=0.9", "sum to 1"), ("ray.num_workers=0", "ray.num_workers"),
-     ("ray.threads_per_worker=-1", "ray.threads_per_worker=-1")],
+     ("ray.threads_per_worker=-1", "ray.threads_per_worker=-1"), ("llm.context_window=0", "llm.context_window=0"),
+     ("ray.address=auto", "llm=local serves on this machine's loopback")],
 )
 def test_semantic_errors_name_the_key(override: str, message: str) -> None:
     with pytest.raises(ConfigError, match=message.replace("[", r"\[")):
-        validate(synth(override))
+        validate(synth(override, *(["llm=local"] if override.startswith("ray.address") else [])))
 
 
 def test_hash_ignores_performance_settings_only() -> None:

@@ -37,7 +37,7 @@ def test_tasks_is_a_parquet_or_a_synthesis_run(synthesis_run: Path) -> None:
 @pytest.mark.parametrize(
     ("override", "message"),
     [("agents=triple", "agents"), ("reflection=maybe", "reflection"), ("judge.max_concurrency=0", "judge.max_concurrency"),
-     ("judge.endpoint.backend=carrier-pigeon", "judge.endpoint.backend"), ("diversity.batch_size=0", "diversity.batch_size"),
+     ("diversity.batch_size=0", "diversity.batch_size"),
      ("ray.num_workers=0", "ray.num_workers")],
 )  # fmt: skip
 def test_semantic_errors_name_the_key(synthesis_run: Path, override: str, message: str) -> None:

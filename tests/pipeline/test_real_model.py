@@ -73,6 +73,8 @@ def test_synthesize_with_scripted_tasks_and_judges(tmp_path: Path) -> None:
     assert rollouts and all(r.cost_usd == 0 for r in rollouts)
     for rollout in rollouts:
         assert rollout.status == "done" or rollout.failure.split("/")[0] in ("agent", "environment"), rollout.failure
+        if rollout.failure == "environment/worker_died":  # its trajectories stop at their last checkpoint
+            continue
         for path in root.glob(f"rollouts/{rollout.task_id}/trajectory_*.json"):
             ended_properly(Trajectory.from_json(path.read_text()))
     usage = usage_of(next((root / "logs").glob("usage_synthesize_*.json")))
