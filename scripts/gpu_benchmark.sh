@@ -6,8 +6,8 @@
 #
 # The device call: carry [".whl", "runs/demo/sft"], timeout_s 600, command "bash scripts/gpu_benchmark.sh".
 # The machine has python 3.12, torch 2.11 + CUDA 13, transformers 5.17, accelerate, peft, triton; the
-# wheels are what MS-SWIFT's template and packing import and the image lacks, plus Liger (14 MiB together;
-# with the demo export, about 17 MiB of the 64 MiB a call may carry).
+# wheels are what MS-SWIFT's template and packing import and the image lacks, plus Liger (16.5 MiB together;
+# with the demo export, about 20 MiB of the 64 MiB a call may carry).
 # Dropped: flash-attn. It has no binary wheel on PyPI (building it there takes hours), and flash-attn-4
 # needs nvidia-cutlass-dsl-libs-cu13, a 92 MB wheel, over the limit alone. FlexAttention (in torch) is the
 # block-skipping kernel we have; sdpa builds a full mask over the pack.
@@ -15,7 +15,8 @@ set -euo pipefail
 
 WHEELS=(
   ms-swift==4.6.0 datasets==4.8.4 multiprocess==0.70.19 dill==0.4.1 modelscope==1.40.2 modelscope-hub==0.5.1
-  cryptography==50.0.2 cffi==2.1.1 json-repair==0.64.6 binpacking==2.0.1 liger-kernel==0.8.5
+  cryptography==50.0.2 cffi==2.1.1 json-repair==0.64.6 binpacking==2.0.1 pydantic==2.14.4 pydantic-core==2.50.5
+  annotated-types==0.8.0 typing-inspection==0.4.5 liger-kernel==0.8.5
 )
 # Most important first; each gets what is left of BUDGET_S. 8 of the 40 layers: one H200 holds them with
 # AdamW at 51,200 tokens, and MFU per layer is what carries over to 8 GPUs with ZeRO-3.
