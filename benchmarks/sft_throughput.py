@@ -1,6 +1,6 @@
 """SFT throughput of GLM-4.6V-Flash (tokens/s/GPU, TFLOP/s, MFU, memory) on an export's samples, no download.
 
-    python -m benchmarks.sft_throughput --size tiny --max-length 4096 --steps 3    # CPU: checks the code path
+    python -m benchmarks.sft_throughput --size tiny --max-length 2048 --steps 3    # CPU: checks the code path
     python -m benchmarks.sft_throughput --size full --layers 8 --max-length 51200  # one GPU
     bash scripts/gpu_benchmark.sh                                                   # the prepared H200 run
 
