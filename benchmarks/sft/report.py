@@ -86,8 +86,10 @@ def record(setting: dict[str, Any], data: dict[str, Any], steps: list[Step], sum
 
 def compare(records: list[dict[str, Any]]) -> str:
     """One line per run (the table of docs/training.md): `python -m benchmarks.sft.report RESULT.json ...`."""
-    lines = ["| GPU | layers | max length | attention | Liger | tokens/s/GPU | TFLOP/s | MFU | peak memory | step |",
-             "|---|---:|---:|---|---|---:|---:|---:|---:|---:|"]  # fmt: skip
+    lines = [
+        "| GPU | layers | max length | attention | Liger | tokens/s/GPU | TFLOP/s | MFU | peak memory | step |",
+        "|---|---:|---:|---|---|---:|---:|---:|---:|---:|",
+    ]
     for r in records:
         s, m = r["setting"], r["summary"]
         mfu = f"{m['mfu']:.1%}" if m["mfu"] is not None else "n/a"
