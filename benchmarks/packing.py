@@ -31,11 +31,9 @@ from typing import Optional
 from tests.train.runs import RunShape, build_run
 from train.config import ExportConfig
 from train.export import export_run
+from train.throughput import PAPER_EPOCHS, PAPER_GPU_HOURS, PAPER_ROLLOUTS
 from train.tokens import image_root, make_counter
 
-PAPER_ROLLOUTS = 802
-PAPER_EPOCHS = 5
-PAPER_GPU_HOURS = 80
 SYNTHETIC = RunShape(tasks=40, failed=0, rejected_every=10**9, steps=8, steps_max=16, observation_chars=3000, slide_size=(1280, 720))
 
 

@@ -27,6 +27,7 @@ SPECIAL_TOKENS: dict[str, int] = {
 VOCAB_SIZE = 151_552
 TEXT_HIDDEN = 64
 MAX_IMAGE_SIDE = 224  # at most (224 / 14 / 2)^2 = 64 image tokens per image
+TINY_IMAGE_SIZE = {"shortest_edge": 28 * 28, "longest_edge": MAX_IMAGE_SIDE * MAX_IMAGE_SIDE}
 
 
 def build_tokenizer():
@@ -53,13 +54,21 @@ def build_tokenizer():
     return tokenizer
 
 
-def build_model():
-    from transformers import Glm4vConfig, Glm4vForConditionalGeneration
+def media_token_ids() -> dict[str, int]:
+    """The Glm4vConfig fields that name GLM-4.5V's image and video token ids."""
+    names = {"image_token_id": "<|image|>", "video_token_id": "<|video|>", "image_start_token_id": "<|begin_of_image|>",
+             "image_end_token_id": "<|end_of_image|>", "video_start_token_id": "<|begin_of_video|>",
+             "video_end_token_id": "<|end_of_video|>"}  # fmt: skip
+    return {field: SPECIAL_TOKENS[token] for field, token in names.items()}
+
+
+def tiny_config(layers: int = 2):
+    from transformers import Glm4vConfig
 
     head_dim, rotary_factor = 32, 0.5
     config = Glm4vConfig(
         text_config=dict(
-            vocab_size=VOCAB_SIZE, hidden_size=TEXT_HIDDEN, intermediate_size=128, num_hidden_layers=2,
+            vocab_size=VOCAB_SIZE, hidden_size=TEXT_HIDDEN, intermediate_size=128, num_hidden_layers=layers,
             num_attention_heads=TEXT_HIDDEN // head_dim, num_key_value_heads=1, max_position_embeddings=8192,
             pad_token_id=SPECIAL_TOKENS["<|endoftext|>"],
             # mrope_section sums to the rotary frequencies: head_dim * factor / 2 = 8
@@ -68,20 +77,23 @@ def build_model():
         ),
         vision_config=dict(depth=2, hidden_size=32, intermediate_size=64, num_heads=2, out_hidden_size=TEXT_HIDDEN,
                            patch_size=14, spatial_merge_size=2, temporal_patch_size=2, image_size=336),
-        image_token_id=SPECIAL_TOKENS["<|image|>"], video_token_id=SPECIAL_TOKENS["<|video|>"],
-        image_start_token_id=SPECIAL_TOKENS["<|begin_of_image|>"], image_end_token_id=SPECIAL_TOKENS["<|end_of_image|>"],
-        video_start_token_id=SPECIAL_TOKENS["<|begin_of_video|>"], video_end_token_id=SPECIAL_TOKENS["<|end_of_video|>"],
-        tie_word_embeddings=True,
+        tie_word_embeddings=True, **media_token_ids(),
     )  # fmt: skip
     config.eos_token_id = SPECIAL_TOKENS["<|endoftext|>"]
-    return Glm4vForConditionalGeneration(config)
+    return config
 
 
-def build_processor(tokenizer):
+def build_model():
+    from transformers import Glm4vForConditionalGeneration
+
+    return Glm4vForConditionalGeneration(tiny_config())
+
+
+def build_processor(tokenizer, image_size: dict[str, int] = TINY_IMAGE_SIZE):
+    """`image_size` is Glm4vImageProcessor's `size` (pixel bounds; `longest_edge` counts 2 x h x w)."""
     from transformers import Glm4vImageProcessor, Glm4vProcessor, Glm4vVideoProcessor
 
-    size = {"shortest_edge": 28 * 28, "longest_edge": MAX_IMAGE_SIDE * MAX_IMAGE_SIDE}
-    return Glm4vProcessor(Glm4vImageProcessor(size=size), tokenizer, Glm4vVideoProcessor())
+    return Glm4vProcessor(Glm4vImageProcessor(size=image_size), tokenizer, Glm4vVideoProcessor())
 
 
 def make_tiny_model(out_dir: Path, seed: int = 0) -> Path:

@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from core.prompts import render
+from train.throughput import PAPER_EPOCHS, PAPER_GPUS, TOKENS_PER_S_PER_GPU, TOKENS_PER_S_SOURCE
 
 if TYPE_CHECKING:
     from train.export import Exported, ExportReport
@@ -54,6 +55,14 @@ def _listing(counter: Counter) -> str:
     return ", ".join(f"{k} {n}" for k, n in counter.most_common()) or "none"
 
 
+def training_estimate(report: ExportReport) -> dict[str, Any]:
+    """GPU-hours of the paper's setting (full SFT, 5 epochs) on this export's train split at the assumed throughput."""
+    tokens = sum(e.tokens.total for e in report.train) * PAPER_EPOCHS
+    hours = tokens / TOKENS_PER_S_PER_GPU / 3600
+    return {"epochs": PAPER_EPOCHS, "tokens": f"{tokens:,}", "rate": f"{TOKENS_PER_S_PER_GPU:,.0f}", "source": TOKENS_PER_S_SOURCE,
+            "gpu_hours": f"{hours:,.1f}", "gpus": PAPER_GPUS, "wall_hours": f"{hours / PAPER_GPUS:,.1f}"}  # fmt: skip
+
+
 def render_card(report: ExportReport, run_dir: Path) -> str:
     samples = report.samples
     lengths = [e.tokens.total for e in samples]
@@ -81,7 +90,7 @@ def render_card(report: ExportReport, run_dir: Path) -> str:
         trained_share=f"{trained / tokens:.1%}" if tokens else "n/a",
         mean=round(statistics.mean(lengths)) if lengths else 0, median=round(statistics.median(lengths)) if lengths else 0,
         longest=max(lengths, default=0), histogram=histogram(lengths, report.max_length),
-        sources=_sources(report),
+        sources=_sources(report), training=training_estimate(report),
         config_hash=hash_file.read_text().strip() if hash_file.is_file() else "unknown",
         config_yaml=config_file.read_text(encoding="utf-8").strip() if config_file.is_file() else "# no config.yaml in the run directory",
     )  # fmt: skip

@@ -54,6 +54,9 @@ def test_the_card_reports_counts_sources_and_config(exported: ExportReport) -> N
     assert "model: test-model" in card and "0123456789abcdef" in card
     assert "Counted by: estimate" in card and "| 1,025-2,048 |" in card
     assert "18 `thinking` calls" in card and "trained on" in card
+    epochs_tokens = sum(e.tokens.total for e in exported.train) * 5
+    hours = epochs_tokens / 830 / 3600
+    assert f"trains {epochs_tokens:,} tokens:\nabout {hours:,.1f} GPU-hours ({hours / 8:,.1f} h on 8 GPUs) at 830 tokens/s" in card
 
 
 def test_without_verdicts_nothing_is_exported_unless_undecided_rollouts_are_asked_for(tmp_path: Path) -> None:

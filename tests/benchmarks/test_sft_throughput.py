@@ -1,0 +1,137 @@
+"""The SFT throughput benchmark on CPU: the tiny model end to end, packing semantics, the FLOP count, the errors."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import torch
+from transformers import Glm4vForConditionalGeneration
+
+from benchmarks.sft.flops import Shape, peak_tflops
+from benchmarks.sft.model import FULL_IMAGE_SIZE, Size, build_model, full_config, model_config, write_processor
+from benchmarks.sft.report import compare
+from benchmarks.sft_throughput import BenchmarkError, main
+from core.config import PROJECT_ROOT
+from tests.train.runs import RunShape, build_run
+from train.config import ExportConfig
+from train.export import export_run
+
+# Samples of about 2,000 byte-level tokens: a presenter's (1,973, one slide) fits in 2,048, a researcher's (2,170) not.
+SHORT = RunShape(tasks=3, failed=0, steps=1, observation_chars=20)
+
+
+@pytest.fixture(scope="module")
+def export(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    run = build_run(tmp_path_factory.mktemp("sft") / "run", SHORT)
+    return export_run(run, ExportConfig(val_fraction=0)).out_dir
+
+
+@pytest.mark.swift
+@pytest.mark.slow
+@pytest.mark.timeout(1800)  # 4 steps of 2,048 tokens through a 151,552-word vocabulary: 2-3 min on two idle cores, 15 on busy ones
+def test_tiny_run_prints_the_table_and_writes_the_json(export: Path, tmp_path: Path) -> None:
+    out = tmp_path / "tiny.json"
+    command = [sys.executable, "-m", "benchmarks.sft_throughput", "--size", "tiny", "--steps", "3", "--max-length", "2048",
+               "--data", str(export), "--json", str(out)]  # fmt: skip
+    done = subprocess.run(command, cwd=PROJECT_ROOT, capture_output=True, text=True, timeout=1700, check=False)
+    assert done.returncode == 0, (done.stdout + done.stderr)[-4000:]
+    for metric in ("tokens/s/GPU", "achieved TFLOP/s", "MFU", "peak CPU (process RSS) memory", "step time", "paper setting"):
+        assert f"| {metric}" in done.stdout
+    result = json.loads(out.read_text())
+    steps, summary, data = result["steps"], result["summary"], result["data"]
+    assert len(steps) == 3 and result["setting"]["optimizer"] == "SGD in backward"
+    assert data["too_long"] == 3 and data["packs"] == 3  # the researchers' rows are left out, as train.sft would
+    assert all(s["tokens"] <= 2048 and s["documents"] == 1 and s["flops"] > 0 and s["loss"] > 0 for s in steps)
+    assert all(s["images"] == 1 for s in steps)  # each presenter's slide went through the vision tower
+    tokens, seconds = sum(s["tokens"] for s in steps), sum(s["seconds"] for s in steps)
+    assert summary["tokens_per_s"] == pytest.approx(tokens / seconds)
+    assert summary["tflops"] == pytest.approx(sum(s["flops"] for s in steps) / seconds / 1e12)
+    assert summary["mfu"] is None and summary["peak_memory_gib"] > 0
+    assert "| CPU | 2 | 2,048 | sdpa | no |" in compare([result])
+
+
+@pytest.mark.swift
+def test_a_pack_trains_each_document_as_if_it_were_alone(export: Path, tmp_path: Path) -> None:
+    """The collated pack keeps documents apart: its loss is the token-weighted mean of the documents' own losses."""
+    from benchmarks.sft.data import Pack, load
+
+    config = model_config(Size.tiny, 2)
+    batches = load(export, write_processor(Size.tiny, config, tmp_path / "processor"), 8192)
+    torch.manual_seed(0)
+    model = build_model(config, torch.device("cpu"), "sdpa").float().eval()
+    rows = (0, 1)
+    documents = tuple(batches.encoded[i]["length"] for i in rows)
+
+    def loss(pack: Pack) -> tuple[float, int]:
+        inputs, _ = batches.collate(pack, model, torch.device("cpu"))
+        if "pixel_values" in inputs:
+            inputs["pixel_values"] = inputs["pixel_values"].float()
+        with torch.no_grad():
+            value = model(**inputs, use_cache=False).loss.item()
+        return value, int((inputs["labels"][:, 1:] != -100).sum())
+
+    packed, _ = loss(Pack(rows, documents))
+    alone = [loss(Pack((i,), (n,))) for i, n in zip(rows, documents, strict=True)]
+    assert packed == pytest.approx(sum(v * n for v, n in alone) / sum(n for _, n in alone), rel=1e-5)
+
+
+def test_the_flop_count_covers_every_weight_of_glm_46v_flash() -> None:
+    config = full_config()
+    with torch.device("meta"):
+        model = Glm4vForConditionalGeneration(config)
+    shape = Shape.of(config)
+    assert sum(p.numel() for p in model.parameters()) == pytest.approx(10.29e9, rel=1e-3)  # 20.6 GB in bf16
+    layer = model.model.language_model.layers[0]
+    assert shape.layer_weights == sum(m.weight.numel() for m in layer.modules() if isinstance(m, torch.nn.Linear))
+    assert shape.text_forward_per_token() == 2 * (40 * shape.layer_weights + model.lm_head.weight.numel())
+    visual = model.model.visual
+    per_patch = visual.patch_embed.proj.weight.numel() + sum(
+        m.weight.numel() for m in visual.blocks.modules() if isinstance(m, torch.nn.Linear)
+    )
+    merger = visual.downsample.weight.numel() + sum(m.weight.numel() for m in visual.merger.modules() if isinstance(m, torch.nn.Linear))
+    grid = (1, 52, 92)  # a 1280x720 slide under GLM-4.6V-Flash's image processor
+    attention = 24 * 4 * (52 * 92) ** 2 * 1536
+    assert shape.vision_forward(grid) == 2 * 52 * 92 * per_patch + attention + 2 * (52 * 92 // 4) * merger
+    assert FULL_IMAGE_SIZE == {"shortest_edge": 12_544, "longest_edge": 9_633_792}
+
+
+def test_attention_is_counted_per_document_not_per_pack() -> None:
+    shape = Shape.of(full_config(8))
+    one, two = shape.step([4000, 6000], []), shape.step([10_000], [])
+    assert two - one == 3 * 8 * 2 * (10_000**2 - 4000**2 - 6000**2) * 32 * 128
+
+
+def test_peaks_are_the_datasheets() -> None:
+    assert peak_tflops("NVIDIA H200") == peak_tflops("NVIDIA H100 80GB HBM3") == 989.4
+    assert peak_tflops("NVIDIA H100 PCIe") == 756.0 and peak_tflops("NVIDIA A800-SXM4-80GB") == 312.0
+    assert peak_tflops("CPU") is None
+
+
+def test_bad_settings_fail_before_any_work(tmp_path: Path) -> None:
+    with pytest.raises(BenchmarkError, match=r"--max-length 100000000: the logits of one pack need"):
+        main(["--max-length", "100000000", "--data", str(tmp_path)])
+    with pytest.raises(SystemExit):
+        main(["--steps", "0"])
+
+
+@pytest.mark.swift
+def test_an_export_the_benchmark_cannot_use_is_named(export: Path, tmp_path: Path) -> None:
+    from benchmarks.sft.data import DataError
+
+    with pytest.raises(DataError, match=r"--data .*missing: no train.jsonl"):
+        main(["--data", str(tmp_path / "missing"), "--max-length", "1024"])
+    with pytest.raises(DataError, match=r"none of its \d+ samples fits in --max-length 64"):
+        main(["--data", str(export), "--max-length", "64"])
+
+
+def test_the_gpu_script_is_valid_bash_and_pins_every_wheel() -> None:
+    script = PROJECT_ROOT / "scripts" / "gpu_benchmark.sh"
+    assert subprocess.run(["bash", "-n", str(script)], check=False).returncode == 0
+    text = script.read_text()
+    wheels = text.split("WHEELS=(")[1].split(")")[0].split()
+    assert wheels and all("==" in w for w in wheels)
+    assert {"ms-swift==4.6.0", "liger-kernel==0.8.5"} <= set(wheels)
