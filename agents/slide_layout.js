@@ -229,15 +229,16 @@ async ({ width, height, pseudo }) => {
     walk(block);
     return parts;
   };
+  // An inline element's background and bottom border (highlights, inline code), on each line it spans.
   const paintInline = (el, s) => {
     const [c, a] = colour(s.backgroundColor);
-    if (a <= 0 && !px(s.borderBottomWidth)) return;
+    const bw = s.borderBottomStyle === "none" ? 0 : px(s.borderBottomWidth);
+    if (a <= 0 && !bw) return;
+    const under = side(s, "Bottom", el);
     for (const r of el.getClientRects()) {
       if (r.width <= 0) continue;
-      const item = { type: "box", rect: rect(r), fill: a > 0 ? c : null, alpha: a * opacity(el), radius: px(s.borderTopLeftRadius) };
-      const bw = px(s.borderBottomWidth);
-      if (bw && s.borderBottomStyle !== "none") item.sides = [{ rect: [r2(r.left), r2(r.bottom - bw), r2(r.width), bw], ...side(s, "Bottom", el) }];
-      emit(el, item);
+      if (a > 0) emit(el, { type: "box", rect: rect(r), fill: c, alpha: r2(a * opacity(el)), radius: px(s.borderTopLeftRadius) });
+      if (bw) emit(el, { type: "box", rect: [r2(r.left), r2(r.bottom - bw), r2(r.width), bw], fill: under.color, alpha: under.alpha, radius: 0 });
     }
   };
   const side = (s, name, el) => {
@@ -522,7 +523,7 @@ async ({ width, height, pseudo }) => {
   };
 
   // ---- tables ----
-  const table = (el, s, index) => {
+  const table = (el) => {
     const r = el.getBoundingClientRect();
     const rows = [...el.rows].filter((row) => style(row).display !== "none");
     if (!rows.length) return false;
@@ -558,7 +559,7 @@ async ({ width, height, pseudo }) => {
       const lines = textBlock(cell, cs, parts);
       out.cells.push({
         r: r0, c: c0, rs: r1 - r0, cs: c1 - c0, fill: fa > 0 ? fill : null, alpha: r2(fa * opacity(cell)), borders,
-        pad: [px(cs.paddingTop), px(cs.paddingRight), px(cs.paddingBottom), px(cs.paddingLeft)], valign: cs.verticalAlign,
+        pad: [px(cs.paddingTop), px(cs.paddingRight), px(cs.paddingBottom), px(cs.paddingLeft)],
         text: lines.length ? { rect: box.content, align: alignOf(cs), paras: [{ lines, bullet: null, lh: lineHeight(cs) }] } : null,
       });
     }
@@ -597,7 +598,7 @@ async ({ width, height, pseudo }) => {
     if (el !== html && el !== body) paintBox(el, s);
     const before = pseudo[index] && pseudo[index].before;
     if (before) pseudoBox(el, "before", before);
-    if (el.tagName === "TABLE" && table(el, s, index)) {
+    if (el.tagName === "TABLE" && table(el)) {
       if (el.caption) visit(el.caption);
       return;
     }
@@ -651,7 +652,7 @@ async ({ width, height, pseudo }) => {
     const bw = s.borderTopStyle === "none" ? 0 : px(s.borderTopWidth);
     const op = opacity(el) * parseFloat(s.opacity);
     if (needsShot(el, s) && (fa > 0 || grad || bw)) {
-      emit(el, { ...shot(el, fake, "pseudo"), pseudo: which });
+      emit(el, shot(el, fake, "whole"));
     } else if (fa > 0 || grad || bw) {
       const item = { type: "box", rect: box.map(r2), fill: fa > 0 ? fill : null, alpha: r2(fa * op), gradient: grad, radius: radius === null ? 0 : radius, shadow: shadow(s.boxShadow), opacity: r2(op), name: `${nameOf(el)}::${which}` };
       if (bw) item.border = { w: bw, ...side(s, "Top", el) };
