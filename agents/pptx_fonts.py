@@ -32,6 +32,10 @@ class Face:
     descent: float  # below the baseline, in em (hhea), as LibreOffice and Chromium lay lines out
     panose: str  # 20 hex digits, "" when unknown
     pitch_family: int  # OOXML pitchFamily: family class in the high nibble, pitch in the low bits
+    chars: frozenset[int] = frozenset()  # the code points it has glyphs for (empty: unknown)
+
+    def has(self, char: str) -> bool:
+        return not self.chars or ord(char) in self.chars
 
 
 def _fc(*args: str) -> str:
@@ -103,7 +107,8 @@ def face(family: str, bold: bool = False, italic: bool = False) -> Face:
         ).hex().upper() if os2 else ""  # fmt: skip
         monospace = bool(os2 and os2.panose.bProportion == 9) or font["post"].isFixedPitch
         serif = bool(os2 and 2 <= os2.panose.bSerifStyle <= 10)
+        chars = frozenset(font.getBestCmap() or ())
     finally:
         font.close()
     family_class = 0x30 if monospace else 0x10 if serif else 0x20
-    return Face(found[0], descent, "" if panose == "00" * 10 else panose, family_class | (1 if monospace else 2))
+    return Face(found[0], descent, "" if panose == "00" * 10 else panose, family_class | (1 if monospace else 2), chars)

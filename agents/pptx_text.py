@@ -12,6 +12,7 @@ gap left by the one before it.
 
 from __future__ import annotations
 
+import itertools
 import re
 import statistics
 from dataclasses import dataclass
@@ -22,8 +23,6 @@ from agents.pptx_fonts import Face, east_asian_family, face, latin_family
 
 EMU_PER_PX = 9525
 FRAME_DESCENT = 0.2  # em below the baseline, in text frames
-CJK = re.compile(r"[\u2e80-\u9fff\uac00-\ud7af\uf900-\ufaff\uff00-\uffef\u3000-\u303f]")
-_LATIN = re.compile(r"[^\s\u2e80-\u9fff\uac00-\ud7af\uf900-\ufaff\uff00-\uffef\u3000-\u303f]")
 _ALIGN = {"l": "l", "ctr": "ctr", "r": "r", "just": "l"}  # justified lines end in breaks: set as Chromium broke them
 _XML_ILLEGAL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\ufffe\uffff]")
 
@@ -81,14 +80,12 @@ def line_descent(line: dict[str, Any], book: FontBook, in_cell: bool) -> float:
     text frame, the deepest descent of the faces the line uses in a table cell."""
     if not in_cell:
         return FRAME_DESCENT * max(run["s"] for run in line["runs"])
-    deepest = 0.0
-    for run in line["runs"]:
-        font = book[run["f"]]
-        if CJK.search(run["t"]):
-            deepest = max(deepest, font.east_asian.descent * run["s"])
-        if _LATIN.search(run["t"]):
-            deepest = max(deepest, font.latin.descent * run["s"])
-    return deepest
+    return max(_face_of(book[run["f"]], ch).descent * run["s"] for run in line["runs"] for ch in run["t"])
+
+
+def _face_of(font: RunFont, char: str) -> Face:
+    """The face Chromium draws `char` with: the Latin one unless it lacks the glyph and the East Asian one has it."""
+    return font.latin if char.isspace() or font.latin.has(char) or not font.east_asian.has(char) else font.east_asian
 
 
 @dataclass(frozen=True)
@@ -231,9 +228,13 @@ def _face_xml(tag: str, font: Face) -> str:
 
 
 def _run(run: dict[str, Any], book: FontBook) -> str:
+    """A run; a link stays styled text (LibreOffice draws a linked run as a field that lifts its line
+    about 4 px), its address goes to the slide's notes. Its text is cut where Chromium changes font
+    (a character the Latin font lacks comes from the East Asian one), and each piece names that
+    one font for every script, so a renderer that classes a character otherwise (curly quotes,
+    ellipses and dashes beside Chinese) still draws it with the font Chromium used."""
     font = book[run["f"]]
-    cjk = bool(CJK.search(run["t"]))
-    attrs = f'lang="{book.lang or ("zh-CN" if cjk else "en-US")}" sz="{_size(run["s"])}" b="{int(font.bold)}" i="{int(font.italic)}"'
+    attrs = f'lang="{book.lang or "en-US"}" sz="{_size(run["s"])}" b="{int(font.bold)}" i="{int(font.italic)}"'
     if run["u"]:
         attrs += ' u="sng"'
     if run["k"]:
@@ -242,7 +243,10 @@ def _run(run: dict[str, Any], book: FontBook) -> str:
         attrs += f' spc="{round(run["ls"] * 75)}"'
     if run["va"]:
         attrs += f' baseline="{30000 if run["va"] > 0 else -25000}"'
-    inner = f"<a:solidFill>{colour_xml(run['c'], run['a'])}</a:solidFill>"
-    inner += _face_xml("latin", font.latin) + _face_xml("ea", font.east_asian) + _face_xml("cs", font.latin)
-    text = escape(_XML_ILLEGAL.sub("", run["t"]))
-    return f'<a:r><a:rPr {attrs} dirty="0">{inner}</a:rPr><a:t>{text}</a:t></a:r>'
+    fill = f"<a:solidFill>{colour_xml(run['c'], run['a'])}</a:solidFill>"
+    text = _XML_ILLEGAL.sub("", run["t"])
+    pieces = []
+    for face, chars in itertools.groupby(text, key=lambda ch: _face_of(font, ch)):
+        faces = _face_xml("latin", face) + _face_xml("ea", face) + _face_xml("cs", face)
+        pieces.append(f'<a:r><a:rPr {attrs} dirty="0">{fill}{faces}</a:rPr><a:t>{escape("".join(chars))}</a:t></a:r>')
+    return "".join(pieces)
