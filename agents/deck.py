@@ -206,12 +206,9 @@ def _check_main(argv: list[str]) -> int:
     args = parser.parse_args(argv)
     try:
         figures = check(args.pptx, args.against, args.soffice, args.timeout)
-    except BadInput as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return 2
     except CheckError as exc:
         print(f"error: {exc}", file=sys.stderr)
-        return 1
+        return 2 if isinstance(exc, BadInput) else 1
     print(json.dumps(figures, ensure_ascii=False, indent=1) if args.json else _summary(figures))
     return 0
 

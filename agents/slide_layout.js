@@ -583,6 +583,7 @@ async ({ width, height, pseudo }) => {
   const visit = (el) => {
     if (painted.has(el) || SKIP.has(el.tagName)) return;
     painted.add(el);
+    place(el); // an element paints before what it holds, even when emitted after it (a table after its cells)
     const s = style(el);
     if (s.display === "none" || opacity(el) <= 0.001) return;
     const index = indexOf.get(el);
