@@ -163,6 +163,20 @@ async def test_a_rewrapped_block_is_counted(renderer: Renderer, tmp_path: Path, 
 
 
 @pytest.mark.chromium
+@pytest.mark.libreoffice
+@pytest.mark.slow
+@pytest.mark.asyncio(loop_scope="session")
+async def test_the_export_runs_the_check_when_configured(renderer: Renderer, tmp_path: Path) -> None:
+    ws = _deck(tmp_path, ["bullets_zh.html", "table_en.html"])
+    export = await export_deck(
+        renderer, ws / "slides", "16:9", ws / "deck.pdf", png_dir=ws / "previews", pptx_path=ws / "deck.pptx", workspace=ws,
+        deck=DeckConfig(check=True),
+    )  # fmt: skip
+    assert export.fidelity is not None and export.fidelity["deck"]["within_targets"], export.fidelity
+    assert [s["objects"]["tables"] for s in export.fidelity["slides"]] == [0, 1]
+
+
+@pytest.mark.chromium
 @pytest.mark.asyncio(loop_scope="session")
 async def test_picture_mode_writes_one_picture_per_slide(renderer: Renderer, tmp_path: Path) -> None:
     ws = _deck(tmp_path, ["bullets_en.html", "table_zh.html"])
