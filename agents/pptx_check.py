@@ -75,8 +75,8 @@ def libreoffice_version(soffice: str) -> str:
 def render_pptx(pptx: Path, out_dir: Path, soffice: str = "soffice", timeout_s: float = 120.0) -> Path:
     """The PPTX as PDF, rendered by LibreOffice headless with a profile of its own (so conversions
     may run side by side). The profile's locale is ja-JP, under which LibreOffice turns off its
-    "spacing between Asian and non-Asian text" (a PPTX cannot: its import never sets it, and
-    PowerPoint, Keynote and Chromium add no such space); the locale changes nothing else here."""
+    "spacing between Asian and non-Asian text" (a PPTX cannot: DrawingML has no attribute for it
+    and LibreOffice's import sets none; Chromium adds no such space)."""
     found = shutil.which(soffice)
     if found is None:
         raise CheckError(f"LibreOffice ({soffice}) is not installed: Debian libreoffice-impress")

@@ -138,15 +138,16 @@ def _segments(para: dict[str, Any]) -> list[_Segment]:
 
 
 def frame(
-    paras: list[dict[str, Any]], align: str, rect: list[float], book: FontBook, in_cell: bool = False
+    paras: list[dict[str, Any]], align: str, rect: list[float], book: FontBook, in_cell: bool = False, strict: bool = False
 ) -> TextFrame | None:
-    """A frame holding `paras` (one or more blocks of one column), or None when a block starts higher
-    than the one before it allows (then each needs its own frame)."""
+    """A frame holding `paras` (one or more blocks of one column). A part that starts higher than
+    the one before it allows is set right below it, or with `strict` the frame is None (then each
+    block needs its own)."""
     segments = [seg for p in paras for seg in _segments(p)]
     tops = [seg.lines[0]["base"] - seg.spacing + line_descent(seg.lines[0], book, in_cell) for seg in segments]
     ends = [top + seg.spacing * seg.extent() for top, seg in zip(tops, segments)]
     gaps = [0.0] + [tops[i] - ends[i - 1] for i in range(1, len(segments))]
-    if any(g < -0.5 for g in gaps):
+    if strict and any(g < -0.5 for g in gaps):
         return None
     lines = [line for p in paras for line in p["lines"]]
     markers = [p["bullet"]["x"] for p in paras if p.get("bullet")]

@@ -120,7 +120,7 @@ class _SlideWriter:
     def _text(self, group: list[dict[str, Any]]) -> None:
         """A frame for consecutive blocks of one column, else one frame per block."""
         first = group[0]
-        tf = frame([p for item in group for p in item["paras"]], first["align"], first["rect"], self.book)
+        tf = frame([p for item in group for p in item["paras"]], first["align"], first["rect"], self.book, strict=len(group) > 1)
         if tf is None:
             for item in group:
                 self._text([item])

@@ -456,7 +456,8 @@ async ({ width, height, pseudo }) => {
       return;
     }
     const uniform = widths.every((w) => w === widths[0]) && sides.every((x) => x.color === sides[0].color && x.alpha === sides[0].alpha);
-    const item = { type: "box", rect: rect(r), fill: fa > 0 ? fill : null, alpha: r2(fa * op), gradient: grad, radius, shadow: sh, opacity: r2(op) };
+    const item = { type: "box", rect: rect(r), fill: fa > 0 ? fill : null, alpha: r2(fa * op), gradient: grad, radius, shadow: sh, opacity: r2(op),
+      ellipse: s.borderTopLeftRadius === "50%" && Math.abs(r.width - r.height) > 0.5 };
     if (uniform && widths[0] > 0) item.border = { w: widths[0], ...sides[0] };
     if (item.fill || item.gradient || item.border || item.shadow) emit(el, item);
     if (bgImage) emit(el, bgImage);

@@ -97,7 +97,7 @@ async def _capture(page: Page, cdp: CDPSession, shot: dict[str, Any]) -> bytes:
     await page.evaluate(_PREPARE_JS, {"index": shot.get("index", -1), "mode": shot["mode"], "hide": shot.get("hide", [])})
     try:
         clip = {"x": x, "y": y, "width": w, "height": h, "scale": SHOT_SCALE}
-        result = await cdp.send("Page.captureScreenshot", {"format": "png", "clip": clip, "captureBeyondViewport": False})
+        result = await cdp.send("Page.captureScreenshot", {"format": "png", "clip": clip, "optimizeForSpeed": True})
     finally:
         await page.evaluate(_RESTORE_JS)
     return base64.b64decode(result["data"])

@@ -4,8 +4,9 @@ Run: `python -m benchmarks.pptx_export [--repeats 3] [--no-check]`. The decks ar
 fixtures' clean slides and the labelled set in tests/agents/fixtures/pptx, one deck per aspect.
 Each repeat exports every deck in both modes (`deck.pptx_mode=picture` and `editable`) on fresh
 copies, so no render is reused, alternating which mode goes first; "export ms/slide" is the
-export's wall time (renders, PDF, PPTX; layout reading in editable mode) over its slides, and
-"pptx ms/slide" the PPTX writing alone. A fresh browser per export; the first deck's first
+export's wall time (renders, PDF, PPTX; layout reading in editable mode) over its slides, "cpu
+ms/slide" the CPU this process and its browser spent on it, and "pptx ms/slide" the PPTX
+writing alone (wall). A fresh browser per export; the first deck's first
 export also pays for fontconfig look-ups (cached per process). Then LibreOffice renders each editable PPTX and
 `python -m agents.deck check` compares it with the PDF: words kept, median and max word
 displacement (px at 1280 wide), text blocks whose line count changed, SSIM, native tables and
@@ -21,6 +22,8 @@ import statistics
 import tempfile
 import time
 from pathlib import Path
+
+import psutil
 
 from agents.config import DeckConfig, PptxMode, RenderConfig
 from agents.deck import export_deck, page_reader, pptx_sources
@@ -52,17 +55,31 @@ def workspace(slides: list[Path], root: Path) -> Path:
     return root
 
 
-async def export(slides: list[Path], aspect: str, mode: PptxMode, root: Path) -> tuple[float, float]:
-    """(export ms per slide, PPTX-writing ms per slide) of one export on fresh copies."""
+def cpu_seconds() -> float:
+    """Busy CPU of this process and its children (the Playwright driver, Chromium): steadier than
+    wall time on a shared machine."""
+    me = psutil.Process()
+    total = sum(me.cpu_times()[:2])
+    for child in me.children(recursive=True):
+        try:
+            total += sum(child.cpu_times()[:2])
+        except psutil.NoSuchProcess:
+            continue
+    return total
+
+
+async def export(slides: list[Path], aspect: str, mode: PptxMode, root: Path) -> tuple[float, float, float]:
+    """(export wall ms, export CPU ms, PPTX-writing ms) per slide, of one export on fresh copies."""
     ws = workspace(slides, root)
     deck = DeckConfig(pptx_mode=mode)
     async with Renderer(RenderConfig(), read_page=page_reader(deck)) as renderer:
-        started = time.perf_counter()
+        started, cpu = time.perf_counter(), cpu_seconds()
         done = await export_deck(renderer, ws / "slides", aspect, ws / "deck.pdf", png_dir=ws / "previews", workspace=ws, deck=deck)
         rendered = time.perf_counter()
         write_pptx(pptx_sources(done.results, mode), aspect_size(aspect), ws / "deck.pptx", ws)
-        written = time.perf_counter()
-    return (written - started) * 1000 / len(slides), (written - rendered) * 1000 / len(slides)
+        written, cpu = time.perf_counter(), cpu_seconds() - cpu
+    n = len(slides)
+    return (written - started) * 1000 / n, cpu * 1000 / n, (written - rendered) * 1000 / n
 
 
 def main() -> None:
@@ -70,12 +87,12 @@ def main() -> None:
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--no-check", action="store_true", help="skip the LibreOffice fidelity check")
     args = parser.parse_args()
-    print(f"{'deck':<16} {'slides':>6} {'mode':>9} {'export ms/slide':>16} {'pptx ms/slide':>14}")
+    print(f"{'deck':<16} {'slides':>6} {'mode':>9} {'export ms/slide':>16} {'cpu ms/slide':>13} {'pptx ms/slide':>14}")
     with tempfile.TemporaryDirectory() as tmp:
         kept: dict[str, Path] = {}
         for name, slides in decks().items():
             aspect = name.split()[1]
-            times: dict[PptxMode, list[tuple[float, float]]] = {PptxMode.picture: [], PptxMode.editable: []}
+            times: dict[PptxMode, list[tuple[float, float, float]]] = {PptxMode.picture: [], PptxMode.editable: []}
             for repeat in range(args.repeats):
                 order = [PptxMode.picture, PptxMode.editable][:: 1 if repeat % 2 == 0 else -1]
                 for mode in order:
@@ -84,8 +101,8 @@ def main() -> None:
                     if mode is PptxMode.editable:
                         kept[name] = root
             for mode, rows in times.items():
-                total, pptx = statistics.median(r[0] for r in rows), statistics.median(r[1] for r in rows)
-                print(f"{name:<16} {len(slides):>6} {mode.value:>9} {total:>16.0f} {pptx:>14.1f}")
+                wall, cpu, pptx = (statistics.median(r[i] for r in rows) for i in range(3))
+                print(f"{name:<16} {len(slides):>6} {mode.value:>9} {wall:>16.0f} {cpu:>13.0f} {pptx:>14.1f}")
         if args.no_check:
             return
         print(f"\n{'deck':<16} {'words':>6} {'kept':>7} {'median px':>9} {'max px':>7} {'lines changed':>13} {'ssim':>6} {'tables':>6} {'pictures':>8}")

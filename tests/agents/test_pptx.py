@@ -86,6 +86,25 @@ async def test_slides_come_as_text_native_tables_and_one_picture_per_img(labelle
 
 
 @pytest.mark.chromium
+@pytest.mark.slow
+@pytest.mark.asyncio(loop_scope="session")
+async def test_every_img_of_the_fixtures_is_a_picture_and_every_table_native(renderer: Renderer, tmp_path: Path) -> None:
+    names = sorted(p.name for p in (FIXTURES / "slides").glob("clean_*.html") if fixture_aspect(p) == "16:9")
+    ws = tmp_path
+    shutil.copytree(FIXTURES / "assets", ws / "assets")
+    (ws / "slides").mkdir()
+    for number, name in enumerate(names, 1):
+        shutil.copy(FIXTURES / "slides" / name, ws / "slides" / f"slide_{number:02d}.html")
+    await export_deck(renderer, ws / "slides", "16:9", ws / "deck.pdf", png_dir=ws / "previews", pptx_path=ws / "deck.pptx", workspace=ws)
+    deck = Presentation(str(ws / "deck.pptx"))
+    for number, slide in enumerate(deck.slides, 1):
+        html = _html(ws, number)
+        images = [s for s in slide.shapes if s.shape_type == MSO_SHAPE_TYPE.PICTURE and s.name.startswith("Image:")]
+        tables = [s for s in slide.shapes if getattr(s, "has_table", False) and s.has_table]
+        assert (len(images), len(tables)) == (len(re.findall(r"<img\b", html)), html.count("<table")), names[number - 1]
+
+
+@pytest.mark.chromium
 @pytest.mark.asyncio(loop_scope="session")
 async def test_text_keeps_fonts_and_chromiums_line_breaks(labelled: tuple[Path, DeckExport]) -> None:
     ws, _ = labelled

@@ -81,7 +81,8 @@ def test_a_blank_line_is_kept_and_an_irregular_pitch_starts_a_paragraph() -> Non
 def test_blocks_overlapping_the_one_before_need_frames_of_their_own() -> None:
     first = {"lines": [_line(0, 30, "a"), _line(0, 60, "b")], "bullet": None, "lh": 30.0}
     second = {"lines": [_line(0, 50, "c")], "bullet": None, "lh": 30.0}
-    assert frame([first, second], "l", [0, 0, 100, 100], BOOK) is None
+    assert frame([first, second], "l", [0, 0, 100, 100], BOOK, strict=True) is None
+    assert frame([first, second], "l", [0, 0, 100, 100], BOOK).xml.count("<a:p>") == 2  # set right below
     spaced = {"lines": [_line(0, 110, "c")], "bullet": None, "lh": 30.0}
     assert 'spcBef><a:spcPts val="1500"/>' in frame([first, spaced], "l", [0, 0, 100, 100], BOOK).xml  # 20 px more
 
