@@ -107,15 +107,14 @@ def check(pptx: Path, pdf: Path, soffice: str = "soffice", timeout_s: float = 12
         objects = _objects(pptx)
     except (PackageNotFoundError, BadZipFile, KeyError, ValueError, XMLSyntaxError) as exc:
         raise BadInput(f"{pptx}: not a readable PPTX ({exc})") from exc
-    with tempfile.TemporaryDirectory(prefix="pptx-check-") as tmp:
-        rendered = render_pptx(pptx, Path(tmp), soffice, timeout_s)
-        try:
-            reference = pymupdf.open(pdf)
-        except pymupdf.FileDataError as exc:
-            raise BadInput(f"{pdf}: not a readable PDF ({exc})") from exc
-        with reference, pymupdf.open(rendered) as candidate:
-            if not reference.is_pdf:
-                raise BadInput(f"{pdf}: not a PDF")
+    try:
+        reference = pymupdf.open(pdf)
+    except pymupdf.FileDataError as exc:
+        raise BadInput(f"{pdf}: not a readable PDF ({exc})") from exc
+    with reference, tempfile.TemporaryDirectory(prefix="pptx-check-") as tmp:
+        if not reference.is_pdf:
+            raise BadInput(f"{pdf}: not a PDF")
+        with pymupdf.open(render_pptx(pptx, Path(tmp), soffice, timeout_s)) as candidate:
             if reference.page_count != candidate.page_count:
                 raise CheckError(f"{pdf} has {reference.page_count} pages, the PPTX {candidate.page_count} slides")
             slides = [_compare(i + 1, reference[i], candidate[i], objects[i]) for i in range(reference.page_count)]

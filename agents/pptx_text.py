@@ -3,8 +3,8 @@ line, exact line spacing, and the frame placed so that each baseline lands where
 
 A line with exact spacing F sits at baseline = line top + F - d (the leading goes above the
 text), where Chromium splits the leading around the text. In text frames d is a fifth of the
-font size whatever the font (LibreOffice lays out PPTX text frames with font-independent line
-spacing, as PowerPoint does: measured for Noto Sans, Noto Serif and Noto Sans CJK at 16-40 px);
+font size whatever the font (LibreOffice lays PPTX text frames out with font-independent line
+spacing, imitating PowerPoint: measured for Noto Sans, Noto Serif and Noto Sans CJK at 16-40 px);
 in table cells LibreOffice uses the font's own descent. So a paragraph whose first baseline is
 B starts at B - F + d; a later paragraph of the same frame starts there after `spcBef` of the
 gap left by the one before it.
@@ -59,9 +59,6 @@ class FontBook:
 
     def __getitem__(self, index: int) -> RunFont:
         return self.fonts[index]
-
-    def used(self) -> set[str]:
-        return {f.latin.family for f in self.fonts} | {f.east_asian.family for f in self.fonts}
 
 
 @dataclass(frozen=True)

@@ -1,9 +1,10 @@
 """What Chromium laid out on a slide, read for the editable PPTX (`agents/pptx_writer.py`).
 
 `read_slide_layout` is the renderer's page reader (`Renderer(read_page=...)`): it runs on the
-loaded page right after the PDF page is printed, so the deck export gets it with the PDF
-(also for slides whose inspection printed them earlier). It evaluates `slide_layout.js` and
-captures, at twice the slide's resolution, the elements PowerPoint has no equivalent for.
+loaded page right before its PDF page is printed, so the deck export gets it with the PDF (also
+for slides whose inspection printed them earlier). It evaluates `slide_layout.js` and captures,
+at twice the slide's resolution, the elements PowerPoint has no equivalent for; what it hides
+for a capture it shows again before the print.
 Pseudo-elements have no DOM boxes: those of ::before and ::after come from a CDP DOM snapshot,
 taken only for pages that have them; list markers are placed as Chromium places them.
 """
@@ -25,7 +26,7 @@ log = logging.getLogger(__name__)
 LAYOUT_JS = Path(__file__).with_name("slide_layout.js").read_text(encoding="utf-8")
 SHOT_SCALE = 2.0  # device pixels per CSS px of the pictures made of elements
 
-# Hide what must not show on an element's picture; returns a token to restore it.
+# Hide what must not show on an element's picture, keeping how to show it again (_RESTORE_JS).
 _PREPARE_JS = """({ index, mode, hide }) => {
   const all = document.querySelectorAll("*");
   const saved = [];
@@ -94,10 +95,13 @@ async def _pseudo_boxes(cdp: CDPSession) -> dict[int, dict[str, list[float]]]:
 async def _capture(page: Page, cdp: CDPSession, shot: dict[str, Any]) -> bytes:
     """A PNG of one element's box at SHOT_SCALE, with what must not show hidden for the capture."""
     x, y, w, h = shot["rect"]
-    await page.evaluate(_PREPARE_JS, {"index": shot.get("index", -1), "mode": shot["mode"], "hide": shot.get("hide", [])})
+    clip = {"x": x, "y": y, "width": w, "height": h, "scale": SHOT_SCALE}
+    hiding = shot["mode"] == "own" or bool(shot.get("hide"))
+    if hiding:
+        await page.evaluate(_PREPARE_JS, {"index": shot.get("index", -1), "mode": shot["mode"], "hide": shot.get("hide", [])})
     try:
-        clip = {"x": x, "y": y, "width": w, "height": h, "scale": SHOT_SCALE}
         result = await cdp.send("Page.captureScreenshot", {"format": "png", "clip": clip, "optimizeForSpeed": True})
     finally:
-        await page.evaluate(_RESTORE_JS)
+        if hiding:
+            await page.evaluate(_RESTORE_JS)
     return base64.b64decode(result["data"])

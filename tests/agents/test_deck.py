@@ -128,15 +128,17 @@ async def test_inspection_does_not_wait_for_its_pdf_page_and_a_failed_print_is_r
 
     (tmp_path / "slides").mkdir()
     (tmp_path / "slides" / "slide_01.html").write_text('<html><body style="margin:0;width:1280px;height:720px"><h1>Only</h1></body></html>')
-    release = asyncio.Event()
+    entered, release = asyncio.Event(), asyncio.Event()
 
     async def stalled_print(self: Page, **options: object) -> bytes:
+        entered.set()
         await release.wait()
         raise Error("print failed")
 
     monkeypatch.setattr(Page, "pdf", stalled_print)
     # Returns while its page is still printing (awaiting the print would never finish).
     await asyncio.wait_for(inspect_slide(renderer, tmp_path, "slides/slide_01.html", "16:9"), 30)
+    await asyncio.wait_for(entered.wait(), 30)  # the print starts after the page's layout is read
     release.set()
     monkeypatch.undo()
     deck = await export_deck(renderer, tmp_path / "slides", "16:9", tmp_path / "deck.pdf", png_dir=tmp_path / "previews", workspace=tmp_path)

@@ -218,6 +218,13 @@ async def test_an_editable_pptx_needs_a_renderer_that_reads_layouts(tmp_path: Pa
             await export_deck(plain, ws / "slides", "16:9", ws / "deck.pdf", png_dir=ws / "previews", pptx_path=ws / "deck.pptx", workspace=ws)
 
 
-def test_check_cli_names_a_missing_input(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_check_cli_names_a_missing_or_unreadable_input(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["check", str(tmp_path / "none.pptx"), "--against", str(tmp_path / "none.pdf")]) == 2
     assert "none.pptx: no such file" in capsys.readouterr().err
+    Presentation().save(str(tmp_path / "deck.pptx"))
+    (tmp_path / "deck.pdf").write_text("not a pdf")
+    assert main(["check", str(tmp_path / "deck.pptx"), "--against", str(tmp_path / "deck.pdf")]) == 2
+    assert "deck.pdf: not a readable PDF" in capsys.readouterr().err
+    (tmp_path / "broken.pptx").write_text("not a zip")
+    assert main(["check", str(tmp_path / "broken.pptx"), "--against", str(tmp_path / "deck.pdf")]) == 2
+    assert "broken.pptx: not a readable PPTX" in capsys.readouterr().err
