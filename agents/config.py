@@ -1,8 +1,9 @@
-"""Typed configs of the agent runtime's parts (loop, sandbox, tools, renderer)."""
+"""Typed configs of the agent runtime's parts (loop, sandbox, tools, renderer, deck export)."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from enum import Enum
 from typing import Optional
 
 from core.config import LLMConfig, RoleConfig, role_slots
@@ -60,6 +61,23 @@ class RenderConfig:
     max_pages: int = 8  # pages kept open for reuse
     timeout_s: float = 30.0
     device_scale_factor: float = 1.0
+
+
+class PptxMode(str, Enum):
+    editable = "editable"  # native shapes, pictures, tables and text from Chromium's layout
+    picture = "picture"  # one full-slide picture per slide (for CSS without a PowerPoint equivalent)
+
+
+@dataclass
+class DeckConfig:
+    """The deck export's PPTX and its fidelity check (`python -m agents.deck check`)."""
+
+    pptx_mode: PptxMode = PptxMode.editable
+    # Render the PPTX with LibreOffice after each export and record the figures in deck_defects.json.
+    # Off by default: LibreOffice takes seconds per deck to start and convert.
+    check: bool = False
+    soffice: str = "soffice"
+    check_timeout_s: float = 120.0
 
 
 @dataclass
@@ -122,3 +140,4 @@ class GenerateConfig:
     agent: AgentConfig = field(default_factory=AgentConfig)
     tools: ToolsConfig = field(default_factory=ToolsConfig)
     render: RenderConfig = field(default_factory=RenderConfig)
+    deck: DeckConfig = field(default_factory=DeckConfig)

@@ -19,7 +19,7 @@ from typing import Any, Callable, Sequence
 
 from PIL import Image, UnidentifiedImageError
 
-from agents.config import AgentConfig, SandboxConfig
+from agents.config import AgentConfig, DeckConfig, PptxMode, SandboxConfig
 from agents.deck import export_deck
 from agents.hooks import StepHook
 from agents.loop import Agent
@@ -63,6 +63,7 @@ class GenerationEnv:
     reflection: str = "grounded"  # grounded | none
     policy: str = "model"  # model | scripted
     vision: bool = True  # False: the agents' model reads no images (inspect_slide describes the layout in text)
+    deck: DeckConfig = field(default_factory=DeckConfig)  # the export's PPTX mode and fidelity check
 
 
 def environment(
@@ -74,6 +75,7 @@ def environment(
         agent=cfg.agent, sandbox=cfg.tools.sandbox, renderer=renderer, model_for=model_for,
         resources={RESEARCH: research}, removed_tools=frozenset(research.unavailable_tools()), hooks_for=hooks_for,
         agents=cfg.agents, reflection=cfg.reflection, policy="scripted" if is_scripted(agent) else "model", vision=agent.vision,
+        deck=cfg.deck,
     )  # fmt: skip
 
 
@@ -193,14 +195,16 @@ async def generate_deck(task: Task, workspace: Path, env: GenerationEnv) -> Deck
         if role == "researcher":
             assets = normalise_manuscript(workspace, trajectory.outcome or brief.manuscript)
             artifacts["manuscript"] = brief.manuscript
-    return await _export(workspace, brief, env.renderer, trajectories, artifacts)
+    return await _export(workspace, brief, env, trajectories, artifacts)
 
 
-async def _export(workspace: Path, brief: Brief, renderer: Renderer, trajectories: list[Trajectory], artifacts: dict[str, str]) -> DeckOutcome:
+async def _export(workspace: Path, brief: Brief, env: GenerationEnv, trajectories: list[Trajectory], artifacts: dict[str, str]) -> DeckOutcome:
+    manuscript = workspace / brief.manuscript
     try:
         deck = await export_deck(
-            renderer, workspace / "slides", brief.aspect, workspace / "deck.pdf",
-            png_dir=workspace / "previews", pptx_path=workspace / "deck.pptx", workspace=workspace,
+            env.renderer, workspace / "slides", brief.aspect, workspace / "deck.pdf",
+            png_dir=workspace / "previews", pptx_path=workspace / "deck.pptx", workspace=workspace, deck=env.deck,
+            manuscript=manuscript.read_text(encoding="utf-8", errors="replace") if manuscript.is_file() else "",
         )  # fmt: skip
     except (ValueError, RuntimeError) as exc:
         log.warning("%s: deck export failed: %s", brief.task_id, exc)
@@ -209,6 +213,12 @@ async def _export(workspace: Path, brief: Brief, renderer: Renderer, trajectorie
         {"file": f"slides/{Path(r.html_path).name}", "png": f"previews/{Path(r.png_path).name}", "defects": [d.to_dict() for d in r.defects]}
         for r in deck.results
     ]
-    (workspace / "deck_defects.json").write_text(json.dumps({"aspect": brief.aspect, "slides": slides}, ensure_ascii=False, indent=1))
+    pptx: dict[str, object] = {"mode": PptxMode(env.deck.pptx_mode).value}
+    if deck.fidelity is not None:
+        pptx["fidelity"] = {k: v for k, v in deck.fidelity.items() if k not in ("pptx", "pdf", "slides")}
+        for slide, figures in zip(slides, deck.fidelity.get("slides", [])):
+            slide["pptx"] = {k: v for k, v in figures.items() if k != "slide"}
+    report = {"aspect": brief.aspect, "slides": slides, "pptx": pptx}
+    (workspace / "deck_defects.json").write_text(json.dumps(report, ensure_ascii=False, indent=1))
     artifacts |= {"slides": "slides", "pdf": "deck.pdf", "pptx": "deck.pptx", "previews": "previews", "defects": "deck_defects.json"}
     return DeckOutcome("done", None, trajectories, artifacts, deck.pages, sum(len(s["defects"]) for s in slides))

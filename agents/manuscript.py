@@ -29,6 +29,7 @@ _LINK = re.compile(r"\[([^\]]*)\]\([^)]*\)")
 _TAG = re.compile(r"<[^>]+>")
 _URL = re.compile(r"\bhttps?://\S+")
 SIZE_NOTE = re.compile(r" \(\d+x\d+, aspect [\d.]+:1\)$")  # the size the hand-off adds to an image's alt text
+_HEADING = re.compile(r"^ {0,3}#{1,6}\s+(.+?)\s*#*\s*$", re.MULTILINE)
 _LANGUAGE_NAMES = {"english": "en", "chinese": "zh", "中文": "zh", "英文": "en"}
 
 
@@ -110,6 +111,25 @@ def split_slides(text: str) -> list[str]:
     if slides and not slides[-1].strip():
         slides.pop()
     return slides
+
+
+def slide_sections(text: str, titles: list[str]) -> list[str]:
+    """The manuscript section each slide came from, where known ("" where not): the section whose
+    heading is the slide's title, else the section at the slide's place when there are as many
+    sections as slides (and no other slide's title named it)."""
+    sections = [section.strip() for section in split_slides(text)]
+    by_heading: dict[str, str] = {}
+    for section in sections:
+        if m := _HEADING.search(section):
+            by_heading.setdefault(_normal(m.group(1)), section)
+    found = [by_heading.get(_normal(title), "") for title in titles]
+    if len(sections) == len(titles):
+        found = [f or ("" if sections[i] in found else sections[i]) for i, f in enumerate(found)]
+    return found
+
+
+def _normal(title: str) -> str:
+    return " ".join(title.split()).casefold()
 
 
 def plain_text(markdown: str) -> str:

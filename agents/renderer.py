@@ -22,7 +22,7 @@ import re
 import shutil
 import time
 from collections import OrderedDict
-from collections.abc import Coroutine, Mapping
+from collections.abc import Awaitable, Callable, Coroutine, Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Self, TypeVar
@@ -49,6 +49,8 @@ from agents.inspection import MEASURE_JS, Defect, find_defects, measure_args
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
+# Reads more from a page right after its PDF page is printed (the editable PPTX's layout).
+PageReader = Callable[[Page, CDPSession], Awaitable[Any]]
 
 CHROMIUM_ARGS = [
     "--no-sandbox",
@@ -132,6 +134,13 @@ class RenderResult:
     failed_requests: Mapping[str, str]  # url -> reason, blocked ones included
     seconds: float
     attempts: int
+    page_data: Any = None  # what the renderer's page reader read, with the PDF page
+
+
+@dataclass(frozen=True)
+class _Printed:
+    pdf: bytes
+    data: Any  # the page reader's result; None without one
 
 
 @dataclass(eq=False)
@@ -173,8 +182,10 @@ class _Slot:
 class Renderer:
     """Async context manager; `render` may be called from many tasks at once."""
 
-    def __init__(self, cfg: RenderConfig | None = None) -> None:
+    def __init__(self, cfg: RenderConfig | None = None, *, read_page: PageReader | None = None) -> None:
+        """`read_page` runs on every printed page after its print; its result comes with the PDF."""
         self.cfg = cfg or RenderConfig()
+        self._read_page = read_page
         self.restarts = 0
         self._pw: Playwright | None = None
         self._current: _Browser | None = None
@@ -183,7 +194,7 @@ class Renderer:
         self._restart_lock = asyncio.Lock()
         self._background: set[asyncio.Task[Any]] = set()
         # Renders with a PDF page (printed or being printed), reused by the deck export while unchanged.
-        self._printed: OrderedDict[tuple[Path, str, str], tuple[RenderResult, asyncio.Future[bytes]]] = OrderedDict()
+        self._printed: OrderedDict[tuple[Path, str, str], tuple[RenderResult, asyncio.Future[_Printed]]] = OrderedDict()
 
     async def __aenter__(self) -> Self:
         await self.start()
@@ -256,7 +267,7 @@ class Renderer:
                         self._capture(html, (width, height), root, printing),
                         self.cfg.timeout_s + _CLOSE_S,
                     )
-                    pdf = await captured[2] if want_pdf else None  # printing: the print's future is there
+                    printed_page = await captured[2] if want_pdf else None  # printing: the print's future is there
                 except (TimeoutError, PlaywrightError) as exc:
                     if attempt == 2:
                         raise RenderError(
@@ -280,14 +291,15 @@ class Renderer:
                     height=height,
                     defects=defects,
                     layout=layout,
-                    pdf=pdf,
+                    pdf=printed_page.pdf if printed_page else None,
                     blocked_requests=blocked,
                     failed_requests=failures,
                     seconds=time.perf_counter() - start,
                     attempts=attempt,
+                    page_data=printed_page.data if printed_page else None,
                 )
                 if key is not None and printed is not None:
-                    self._printed[key] = (replace(result, pdf=None), printed)
+                    self._printed[key] = (replace(result, pdf=None, page_data=None), printed)
                     while len(self._printed) > _PRINTED_KEPT:
                         self._printed.popitem(last=False)
                 return result
@@ -300,16 +312,16 @@ class Renderer:
         if not result.png_path.is_file():
             return None
         try:
-            pdf = await printed
+            page = await printed
         except (TimeoutError, PlaywrightError) as exc:
             log.warning("printing %s failed (%r); rendering it again", result.html_path, exc)
             self._printed.pop(key, None)
             return None
-        return await asyncio.to_thread(_reuse, replace(result, pdf=pdf), png_path)
+        return await asyncio.to_thread(_reuse, replace(result, pdf=page.pdf, page_data=page.data), png_path)
 
     async def _capture(
         self, html: Path, size: tuple[int, int], root: Path, printing: bool
-    ) -> tuple[bytes, dict[str, Any], asyncio.Future[bytes] | None, dict[str, str], int]:
+    ) -> tuple[bytes, dict[str, Any], asyncio.Future[_Printed] | None, dict[str, str], int]:
         """PNG, layout, failed requests; with `printing`, the PDF page is printed next on the same
         page by a background task (the returned future), which then releases the page."""
         slot = await self._acquire(size)
@@ -338,15 +350,18 @@ class Renderer:
             if not handed_over:
                 await self._release(slot, healthy)
 
-    async def _print_and_release(self, slot: _Slot, size: tuple[int, int]) -> bytes:
+    async def _print_and_release(self, slot: _Slot, size: tuple[int, int]) -> _Printed:
         healthy = False
         try:
+            data = None
+            if self._read_page is not None:  # before the print, which leaves the page to lay out again
+                data = await asyncio.wait_for(self._read_page(slot.page, slot.cdp), self.cfg.timeout_s)
             pdf = await asyncio.wait_for(
                 slot.page.pdf(width=f"{size[0]}px", height=f"{size[1]}px", print_background=True),
                 self.cfg.timeout_s,
             )
             healthy = True
-            return pdf
+            return _Printed(pdf, data)
         finally:
             await self._release(slot, healthy)
 

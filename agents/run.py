@@ -22,6 +22,7 @@ from omegaconf import OmegaConf
 from omegaconf.errors import OmegaConfBaseException
 
 from agents.config import GenerateConfig
+from agents.deck import page_reader
 from agents.deckgen import environment, generate_deck
 from agents.hooks import Injection, StepState
 from agents.policies.scripted import Brief, ScriptedPolicy
@@ -100,7 +101,7 @@ async def generate(task: Task, cfg: GenerateConfig, out: Path) -> int:
     try:
         if client is not None:
             await client.list_models()  # fail fast on an unreachable endpoint
-        async with Renderer(cfg.render) as renderer:
+        async with Renderer(cfg.render, read_page=page_reader(cfg.deck)) as renderer:
             env = environment(cfg, renderer, research, model_for, lambda role: [ShowSteps(role)])
             outcome = await generate_deck(task, out, env)
     finally:

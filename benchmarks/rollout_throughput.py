@@ -1,6 +1,6 @@
 """Rollouts per hour on this machine against a model endpoint with a fixed latency, vs the ideal.
 
-    python -m benchmarks.rollout_throughput [--latency 0.3] [--concurrency 1 8 32 64] [--repeats 3]
+    python -m benchmarks.rollout_throughput [--latency 0.3] [--concurrency 1 8 32 64] [--repeats 3] [--pptx-mode editable|picture]
 
 Each model call goes over HTTP to the fake OpenAI server (own process, fixed latency),
 and the answer played is the scripted policy's, so the tools, renders and exports are
@@ -10,7 +10,10 @@ for these rollouts' renders (renders/s / renders per rollout x 3600). The capaci
 measured on decks the benchmark's rollouts produced (their slides with the figures they
 placed; a first batch of rollouts is played for them): 64 decks replayed 8 at a time, rated
 in steady state as the rollouts are, a deck's slides inspected together (PNG, measurements,
-PDF page), then the deck exported, which reuses the renders of unchanged slides.
+PDF page), then the deck exported, which reuses the renders of unchanged slides. `--pptx-mode`
+is `deck.pptx_mode` for the rollouts and the capacity decks alike (editable: the renderer reads
+each printed page's layout and the export writes native PowerPoint objects; picture: one
+picture per slide), so the two modes can be compared run against run.
 
 The rollouts run as a user would run that many: a worker per 16 in flight, at most two
 (one per CPU; with the ramp below, 2 x 32 played 6% more than 4 x 16 at 64 in flight), the
@@ -50,9 +53,9 @@ import psutil
 import ray
 from hydra import compose, initialize_config_dir
 
-from agents.config import RenderConfig
+from agents.config import DeckConfig, PptxMode, RenderConfig
 from agents.policies.scripted import Brief
-from agents.deck import export_deck
+from agents.deck import export_deck, page_reader
 from agents.inspection import inspect_slide
 from agents.renderer import Renderer
 from core.config import PROJECT_ROOT, LLMConfig, RayConfig
@@ -147,7 +150,7 @@ def busy(windows: Sequence[Window]) -> float:
     return sum(w.cpu_s for w in windows) / sum(w.seconds for w in windows) / (os.cpu_count() or 1)
 
 
-async def render_capacity(decks: Sequence[Path], cpu: BusyCPU, replays: int = 64, in_flight: int = 8) -> Window:
+async def render_capacity(decks: Sequence[Path], cpu: BusyCPU, deck: DeckConfig, replays: int = 64, in_flight: int = 8) -> Window:
     """Renders per second for the render mix of rollouts, in steady state.
 
     Replays `replays` of the rollouts' `decks` (their slides and assets, copied to fresh paths so
@@ -168,7 +171,7 @@ async def render_capacity(decks: Sequence[Path], cpu: BusyCPU, replays: int = 64
                     shutil.copytree(deck / part, root / part)
             return root
 
-        async with Renderer(RenderConfig(max_concurrent=8, max_pages=8)) as renderer:
+        async with Renderer(RenderConfig(max_concurrent=8, max_pages=8), read_page=page_reader(deck)) as renderer:
             slots = asyncio.Semaphore(in_flight)
             finished: list[tuple[float, int]] = []
 
@@ -176,7 +179,7 @@ async def render_capacity(decks: Sequence[Path], cpu: BusyCPU, replays: int = 64
                 async with slots:
                     slides = sorted((root / "slides").glob("*.html"))
                     await asyncio.gather(*(inspect_slide(renderer, root, f"slides/{html.name}", "16:9") for html in slides))
-                    await export_deck(renderer, root / "slides", "16:9", root / "deck.pdf", png_dir=root / "previews", pptx_path=root / "deck.pptx", workspace=root)
+                    await export_deck(renderer, root / "slides", "16:9", root / "deck.pdf", png_dir=root / "previews", pptx_path=root / "deck.pptx", workspace=root, deck=deck)
                 finished.append((time.time(), len(slides)))
 
             cycle = itertools.cycle(decks)
@@ -213,12 +216,13 @@ def calls_per_rollout(rollouts: Sequence[Rollout]) -> float:
     return statistics.mean(sum(r.steps.values()) for r in rollouts if r.status == "done")
 
 
-def measure(url: str, concurrency: int, rollouts: int, work: Path, cpu: BusyCPU, ramp_up_s: float = 0.0) -> tuple[list[Rollout], Window, Path]:
+def measure(url: str, concurrency: int, rollouts: int, work: Path, cpu: BusyCPU, deck: DeckConfig, ramp_up_s: float = 0.0) -> tuple[list[Rollout], Window, Path]:
     workers = min(2, -(-concurrency // 16))  # the default layout: a worker per 16 rollouts in flight, at most one per CPU
     overrides = [
         f"run.dir={work / f'c{concurrency}'}", "tracking=disabled", "llm=scripted", f"llm.base_url={url}", "critic=rules",
         "rollouts.runner=benchmarks.rollout_throughput:PacedRunner", f"ray.num_workers={workers}",
         f"ray.rollouts_per_worker={max(1, concurrency // workers)}", "ray.num_cpus_per_worker=0.01", f"ray.ramp_up_s={ramp_up_s}",
+        f"deck.pptx_mode={deck.pptx_mode.value}",
     ]  # fmt: skip
     with initialize_config_dir(config_dir=str(PROJECT_ROOT / "configs"), version_base=None):
         ctx = open_run(compose("synthesize", overrides=overrides), job_type="benchmark")
@@ -246,25 +250,27 @@ def main() -> None:
     parser.add_argument("--concurrency", type=int, nargs="+", default=[1, 8, 32, 64])
     parser.add_argument("--rounds", type=float, default=4.0, help="rollouts per measurement = rounds x concurrency (at least 6); the rate is taken over all but the first and last round")
     parser.add_argument("--repeats", type=int, default=3, help="measurements per concurrency, each between two of the capacity; pooled")
+    parser.add_argument("--pptx-mode", choices=[m.value for m in PptxMode], default=PptxMode.editable.value, help="deck.pptx_mode of the rollouts and capacity decks")
     args = parser.parse_args()
+    deck = DeckConfig(pptx_mode=PptxMode(args.pptx_mode))
     if args.repeats < 1:
         parser.error(f"--repeats {args.repeats}: need at least one measurement per concurrency")
     init_ray(RayConfig())
-    print(f"model latency {args.latency * 1000:.0f} ms per call; {os.cpu_count()} CPUs; {args.repeats} measurements per row, between measurements of this machine's render capacity on the rollouts' decks (its speed drifts)")
+    print(f"model latency {args.latency * 1000:.0f} ms per call; {os.cpu_count()} CPUs; PPTX {deck.pptx_mode.value}; {args.repeats} measurements per row, between measurements of this machine's render capacity on the rollouts' decks (its speed drifts)")
     print(f"{'concurrency':>11} {'rollouts':>8} {'calls/r':>7} {'renders/r':>9} {'renders/s':>15} {'wall s':>7} {'r/hour':>8} {'ideal r/h':>9} {'bound':>7} {'of ideal':>8} {'each':>15} {'cpu ms/r':>8} {'/deck':>5} {'busy':>5} {'/cap':>5}")
     try:
         with fake_endpoint(Reply("ok"), args.latency) as url, tempfile.TemporaryDirectory() as tmp, BusyCPU() as cpu:
-            pool, _, pool_dir = measure(url, POOL_CONCURRENCY, POOL_DECKS, Path(tmp) / "deck-pool", cpu)
+            pool, _, pool_dir = measure(url, POOL_CONCURRENCY, POOL_DECKS, Path(tmp) / "deck-pool", cpu, deck)
             decks = [workspace_for(pool_dir, r.task_id) for r in pool if r.status == "done"]
             model_s = args.latency * calls_per_rollout(pool)
 
             def capacity() -> Window:
-                return asyncio.run(render_capacity(decks, cpu))
+                return asyncio.run(render_capacity(decks, cpu, deck))
 
             for c in args.concurrency:
                 capacities, windows, rows, started = [capacity()], [], [], time.monotonic()
                 for repeat in range(args.repeats):
-                    played, window, _ = measure(url, c, max(6, 2 * c + 2, int(args.rounds * c)), Path(tmp) / f"r{repeat}", cpu, ramp_up_s=model_s)
+                    played, window, _ = measure(url, c, max(6, 2 * c + 2, int(args.rounds * c)), Path(tmp) / f"r{repeat}", cpu, deck, ramp_up_s=model_s)
                     rows += played
                     windows.append(window)
                     capacities.append(capacity())

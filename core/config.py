@@ -179,6 +179,7 @@ PERFORMANCE_KEYS: tuple[str, ...] = (
     "filters.json_retries",
     "render.max_concurrent",
     "render.max_pages",
+    "deck.check_timeout_s",
 )
 
 

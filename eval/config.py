@@ -9,7 +9,7 @@ from typing import Optional
 from hydra.core.config_store import ConfigStore
 from omegaconf import DictConfig, OmegaConf
 
-from agents.config import AgentConfig, RenderConfig, ToolsConfig
+from agents.config import AgentConfig, DeckConfig, RenderConfig, ToolsConfig
 from agents.research.runtime import validate_tools_config
 from core.config import (
     Backend,
@@ -77,6 +77,7 @@ class EvalConfig:
     agent: AgentConfig = field(default_factory=AgentConfig)
     tools: ToolsConfig = field(default_factory=ToolsConfig)
     render: RenderConfig = field(default_factory=RenderConfig)
+    deck: DeckConfig = field(default_factory=DeckConfig)
     reflection: str = "grounded"  # grounded | none
     agents: str = "dual"  # dual | single
     judge: JudgeConfig = field(default_factory=JudgeConfig)

@@ -8,7 +8,7 @@ from typing import Optional
 from hydra.core.config_store import ConfigStore
 from omegaconf import DictConfig, OmegaConf
 
-from agents.config import AgentConfig, RenderConfig, ToolsConfig
+from agents.config import AgentConfig, DeckConfig, RenderConfig, ToolsConfig
 from agents.research.runtime import validate_tools_config
 from core.config import (
     Backend,
@@ -98,6 +98,7 @@ class SynthesizeConfig:
     agent: AgentConfig = field(default_factory=AgentConfig)
     tools: ToolsConfig = field(default_factory=ToolsConfig)
     render: RenderConfig = field(default_factory=RenderConfig)
+    deck: DeckConfig = field(default_factory=DeckConfig)
     critic: CriticConfig = field(default_factory=CriticConfig)
     filters: FiltersConfig = field(default_factory=FiltersConfig)
     sources: SourcesConfig = field(default_factory=SourcesConfig)

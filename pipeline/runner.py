@@ -10,6 +10,7 @@ from collections import Counter
 from pathlib import Path
 from typing import Sequence
 
+from agents.deck import page_reader
 from agents.deckgen import DeckOutcome, environment, generate_deck
 from agents.hooks import StepHook
 from agents.policies.scripted import Brief, ScriptedPolicy
@@ -31,7 +32,7 @@ class DeckRunner:
         self.cfg = cfg
         self.meter = meter
         self.run_dir = run_dir
-        self.renderer = Renderer(cfg.render)
+        self.renderer = Renderer(cfg.render, read_page=page_reader(cfg.deck))
         self.research: Research | None = None
         self.agent_model: ModelClient | None = None
         self.critic_model: ModelClient | None = None

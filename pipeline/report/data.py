@@ -32,6 +32,13 @@ class DeckSlide:
     png: str  # workspace-relative
     file: str
     defects: tuple[dict[str, Any], ...]
+    pptx: dict[str, Any] | None = None  # the PPTX fidelity check's figures for this slide, when it ran
+
+
+@dataclass(frozen=True)
+class DeckPptx:
+    mode: str  # editable | picture
+    fidelity: dict[str, Any] | None  # the deck's figures (or {"error": ...}), when the check ran
 
 
 @dataclass(frozen=True)
@@ -43,6 +50,7 @@ class RunData:
     tasks: dict[str, Task]  # every split
     rollouts: list[Rollout]
     decks: dict[str, list[DeckSlide]]  # task_id -> the final slides (what exists of them)
+    pptx: dict[str, DeckPptx]  # task_id -> its PPTX's mode and fidelity figures (decks that record them)
     verdicts: list[Verdict] | None  # None: the filters have not run
     gates: list[str]
     stages: dict[str, dict[str, Any]]  # each stage's own figures (StageDone records, stats/<stage>.json)
@@ -72,6 +80,7 @@ def load_run(root: Path) -> RunData:
         tasks={t.task_id: t for split in sorted((root / "tasks").glob("*.parquet")) for t in read_parquet(split, Task)},
         rollouts=rollouts,
         decks={r.task_id: read_deck(root, r) for r in rollouts},
+        pptx={r.task_id: pptx for r in rollouts if (pptx := read_pptx(root, r)) is not None},
         verdicts=_records(store, "verdicts", "verdicts.parquet", Verdict) if verdicts_present else None,
         gates=configured_gates(config),
         stages=_stage_figures(store),
@@ -116,18 +125,34 @@ def workspace(rollout: Rollout) -> str:
     return some.rsplit("/", 1)[0] if some and "/" in some else f"rollouts/{rollout.task_id}"
 
 
-def read_deck(root: Path, rollout: Rollout) -> list[DeckSlide]:
-    """The final slides: deck_defects.json when readable, else the PNGs in previews/ (no defects known)."""
-    folder = root / workspace(rollout)
+def _deck_defects(root: Path, rollout: Rollout) -> dict[str, Any] | None:
     defects = rollout.artifacts.get("defects")
     try:
         data = json.loads((root / defects).read_text(encoding="utf-8")) if defects else None
     except (OSError, UnicodeDecodeError, json.JSONDecodeError):
-        data = None
-    if isinstance(data, dict) and isinstance(data.get("slides"), list):
+        return None
+    return data if isinstance(data, dict) else None
+
+
+def read_deck(root: Path, rollout: Rollout) -> list[DeckSlide]:
+    """The final slides: deck_defects.json when readable, else the PNGs in previews/ (no defects known)."""
+    folder = root / workspace(rollout)
+    data = _deck_defects(root, rollout)
+    if data is not None and isinstance(data.get("slides"), list):
         return [
-            DeckSlide(str(s.get("png", "")), str(s.get("file", "")), tuple(d for d in s.get("defects") or () if isinstance(d, dict)))
+            DeckSlide(str(s.get("png", "")), str(s.get("file", "")), tuple(d for d in s.get("defects") or () if isinstance(d, dict)),
+                      s["pptx"] if isinstance(s.get("pptx"), dict) else None)  # fmt: skip
             for s in data["slides"]
             if isinstance(s, dict)
         ]
     return [DeckSlide(p.relative_to(folder).as_posix(), "", ()) for p in sorted((folder / "previews").glob("*.png"))]
+
+
+def read_pptx(root: Path, rollout: Rollout) -> DeckPptx | None:
+    """What deck_defects.json says of the deck's PPTX (decks exported before it did: None)."""
+    data = _deck_defects(root, rollout)
+    pptx = data.get("pptx") if data else None
+    if not isinstance(pptx, dict):
+        return None
+    fidelity = pptx.get("fidelity")
+    return DeckPptx(str(pptx.get("mode", "")), fidelity if isinstance(fidelity, dict) else None)

@@ -130,6 +130,7 @@ def _rollout_page(run: RunData, rollout: Rollout, row: RolloutRow, deck: list[De
         task=run.tasks.get(rollout.task_id),
         ws=f"../../{workspace(rollout)}",
         slides=deck,
+        pptx=run.pptx.get(rollout.task_id),
         trajectories=trajectories,
         broken=broken,
         verdicts=sorted(verdicts, key=lambda v: order.get(v.gate, len(order))),

@@ -11,6 +11,7 @@ import pytest_asyncio
 
 from agents.config import RenderConfig
 from agents.renderer import Renderer, RenderResult
+from agents.slide_layout import read_slide_layout
 
 FIXTURES = Path(__file__).parent / "fixtures"
 SLIDES = FIXTURES / "slides"
@@ -29,7 +30,7 @@ def fixture_aspect(path: Path) -> str:
 @pytest_asyncio.fixture(scope="session", loop_scope="session")
 async def renderer() -> Renderer:
     async with Renderer(
-        RenderConfig(max_concurrent=4, max_pages=4, timeout_s=20)
+        RenderConfig(max_concurrent=4, max_pages=4, timeout_s=20), read_page=read_slide_layout
     ) as shared:
         yield shared
 

@@ -9,8 +9,9 @@ from pathlib import Path
 
 import pymupdf
 import pytest
+from pptx import Presentation
 
-from agents.config import AgentConfig, SandboxConfig, ToolsConfig
+from agents.config import AgentConfig, DeckConfig, SandboxConfig, ToolsConfig
 from agents.deckgen import GenerationEnv, generate_deck
 from agents.policies.scripted import ScriptedPolicy
 from agents.renderer import Renderer
@@ -29,7 +30,7 @@ SHARED = Path(__file__).parents[3] / "shared" / "data"
 pytestmark = [pytest.mark.chromium, session_loop]
 
 
-def env(renderer: Renderer, workspace: Path, model_for, **modes: str) -> GenerationEnv:
+def env(renderer: Renderer, workspace: Path, model_for, **modes: object) -> GenerationEnv:
     research = build_research(ToolsConfig(), workspace)
     return GenerationEnv(
         agent=AgentConfig(max_steps=60), sandbox=SandboxConfig(), renderer=renderer, model_for=model_for,
@@ -62,7 +63,21 @@ async def test_scripted_policy_makes_a_valid_deck(renderer: Renderer, tmp_path: 
         trajectory = Trajectory.from_json((tmp_path / f"trajectory_{agent}.json").read_text())
         assert trajectory.status == "finalized" and trajectory.policy == "scripted"
         assert any(c.name.startswith("inspect_") for m in trajectory.messages for c in m.tool_calls)
-    assert (tmp_path / "deck.pptx").stat().st_size > 0 and len(list((tmp_path / "previews").glob("*.png"))) == slides
+    assert len(list((tmp_path / "previews").glob("*.png"))) == slides
+    deck = Presentation(str(tmp_path / "deck.pptx"))  # editable: the slides' titles are text, the notes the manuscript's sections
+    assert len(deck.slides) == slides and all(any(s.has_text_frame and s.text_frame.text.strip() for s in slide.shapes) for slide in deck.slides)
+    notes = [slide.notes_slide.notes_text_frame.text for slide in deck.slides if slide.has_notes_slide]
+    assert len(notes) == slides and all(note.lstrip().startswith("#") for note in notes)
+    assert json.loads((tmp_path / "deck_defects.json").read_text())["pptx"] == {"mode": "editable"}
+
+
+async def test_a_fidelity_check_that_cannot_run_is_recorded_and_the_deck_stands(renderer: Renderer, tmp_path: Path) -> None:
+    task = Task("t-check", "manual", "A short talk about topic number 3 for a general audience.", "en", (), Constraints(3, 3, "16:9", "en"))
+    deck = DeckConfig(check=True, soffice=str(tmp_path / "no-soffice"))
+    outcome = await generate_deck(task, tmp_path, env(renderer, tmp_path, scripted, policy="scripted", deck=deck))
+    assert outcome.status == "done", outcome.failure
+    pptx = json.loads((tmp_path / "deck_defects.json").read_text())["pptx"]
+    assert pptx["mode"] == "editable" and "is not installed: Debian libreoffice-impress" in pptx["fidelity"]["error"]
 
 
 OVERFLOWING = '<html><body style="margin:0;width:1280px;height:720px;overflow:hidden"><div style="font-size:90px">{}</div></body></html>'

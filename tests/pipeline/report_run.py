@@ -138,13 +138,17 @@ def write_rollout(root: Path, task: Task, spec: RolloutSpec) -> Rollout:
             presenter.step("Fixing the title.", "write_file", f"Wrote {html}.", path=html, content="<h1 style='font-size:40px'>Slide 1</h1>")
         _write(ws / "previews" / png, slide_png(aspect, n + 1))
         defects = [{"code": "low_contrast", "severity": "major", "element": "p.note", "detail": "contrast 2.1:1"}] if n == 2 else []
-        slides.append({"file": html, "png": f"previews/{png}", "defects": defects})
+        kept = {"words": 40, "words_kept": 0.975, "displacement_px": {"median": 0.4, "max": 2.5}, "line_count_changed": 0, "ssim": 0.99}
+        slides.append({"file": html, "png": f"previews/{png}", "defects": defects, "pptx": kept})
     if spec.warned:
         last = presenter.messages[-1]
         warning = CONTEXT_WARNING.format(used=41000, window=50000, percent=82, remaining=9000)
         presenter.messages[-1] = Message("tool", last.content + warning, last.images, tool_call_id=last.tool_call_id, name=last.name, kind="tool")
     presenter.step("Done.", "finalize", "Finalized.", outcome="slides")
-    _write(ws / "deck_defects.json", json.dumps({"aspect": aspect, "slides": slides}).encode())
+    fidelity = {"renderer": "LibreOffice 7.4.7.2", "seconds": 4.2, "deck": {"slides": spec.slides, "words": 40 * spec.slides, "words_kept": 0.975,
+                "displacement_px": {"median": 0.4, "max": 2.5}, "line_count_changed": 0, "ssim": 0.99, "tables": 1, "pictures": 2, "within_targets": True}}  # fmt: skip
+    pptx = {"mode": "editable", "fidelity": fidelity}
+    _write(ws / "deck_defects.json", json.dumps({"aspect": aspect, "slides": slides, "pptx": pptx}).encode())
     artifacts |= {"trajectory:presenter": f"{folder}/trajectory_presenter.json", "defects": f"{folder}/deck_defects.json", "previews": f"{folder}/previews"}
     _save(ws, presenter.build(), artifacts)
     _save(ws, researcher.build(), artifacts)
