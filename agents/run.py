@@ -126,7 +126,11 @@ def main(argv: list[str] | None = None) -> int:
     task = make_task(args)
     out = (args.out or Path("decks") / f"{task.task_id}-{time.strftime('%Y%m%d-%H%M%S')}").resolve()
     out.mkdir(parents=True, exist_ok=True)
-    return asyncio.run(generate(task, cfg, out))
+    try:
+        return asyncio.run(generate(task, cfg, out))
+    except ConfigError as exc:  # found at startup: research tools' keys, the commands' jail
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
 
 
 if __name__ == "__main__":

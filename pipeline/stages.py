@@ -27,7 +27,8 @@ def stage(name: str) -> Callable[[StageFn], StageFn]:
 
 
 def run_stages(cfg: DictConfig, names: Sequence[str], job_type: str, validate: Callable[[DictConfig], None]) -> None:
-    """Validate, open the run, then run `names` in order; config errors exit 2 with one line."""
+    """Validate, open the run, then run `names` in order; config errors (also those a stage finds
+    as it starts) exit 2 with one line."""
     try:
         validate(cfg)
         ctx = open_run(cfg, job_type=job_type)
@@ -39,5 +40,8 @@ def run_stages(cfg: DictConfig, names: Sequence[str], job_type: str, validate: C
             figures = REGISTRY[name](ctx)
             ctx.tracker.log({f"{name}/{k}": v for k, v in figures.items() if isinstance(v, (int, float))})
             log.info("stage %s: %s", name, figures)
+    except ConfigError as exc:  # found as a stage starts, e.g. by a worker on a node that cannot run the commands' jail
+        print(f"error: {exc}", file=sys.stderr)
+        sys.exit(2)
     finally:
         ctx.close()
