@@ -60,6 +60,7 @@ class SlideInspection:
     defects: tuple[Defect, ...]
     seconds: float
     blocked_requests: int
+    blocked: Mapping[str, str]  # url -> why the renderer refused it (agents.renderer.BLOCKED_*)
 
     def report(self) -> str:
         """The short text observation given to the model: one line per defect."""
@@ -105,6 +106,7 @@ async def inspect_slide(
         defects=result.defects,
         seconds=result.seconds,
         blocked_requests=result.blocked_requests,
+        blocked={url: why for url, why in result.failed_requests.items() if why.startswith("blocked")},
     )
 
 

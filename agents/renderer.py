@@ -604,15 +604,19 @@ def _reuse(result: RenderResult, png_path: Path) -> RenderResult:
     return replace(result, png_path=png_path, seconds=0.0)
 
 
+BLOCKED_OUTSIDE = "blocked: outside the workspace"
+BLOCKED_EXTERNAL = "blocked: external URL (download it into the workspace)"
+
+
 def blocked_reason(url: str, root: Path) -> str | None:
-    """Why a request from a slide is refused, or None when it may load."""
+    """Why a request from a slide is refused (BLOCKED_OUTSIDE, BLOCKED_EXTERNAL), or None when it may load."""
     scheme = urlparse(url).scheme
     if scheme in ("data", "blob", "about"):
         return None
     if scheme == "file":
         path = Path(url2pathname(urlparse(url).path)).resolve()
-        return None if path.is_relative_to(root) else "blocked: outside the workspace"
-    return "blocked: external URL (download it into the workspace)"
+        return None if path.is_relative_to(root) else BLOCKED_OUTSIDE
+    return BLOCKED_EXTERNAL
 
 
 def _read_html(path: Path) -> str | None:

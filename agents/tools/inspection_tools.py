@@ -9,6 +9,8 @@ structured `data` for the critic.
 from __future__ import annotations
 
 import asyncio
+from collections import Counter
+from collections.abc import Mapping
 from pathlib import PurePosixPath
 from typing import Annotated, Literal
 
@@ -16,7 +18,7 @@ from pydantic import Field
 
 from agents.inspection import inspect_slide as measure_slide
 from agents.manuscript import inspect_manuscript as diagnose_manuscript
-from agents.renderer import RenderError
+from agents.renderer import BLOCKED_EXTERNAL, BLOCKED_OUTSIDE, RenderError
 from agents.tools.registry import Observation, ToolContext, ToolError, tool
 from core.records import Constraints
 
@@ -48,7 +50,22 @@ async def inspect_slide(
         raise ToolError(f"{html_file!r} could not be rendered: {exc}") from exc
     header = f"Rendered {path} at {result.width}x{result.height} ({aspect}); the image is attached."
     data = result.to_dict() | {"artifact": path, "png": str(png)}
-    return Observation(f"{header}\n{result.report()}", images=(str(png),), data=data)
+    text = "\n".join(filter(None, [header, result.report(), blocked_note(result.blocked)]))
+    return Observation(text, images=(str(png),), data=data)
+
+
+BLOCKED_KINDS = {BLOCKED_EXTERNAL: "to external URLs", BLOCKED_OUTSIDE: "to files outside the workspace"}
+BLOCKED_SHOWN = 3
+
+
+def blocked_note(blocked: Mapping[str, str]) -> str | None:
+    """What the slide tried to load and was refused (fonts, styles, images, scripts), so the model can fetch it instead."""
+    if not blocked:
+        return None
+    kinds = Counter(BLOCKED_KINDS.get(why, why) for why in blocked.values())
+    shown = ", ".join(list(blocked)[:BLOCKED_SHOWN]) + (f" and {len(blocked) - BLOCKED_SHOWN} more" if len(blocked) > BLOCKED_SHOWN else "")
+    return (f"{len(blocked)} request(s) of the slide were blocked ({', '.join(f'{n} {kind}' for kind, n in kinds.items())}): {shown}. "
+            "A slide loads only files in the workspace: download what it needs with download_file and link the local copy.")  # fmt: skip
 
 
 def _next_render(ctx: ToolContext, stem: str) -> PurePosixPath:
