@@ -41,7 +41,7 @@ from core.config import ConfigError
 log = logging.getLogger(__name__)
 
 JAILS = ("bubblewrap", "none")
-RECORDS = (".outputs", "renders")  # folders the worker writes (tool outputs, renders): read-only inside, made first
+RECORDS = (".outputs", ".research", "renders")  # folders the worker keeps (tool outputs, the attachments index, renders): read-only inside, made first
 RECORD_FILES = "trajectory_*.json"  # read-only inside once they exist
 # Debian reserves 65000-65533; all lie within the 65,536 uids a rootless container maps.
 JAIL_UIDS = range(65000, 65534)

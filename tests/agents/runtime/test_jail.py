@@ -93,11 +93,14 @@ async def test_records_of_the_worker_are_read_only(command: Callable, workspace:
     (root / ".outputs/execute_command_1.txt").write_text("saved output")
     (root / "renders").mkdir()
     (root / "renders/slide_01.1.png").write_bytes(b"png")
+    (root / ".research").mkdir()
+    (root / ".research/attachments.db").write_bytes(b"index")
     (root / "trajectory_researcher.json").write_text("{}")
     before = snapshot(root)
     text = await command(
         "echo forged > .outputs/execute_command_1.txt; echo forged > trajectory_researcher.json; touch renders/x;"
-        " rm -rf .outputs renders trajectory_researcher.json; mv renders gone; echo done > mine.txt"
+        " echo forged > .research/attachments.db; rm -rf .outputs .research renders trajectory_researcher.json;"
+        " mv renders gone; echo done > mine.txt"
     )
     assert "Read-only file system" in text
     after = snapshot(root)
@@ -109,7 +112,7 @@ async def test_links_and_fifos_left_for_the_worker_are_removed(command: Callable
     text = await command(f"ln -s {outside}/secret.txt deck_defects.json; mkfifo trajectory_presenter.json.tmp;"
                          " mkdir -p slides && ln -s /etc slides/etc; echo '<html>' > slides/slide_01.html")  # fmt: skip
     assert "removed from the workspace" in text and "deck_defects.json (symbolic link)" in text, text
-    assert sorted(str(p.relative_to(workspace.root)) for p in workspace.root.rglob("*")) == [".outputs", "renders", "slides", "slides/slide_01.html"]
+    assert sorted(str(p.relative_to(workspace.root)) for p in workspace.root.rglob("*")) == [".outputs", ".research", "renders", "slides", "slides/slide_01.html"]
     (workspace.root / "deck_defects.json").write_text("{}")  # as the worker then writes it
     assert (outside / "secret.txt").read_text() == "top secret"
 
