@@ -27,15 +27,6 @@ Call = Callable[..., Awaitable[Any]]
 # ---------------------------------------------------------------- paths
 
 
-@pytest.fixture
-def outside(tmp_path: Path) -> Path:
-    """A directory next to the workspace holding a secret; tests check it never changes."""
-    out = tmp_path / "outside"
-    out.mkdir()
-    (out / "secret.txt").write_text("top secret")
-    return out
-
-
 def snapshot(root: Path) -> dict[str, bytes]:
     return {str(p.relative_to(root)): p.read_bytes() if p.is_file() else b"" for p in sorted(root.rglob("*"))}
 
