@@ -21,7 +21,6 @@ the worker's own writes there (trajectories, the deck) would follow a link or bl
 
 from __future__ import annotations
 
-import fnmatch
 import functools
 import logging
 import os
@@ -163,11 +162,17 @@ def _binds(cfg: SandboxConfig, root: Path) -> list[str]:
     made = set(_SYSTEM_MADE)
     options = list(_system(cfg.command_tmp_mb * 1024 * 1024))
     options += [*_parents(root, made), "--bind", str(root), str(root), "--chdir", str(root)]
-    for record in [*RECORDS, *sorted(p.name for p in root.glob(RECORD_FILES))]:
-        options += ["--ro-bind", str(root / record), str(root / record)]
+    for record in _records(root):
+        options += ["--ro-bind", str(record), str(record)]
     options += ["--remount-ro", "/", "--unshare-pid", "--unshare-ipc", "--unshare-uts", "--unshare-cgroup-try",
                 "--die-with-parent", "--new-session"]  # fmt: skip
     return options if cfg.command_network else [*options, "--unshare-net"]
+
+
+def _records(root: Path) -> list[Path]:
+    """The worker's records in `root` that are what they should be (folders, regular files, not links): bound read-only."""
+    found = [root / name for name in RECORDS] + sorted(root.glob(RECORD_FILES))
+    return [path for path in found if not path.is_symlink() and (path.is_dir() or path.is_file())]
 
 
 _SYSTEM_MADE = ("/", "/usr", "/etc", "/dev", "/dev/shm", "/proc", "/tmp")  # what _system mounts (before the parents it makes)
@@ -220,16 +225,16 @@ def _hand_over(root: Path, uid: int) -> None:
 
 
 def _entries(root: Path) -> Iterator[tuple[int, Path, str, os.stat_result]]:
-    """(folder descriptor, folder relative to root, name, lstat) of everything under `root` but the records,
-    walked by descriptor without following links (os.fwalk): a link swapped in meanwhile leads nowhere."""
+    """(folder descriptor, folder relative to root, name, lstat) of everything under `root` but what the record
+    folders hold (read-only in the jail), walked by descriptor without following links (os.fwalk): a link
+    swapped in meanwhile leads nowhere."""
     for folder, dirs, files, fd in os.fwalk(root):
         relative = Path(folder).relative_to(root)
-        if relative == Path("."):
-            dirs[:] = [d for d in dirs if d not in RECORDS]
-            files = [f for f in files if not fnmatch.fnmatch(f, RECORD_FILES)]
         for name in [*dirs, *files]:
             try:
                 st = os.stat(name, dir_fd=fd, follow_symlinks=False)
             except FileNotFoundError:
                 continue
             yield fd, relative, name, st
+        if relative == Path("."):
+            dirs[:] = [d for d in dirs if d not in RECORDS]

@@ -102,8 +102,10 @@ async def test_records_of_the_worker_are_read_only(command: Callable, workspace:
 async def test_links_and_fifos_left_for_the_worker_are_removed(command: Callable, workspace: Workspace, outside: Path) -> None:
     """The worker writes deck_defects.json, trajectories and the deck itself, as root: a link left there would lead it out."""
     text = await command(f"ln -s {outside}/secret.txt deck_defects.json; mkfifo trajectory_presenter.json.tmp;"
-                         " mkdir -p slides && ln -s /etc slides/etc; echo '<html>' > slides/slide_01.html")  # fmt: skip
+                         f" ln -s {outside}/secret.txt trajectory_single.json; mkdir -p slides && ln -s /etc slides/etc;"
+                         " echo '<html>' > slides/slide_01.html")  # fmt: skip
     assert "removed from the workspace" in text and "deck_defects.json (symbolic link)" in text, text
+    assert "trajectory_single.json (symbolic link)" in text  # else the next jail would bind its target read-only
     assert sorted(str(p.relative_to(workspace.root)) for p in workspace.root.rglob("*")) == [".outputs", ".research", "renders", "slides", "slides/slide_01.html"]
     (workspace.root / "deck_defects.json").write_text("{}")  # as the worker then writes it
     assert (outside / "secret.txt").read_text() == "top secret"
