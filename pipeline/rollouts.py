@@ -26,10 +26,11 @@ from pathlib import Path
 from typing import Any, Protocol
 
 import ray
-from ray.exceptions import ActorDiedError, ActorUnavailableError, RayActorError
+from ray.exceptions import ActorDiedError, ActorUnavailableError, RayActorError, RayTaskError
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-from core.config import PROJECT_ROOT, RayConfig
+from agents.jail import describe
+from core.config import PROJECT_ROOT, ConfigError, RayConfig
 from core.llm import UsageMeter
 from core.logs import console
 from core.records import Rollout, Task, read_parquet
@@ -284,6 +285,10 @@ def _start(workers: list[Any]) -> None:
         ray.get([worker.start.remote() for worker in workers])
     except WORKER_LOST as exc:
         log.warning("a worker died while starting (Ray restarts it): %s", exc)
+    except RayTaskError as exc:
+        if isinstance(exc.cause, ConfigError):  # e.g. a node that cannot run the commands' jail: one line, not a traceback
+            raise exc.cause from None
+        raise
 
 
 @dataclass(frozen=True)
@@ -388,7 +393,7 @@ def run_rollouts(ctx: RunContext) -> dict[str, Any]:
     ctx.store.compact(STAGE, Rollout)
     wanted = {t.task_id for t in tasks}
     records = [r for r in ctx.store.load(STAGE, Rollout) if r.task_id in wanted]
-    stats = summarize(records, len(tasks), len(feed.finished), elapsed, str(ctx.cfg.critic.mode.value))
+    stats = summarize(records, len(tasks), len(feed.finished), elapsed, str(ctx.cfg.critic.mode.value), describe(ctx.cfg.tools.sandbox))
     publish(ctx, stats | {"resubmitted": feed.resubmitted}, records)
     keys = ("tasks", "played", "done", "failed", "yield", "rollouts_per_hour", "cost_usd", "injections")
     return {k: stats[k] for k in keys} | {"resubmitted": feed.resubmitted}

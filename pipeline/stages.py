@@ -44,7 +44,8 @@ def stage(name: str) -> Callable[[StageFn], StageFn]:
 
 
 def run_stages(cfg: DictConfig, names: Sequence[str], job_type: str, validate: Callable[[DictConfig], None]) -> None:
-    """Validate, open the run, then run `names` in order; config errors exit 2 with one line."""
+    """Validate, open the run, then run `names` in order; config errors (also those a stage finds
+    as it starts) exit 2 with one line."""
     try:
         validate(cfg)
         ctx = open_run(cfg, job_type=job_type)
@@ -57,6 +58,7 @@ def run_stages(cfg: DictConfig, names: Sequence[str], job_type: str, validate: C
                 figures = REGISTRY[name](ctx)
                 ctx.tracker.log({f"{name}/{k}": v for k, v in figures.items() if isinstance(v, (int, float))})
                 log.info("stage %s: %s", name, figures)
+    # ConfigError: found as a stage starts (e.g. a worker on a node that cannot run the commands' jail, a missing model file)
     except (ConfigError, LocalServerError, EmptyStage) as exc:
         log.error("%s", exc)
         print(f"error: {exc}", file=sys.stderr)
