@@ -9,6 +9,16 @@ from typing import Optional
 from core.config import LLMConfig, RoleConfig, role_slots
 
 
+class Agents(str, Enum):
+    dual = "dual"  # a Researcher, then a Presenter
+    single = "single"  # one agent with the union of their tools
+
+
+class Reflection(str, Enum):
+    grounded = "grounded"  # the inspect tools are offered: the agents see their rendered output
+    none = "none"  # they are not
+
+
 @dataclass
 class GuardConfig:
     """When the loop gives up on a degenerate model (agents/guards.py); counts are turns, 0 turns a guard off."""
@@ -138,8 +148,8 @@ class GenerateConfig:
 
     llm: LLMConfig = field(default_factory=LLMConfig)
     roles: dict[str, RoleConfig] = field(default_factory=role_slots("agent"))
-    agents: str = "dual"  # dual | single
-    reflection: str = "grounded"  # grounded | none
+    agents: Agents = Agents.dual
+    reflection: Reflection = Reflection.grounded
     agent: AgentConfig = field(default_factory=AgentConfig)
     tools: ToolsConfig = field(default_factory=ToolsConfig)
     render: RenderConfig = field(default_factory=RenderConfig)

@@ -19,12 +19,12 @@ from typing import Any, Callable, Sequence
 
 from PIL import Image, UnidentifiedImageError
 
-from agents.config import AgentConfig, DeckConfig, PptxMode, SandboxConfig
+from agents.config import AgentConfig, Agents, DeckConfig, PptxMode, Reflection, SandboxConfig
 from agents.deck import export_deck
-from agents.hooks import StepHook
+from core.protocols import StepHook
 from agents.loop import Agent
 from agents.manuscript import SIZE_NOTE
-from agents.policies.scripted import Brief
+from agents.brief import Brief
 from agents.renderer import Renderer, aspect_size
 from agents.research.runtime import RESOURCE_KEY as RESEARCH
 from agents.sandbox import Workspace
@@ -59,8 +59,8 @@ class GenerationEnv:
     resources: dict[str, object] = field(default_factory=dict)  # e.g. the research state
     removed_tools: frozenset[str] = frozenset()
     hooks_for: Callable[[str], Sequence[StepHook]] = lambda role: ()
-    agents: str = "dual"  # dual | single
-    reflection: str = "grounded"  # grounded | none
+    agents: Agents = Agents.dual
+    reflection: Reflection = Reflection.grounded
     policy: str = "model"  # model | scripted
     vision: bool = True  # False: the agents' model reads no images (inspect_slide describes the layout in text)
     deck: DeckConfig = field(default_factory=DeckConfig)  # the export's PPTX mode and fidelity check
@@ -74,7 +74,7 @@ def environment(
     return GenerationEnv(
         agent=cfg.agent, sandbox=cfg.tools.sandbox, renderer=renderer, model_for=model_for,
         resources={RESEARCH: research}, removed_tools=frozenset(research.unavailable_tools()), hooks_for=hooks_for,
-        agents=cfg.agents, reflection=cfg.reflection, policy="scripted" if is_scripted(agent) else "model", vision=agent.vision,
+        agents=Agents(cfg.agents), reflection=Reflection(cfg.reflection), policy="scripted" if is_scripted(agent) else "model", vision=agent.vision,
         deck=cfg.deck,
     )  # fmt: skip
 
@@ -169,13 +169,13 @@ def _save(workspace: Path, trajectory: Trajectory) -> None:
 async def generate_deck(task: Task, workspace: Path, env: GenerationEnv) -> DeckOutcome:
     """Play `task` in `workspace` and export the deck; never raises for an agent's failure."""
     workspace.mkdir(parents=True, exist_ok=True)
-    can_inspect = env.reflection != "none"
+    can_inspect = env.reflection is not Reflection.none
     brief = replace(
         brief_for(task, workspace, copy_attachments(task, workspace)), can_inspect=can_inspect, calls_per_turn=env.agent.max_tool_calls_per_turn
     )
     removed = set(env.removed_tools) | (set() if can_inspect else set(INSPECT_TOOLS))
     resources = {RENDERER: env.renderer, CONSTRAINTS: task.constraints, ASPECT: brief.aspect, VISION: env.vision, **env.resources}
-    roles = ["researcher", "presenter"] if env.agents == "dual" else ["single"]
+    roles = ["researcher", "presenter"] if env.agents is Agents.dual else ["single"]
     trajectories: list[Trajectory] = []
     artifacts: dict[str, str] = {}
     assets: list[dict[str, object]] = []

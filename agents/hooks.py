@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Protocol
 
 from agents.tools.registry import Observation, ToolContext
 from core.records import ToolCall
@@ -26,6 +25,3 @@ class Injection:
     findings_json: str
     observation_ref: str
 
-
-class StepHook(Protocol):
-    async def after_step(self, state: StepState) -> list[Injection]: ...

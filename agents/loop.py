@@ -11,10 +11,10 @@ from typing import Callable, Sequence
 from agents.budget import ContextBudget
 from agents.config import AgentConfig
 from agents.guards import GuardTripped, Guards
-from agents.hooks import Injection, StepHook, StepState
+from agents.hooks import Injection, StepState
 from agents.tools.registry import Observation, ToolContext, Toolset
 from core.llm_types import ModelError
-from core.protocols import Model
+from core.protocols import Model, StepHook
 from core.records import CriticInjection, Message, Step, ToolCall, Trajectory
 
 

@@ -25,7 +25,8 @@ from agents.config import GenerateConfig
 from agents.deck import page_reader
 from agents.deckgen import environment, generate_deck
 from agents.hooks import Injection, StepState
-from agents.policies.scripted import Brief, ScriptedPolicy
+from agents.brief import Brief
+from agents.policies.scripted import ScriptedPolicy
 from agents.renderer import SLIDE_SIZES, Renderer
 from agents.research.runtime import build_research
 from core.config import PROJECT_ROOT, ConfigError

@@ -58,7 +58,7 @@ import ray
 from hydra import compose, initialize_config_dir
 
 from agents.config import DeckConfig, PptxMode, RenderConfig
-from agents.policies.scripted import Brief
+from agents.brief import Brief
 from agents.deck import export_deck, page_reader
 from agents.inspection import inspect_slide
 from agents.renderer import Renderer

@@ -1,12 +1,29 @@
-"""The small protocols at the project's seams. Everything else depends on these."""
+"""The protocols at the project's seams, each with its one-line contract. Everything else depends on these.
+
+| seam | who implements it | contract |
+|---|---|---|
+| Model | core.llm.ModelClient, agents.policies.scripted.ScriptedPolicy | answer one chat turn (tool calls, reasoning, usage) |
+| StepHook | critic.critic.CriticHook | after each agent step, return what to inject into the agent's context |
+| Critic | critic.critic.ModelCritic, RulesCritic | review one inspection in isolation: findings, never the agent's history |
+| Gate | filters.constraints / content / consistency / quality | judge one finished rollout: one Verdict |
+| Runner | pipeline.runner.DeckRunner, eval.runner.EvalRunner | play one task in its workspace: one Rollout; one per worker process |
+
+Types of the other packages are named for type checkers only: core imports none of ours.
+"""
 
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Protocol, Sequence, runtime_checkable
+from typing import TYPE_CHECKING, Protocol, Sequence, runtime_checkable
 
-from core.records import Message
 from core.llm_types import ChatResult
+from core.records import Message, Rollout, Task, Verdict
+
+if TYPE_CHECKING:
+    from agents.hooks import Injection, StepState
+    from critic.critic import Inspection
+    from critic.findings import Review
+    from filters.gates import Candidate
 
 
 @runtime_checkable
@@ -22,3 +39,35 @@ class Model(Protocol):
         tools: Sequence[dict] | None = None,
         image_root: Path | None = None,
     ) -> ChatResult: ...
+
+
+class StepHook(Protocol):
+    """Called after each agent step; what it returns is put into the agent's context (the critic's injections)."""
+
+    async def after_step(self, state: StepState) -> list[Injection]: ...
+
+
+class Critic(Protocol):
+    """Reviews one inspection with nothing but that inspection (never the agent's history)."""
+
+    name: str
+
+    async def review(self, inspection: Inspection, workspace: Path, language: str) -> Review: ...
+
+
+class Gate(Protocol):
+    """Judges one finished rollout; registered with filters.gates.register_gate."""
+
+    name: str
+
+    async def judge(self, candidate: Candidate) -> Verdict: ...
+
+
+class Runner(Protocol):
+    """Plays one task in its workspace; one instance per worker process (rollouts.runner names the class)."""
+
+    async def start(self) -> None: ...
+
+    async def rollout(self, task: Task, workspace: Path) -> Rollout: ...
+
+    async def close(self) -> None: ...

@@ -9,7 +9,7 @@ from typing import Any
 
 from omegaconf import DictConfig, OmegaConf
 
-from core.config import ResumeMode, run_dir, to_plain
+from core.config import ResumeMode, TrackingConfig, TrackingMode, run_dir, to_plain
 from core.llm import UsageMeter
 from core.logs import setup_logging
 from core.store import RunStore
@@ -44,6 +44,7 @@ def open_run(cfg: DictConfig, job_type: str) -> RunContext:
     removed = store.clean_temp_files()
     if removed:
         log.info("removed %d temp file(s) left by an interrupted earlier run", removed)
-    tracker = Tracker(cfg.tracking, root, cfg.run.name, plain, job_type) if "tracking" in cfg else None
+    tracking = cfg.tracking if "tracking" in cfg else TrackingConfig(mode=TrackingMode.disabled)  # an entry point without wandb
+    tracker = Tracker(tracking, root, cfg.run.name, plain, job_type)
     log.info("run %s at %s (config %s)", cfg.run.name, root, store.config_hash)
     return RunContext(OmegaConf.to_object(cfg), plain, store, tracker, job_type)

@@ -160,17 +160,17 @@ class RunStore:
             return set()
         return {p.stem for p in folder.glob("*.json") if not p.name.startswith(".")}
 
+    def load_unit(self, stage: str, unit_id: str, cls: type[R]) -> R:
+        """One finished unit (FileNotFoundError when it is not finished)."""
+        path = self._unit_path(stage, unit_id)
+        try:
+            return cls.from_json(path.read_text(encoding="utf-8"))
+        except (json.JSONDecodeError, RecordError) as exc:
+            raise RecordError(f"{path}: unreadable {cls.__name__} record: {exc}") from exc
+
     def load_map(self, stage: str, cls: type[R]) -> dict[str, R]:
         """The finished units of a stage by id."""
-        folder = self.root / "units" / stage
-        records = {}
-        for unit_id in sorted(self.done(stage)):
-            path = folder / f"{unit_id}.json"
-            try:
-                records[unit_id] = cls.from_json(path.read_text(encoding="utf-8"))
-            except (json.JSONDecodeError, RecordError) as exc:
-                raise RecordError(f"{path}: unreadable {cls.__name__} record: {exc}") from exc
-        return records
+        return {unit_id: self.load_unit(stage, unit_id, cls) for unit_id in sorted(self.done(stage))}
 
     def load(self, stage: str, cls: type[R]) -> list[R]:
         return list(self.load_map(stage, cls).values())

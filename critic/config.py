@@ -8,7 +8,7 @@ from enum import Enum
 
 class CriticMode(str, Enum):
     extrinsic = "extrinsic"  # a separate model call reviews each inspection (default)
-    self = "self"  # no critic: the agent's own reflection only
+    none = "none"  # no critic: the agent's own reflection only
     rules = "rules"  # findings from measured defects alone, no model call
 
 

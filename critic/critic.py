@@ -15,14 +15,14 @@ import logging
 from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any
 
 from agents.hooks import Injection, StepState
 from agents.tools.inspection_tools import INSPECT_TOOLS
 from core.json_reply import JSONReplyError, ask_json
 from core.llm_types import ModelError
 from core.prompts import render
-from core.protocols import Model
+from core.protocols import Critic, Model
 from core.records import Message
 from critic.config import CriticMode
 from critic.findings import Finding, Review, at_least, findings_from_measurements, findings_json
@@ -47,12 +47,6 @@ class Inspection:
     @property
     def ref(self) -> str:
         return f"{self.tool}:{self.artifact}" + (f":{self.image}" if self.image else "")
-
-
-class Critic(Protocol):
-    name: str
-
-    async def review(self, inspection: Inspection, workspace: Path, language: str) -> Review: ...
 
 
 class ModelCritic:
@@ -153,9 +147,9 @@ class CriticHook:
 
 
 def make_critic_hook(mode: CriticMode | str, model: Model | None, min_severity: str, language: str) -> CriticHook | None:
-    """The hook for `critic.mode`; None in `self` mode (the agent's own reflection only)."""
+    """The hook for `critic.mode`; None in `none` mode (the agent's own reflection only)."""
     mode = CriticMode(mode)
-    if mode is CriticMode.self:
+    if mode is CriticMode.none:
         return None
     if mode is CriticMode.rules:
         return CriticHook(RulesCritic(), min_severity, language)

@@ -9,7 +9,7 @@ from typing import Optional
 from hydra.core.config_store import ConfigStore
 from omegaconf import DictConfig, OmegaConf
 
-from agents.config import AgentConfig, DeckConfig, RenderConfig, ToolsConfig
+from agents.config import AgentConfig, Agents, DeckConfig, Reflection, RenderConfig, ToolsConfig
 from agents.research.runtime import validate_tools_config
 from core.config import (
     Backend,
@@ -78,8 +78,8 @@ class EvalConfig:
     tools: ToolsConfig = field(default_factory=ToolsConfig)
     render: RenderConfig = field(default_factory=RenderConfig)
     deck: DeckConfig = field(default_factory=DeckConfig)
-    reflection: str = "grounded"  # grounded | none
-    agents: str = "dual"  # dual | single
+    reflection: Reflection = Reflection.grounded
+    agents: Agents = Agents.dual
     judge: JudgeConfig = field(default_factory=JudgeConfig)
     diversity: DiversityConfig = field(default_factory=DiversityConfig)
     report: ReportConfig = field(default_factory=ReportConfig)
@@ -108,10 +108,6 @@ def validate(cfg: DictConfig) -> None:
     """Everything Hydra's types cannot say; raises ConfigError naming the key."""
     validate_common(cfg)
     validate_tools_config(OmegaConf.to_object(cfg.tools))
-    if cfg.agents not in ("dual", "single"):
-        raise ConfigError(f"agents={cfg.agents!r}: expected 'dual' or 'single'")
-    if cfg.reflection not in ("grounded", "none"):
-        raise ConfigError(f"reflection={cfg.reflection!r}: expected 'grounded' or 'none'")
     validate_judge(cfg.judge)
     if cfg.diversity.batch_size < 1:
         raise ConfigError("diversity.batch_size must be >= 1")

@@ -24,7 +24,7 @@ from eval.judge import check_prompts
 from eval.judging import check_endpoints, judge_endpoints
 from pipeline.rollouts import STAGE as ROLLOUTS
 from pipeline.rollouts import Feed, roll_out
-from pipeline.stages import require_input, stage
+from pipeline.stages import require_input
 
 log = logging.getLogger(__name__)
 
@@ -43,7 +43,6 @@ def endpoints(cfg: EvalConfig) -> dict[str, LLMConfig]:
     return ({} if is_scripted(agent) else {"agent": agent}) | judge_endpoints(cfg.judge)
 
 
-@stage(STAGE)
 def generate(ctx: RunContext) -> dict[str, Any]:
     cfg: EvalConfig = ctx.cfg
     tasks = load_tasks(cfg)

@@ -14,7 +14,6 @@ from core.store import atomic_write_text
 from eval.figures import cost_vs_score
 from eval.summary import RunSummary
 from eval.tables import Table, domain_table, table2, table3
-from pipeline.stages import stage
 
 STAGE = "eval/report"
 REPORT = "report"
@@ -35,7 +34,6 @@ def write_report(runs: list[RunSummary], out: Path) -> list[Table]:
     return tables
 
 
-@stage(STAGE)
 def report(ctx: RunContext) -> dict[str, Any]:
     out = ctx.store.path(REPORT)
     tables = write_report([RunSummary.read(ctx.store.root)], out)

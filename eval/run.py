@@ -12,13 +12,15 @@ from __future__ import annotations
 import hydra
 from omegaconf import DictConfig
 
-from eval import generation as _generation  # noqa: F401  (register the stages)
-from eval import reporting as _reporting
-from eval import scoring as _scoring
+from eval import generation, reporting, scoring
 from eval.config import validate
-from pipeline.stages import run_stages
+from pipeline.stages import StageFn, run_stages
 
-STAGES = [_generation.STAGE, _scoring.STAGE, _reporting.STAGE]
+STAGES: dict[str, StageFn] = {  # the recipe, in order
+    generation.STAGE: generation.generate,  # each task -> a deck by the agents under test (no critic)
+    scoring.STAGE: scoring.score,  # each deck -> constraint, content, style and diversity scores
+    reporting.STAGE: reporting.report,  # the scores -> tables and Figure 6
+}
 
 
 @hydra.main(config_path="../configs", config_name="eval", version_base=None)

@@ -1,7 +1,7 @@
 """The evaluation runner: the synthesis DeckRunner with no critic (the paper uses none at inference).
 
 Loaded by the rollout workers (`rollouts.runner=eval.runner:EvalRunner`): the same
-renderer, research state, models and Rollout records as synthesis, with `critic=self`
+renderer, research state, models and Rollout records as synthesis, with `critic=none`
 (the agent's own reflection only) and the system's ablation modes (`agents`, `reflection`).
 """
 
@@ -21,7 +21,7 @@ def inference_config(cfg: EvalConfig) -> SynthesizeConfig:
     """The parts of the eval config a DeckRunner reads, with the critic off."""
     return SynthesizeConfig(
         llm=cfg.llm, roles=cfg.roles, agents=cfg.agents, reflection=cfg.reflection, agent=cfg.agent,
-        tools=cfg.tools, render=cfg.render, critic=CriticConfig(mode=CriticMode.self),
+        tools=cfg.tools, render=cfg.render, critic=CriticConfig(mode=CriticMode.none),
     )  # fmt: skip
 
 

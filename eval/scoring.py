@@ -34,7 +34,6 @@ from eval.slides import DeckUnreadable, SlideView, load_deck
 from eval.summary import ABLATIONS, RunSummary
 from filters.constraints import UnusablePDF
 from pipeline.rollouts import STAGE as ROLLOUTS
-from pipeline.stages import stage
 
 log = logging.getLogger(__name__)
 
@@ -128,7 +127,6 @@ def summarize(cfg: EvalConfig, root: Path, decks: list[ScoredDeck], diversity: t
     )
 
 
-@stage(STAGE)
 def score(ctx: RunContext) -> dict[str, Any]:
     cfg: EvalConfig = ctx.cfg
     root = ctx.store.root

@@ -20,9 +20,7 @@ from typing import Any, Sequence
 import yaml
 
 from core.records import Rollout, Verdict
-from filters import consistency, constraints, content, quality  # noqa: F401 - importing a gate module registers its gate
-from filters.config import GATES
-from filters.gates import REGISTRY
+from filters.registry import GATES
 
 ENVIRONMENT = "environment"
 UNDECIDED = "undecided"  # a configured gate has no verdict (its judge failed): neither accepted nor a failure category
@@ -60,7 +58,7 @@ def category_order(gates: Sequence[str]) -> list[str]:
     """Failure categories in pipeline order: environment, then each configured gate's categories."""
     order = [ENVIRONMENT]
     for gate in gates:
-        order += REGISTRY[gate].categories if gate in REGISTRY else (gate,)
+        order += GATES[gate].categories if gate in GATES else (gate,)
     return order
 
 

@@ -6,12 +6,16 @@ from dataclasses import dataclass, field
 
 from critic.config import Severity
 
-GATES = ("constraint", "content", "consistency", "quality")  # the default gates, in pipeline order
+def every_gate() -> list[str]:
+    """Every registered gate, in pipeline order (the default of `filters.gates`)."""
+    from filters.registry import GATES  # the gate modules import this config
+
+    return list(GATES)
 
 
 @dataclass
 class FiltersConfig:
-    gates: list[str] = field(default_factory=lambda: list(GATES))  # [] keeps every finished trajectory
+    gates: list[str] = field(default_factory=every_gate)  # [] keeps every finished trajectory
     aspect_tolerance: float = 0.02  # relative difference of width/height ratios
     language_threshold: float = 0.5  # CJK share that makes a deck Chinese
     min_constraint_score: float = 1.0  # fraction of constraints a deck must meet

@@ -34,7 +34,7 @@ from core.protocols import Model
 from core.records import Message, Verdict
 from critic.findings import Finding
 from filters.config import FiltersConfig
-from filters.gates import SCRIPTED_LABEL, Candidate, register_gate
+from filters.gates import SCRIPTED_LABEL, Candidate, GateSpec
 from filters.revisions import Revision, revisions
 
 GATE = "consistency"
@@ -170,6 +170,8 @@ class ConsistencyGate:
         )
 
 
-@register_gate(GATE, role="judge")
 def _build(cfg: FiltersConfig, model: Model | None) -> ConsistencyGate:
     return ConsistencyGate(RuleJudge() if model is None else ModelJudge(model, cfg))
+
+
+SPEC = GateSpec(GATE, _build, role="judge")

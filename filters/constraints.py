@@ -29,7 +29,7 @@ from core.language import detect_language
 from core.protocols import Model
 from core.records import Constraints, Verdict
 from filters.config import FiltersConfig
-from filters.gates import ArtifactError, Candidate, environment_verdict, register_gate
+from filters.gates import ArtifactError, Candidate, environment_verdict, GateSpec
 
 GATE = "constraint"
 T = TypeVar("T")
@@ -193,9 +193,11 @@ class ConstraintGate:
         return report.to_verdict(candidate.task.task_id)
 
 
-@register_gate(GATE)
 def _build(cfg: FiltersConfig, _: Model | None) -> ConstraintGate:
     return ConstraintGate(cfg)
+
+
+SPEC = GateSpec(GATE, _build)
 
 
 # ---------------------------------------------------------------- CLI

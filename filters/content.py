@@ -37,15 +37,16 @@ from typing import Sequence
 
 import pymupdf
 
+from core.defects import Source, codes_of
 from core.language import normalize_text
 from core.protocols import Model
 from core.records import Verdict
 from filters.config import FiltersConfig
 from filters.constraints import CLIParser, print_report, read_pdf
-from filters.gates import Candidate, register_gate
+from filters.gates import Candidate, GateSpec
 
 GATE = "content"
-CODES = ("duplicate_slides", "repeated_text", "truncated_text", "placeholder_text", "request_echo", "language_mix", "empty_slides")
+CODES = codes_of(Source.content)  # core/defects.py, in the order the checks run
 CJK_LANGUAGES = ("zh", "ja", "ko")
 HEADING_RATIO = 1.15  # the largest type is a heading when it is this much larger than the smallest
 SHOWN = 3  # instances named per failed check
@@ -348,9 +349,11 @@ class ContentGate:
         return report.to_verdict(task.task_id)
 
 
-@register_gate(GATE, categories=CODES)
 def _build(cfg: FiltersConfig, _: Model | None) -> ContentGate:
     return ContentGate(cfg)
+
+
+SPEC = GateSpec(GATE, _build, own_categories=CODES)
 
 
 # ---------------------------------------------------------------- CLI

@@ -1,10 +1,9 @@
-"""The Gate seam: what a gate sees of a finished rollout, what it returns, and the gate registry.
+"""What a gate sees of a finished rollout (Candidate), what it declares of itself (GateSpec), and its errors.
 
-A gate is registered under its name with the judge role it needs (None for rule
-gates); `filters.run` builds every gate named in `filters.gates` from the registry,
-so a new gate is one module with a `@register_gate`, never an edit of the
-orchestration. A gate returns one Verdict; when an artifact it needs is missing or
-unreadable it raises `ArtifactError`, which becomes an `environment` verdict.
+Each gate module ends with its `SPEC`; `filters.registry.GATES` lists them, and
+`filters.run` builds every gate named in `filters.gates` from that list. A gate
+returns one Verdict; when an artifact it needs is missing or unreadable it raises
+`ArtifactError`, which becomes an `environment` verdict.
 """
 
 from __future__ import annotations
@@ -12,9 +11,9 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable, Optional, Protocol
+from typing import Any, Callable, Optional
 
-from core.protocols import Model
+from core.protocols import Gate, Model
 from core.records import RecordError, Rollout, Task, Trajectory, Verdict
 from filters.config import FiltersConfig
 
@@ -84,30 +83,19 @@ def _read_trajectory(path: Path) -> Trajectory:
         raise ArtifactError(f"{path}: not a trajectory record ({exc})") from exc
 
 
-class Gate(Protocol):
-    name: str
-
-    async def judge(self, candidate: Candidate) -> Verdict: ...
-
-
 GateFactory = Callable[[FiltersConfig, Optional[Model]], Gate]  # the judge model is None with llm=scripted
 
 
 @dataclass(frozen=True)
 class GateSpec:
+    """A gate as the filters stage knows it: its failed verdicts carry the category `name` unless it names its own."""
+
+    name: str  # what `filters.gates` calls it
     build: GateFactory
-    role: str | None  # the judge role (`roles.<role>`) the gate calls; None for rule gates
-    categories: tuple[str, ...]  # the failure categories its verdicts carry, in report order
+    role: str | None = None  # the judge role (`roles.<role>`) the gate calls; None for rule gates
+    own_categories: tuple[str, ...] = ()
 
-
-REGISTRY: dict[str, GateSpec] = {}
-
-
-def register_gate(name: str, role: str | None = None, categories: tuple[str, ...] = ()) -> Callable[[GateFactory], GateFactory]:
-    """Register a gate; its failed verdicts carry the category `name` unless it names its own `categories`."""
-
-    def register(build: GateFactory) -> GateFactory:
-        REGISTRY[name] = GateSpec(build, role, categories or (name,))
-        return build
-
-    return register
+    @property
+    def categories(self) -> tuple[str, ...]:
+        """The failure categories its verdicts carry, in report order."""
+        return self.own_categories or (self.name,)

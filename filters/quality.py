@@ -21,13 +21,14 @@ from typing import Any, ClassVar, Literal
 
 import pydantic
 
+from core.defects import Source, codes_of, defect_code
 from core.json_reply import ask_json
 from core.prompts import render
 from core.protocols import Model
 from core.records import Message, Verdict
 from critic.findings import SEVERITY_RANK
 from filters.config import FiltersConfig
-from filters.gates import SCRIPTED_LABEL, ArtifactError, Candidate, register_gate
+from filters.gates import SCRIPTED_LABEL, ArtifactError, Candidate, GateSpec
 
 GATE = "quality"
 PROMPTS = Path(__file__).parent / "prompts"
@@ -71,9 +72,12 @@ def measured_rejections(slides: list[Slide], min_severity: str) -> list[tuple[in
     ]
 
 
+JUDGED = (*codes_of(Source.slide), *codes_of(Source.judge))  # what the judge may name (core/defects.py)
+
+
 class SlideDefect(pydantic.BaseModel):
     slide: int
-    kind: Literal["overlap", "broken_image", "blank", "unreadable", "text_cut_off", "other"]
+    kind: Literal[JUDGED]  # type: ignore[valid-type]  # the table's codes, checked at run time
     critical: bool
     detail: str = pydantic.Field(min_length=1)
 
@@ -104,7 +108,8 @@ class VisionJudge:
 
     def request(self, batch: list[Slide], total: int, aspect: str, language: str) -> list[Message]:
         views = [{"number": s.number, "file": s.file, "measured": [measured_line(d) for d in s.measured]} for s in batch]
-        prompt = render(PROMPTS, "quality.j2", slides=views, total=total, aspect=aspect, language=language)
+        kinds = [{"code": code, "description": defect_code(code).description} for code in JUDGED]
+        prompt = render(PROMPTS, "quality.j2", slides=views, total=total, aspect=aspect, language=language, kinds=kinds)
         return [Message("user", prompt, images=tuple(s.png for s in batch))]
 
     async def critical(self, slides: list[Slide], workspace: Path, aspect: str, language: str) -> list[SlideDefect]:
@@ -156,6 +161,8 @@ class QualityGate:
         )
 
 
-@register_gate(GATE, role="quality_judge")
 def _build(cfg: FiltersConfig, model: Model | None) -> QualityGate:
     return QualityGate(cfg, None if model is None else VisionJudge(model, cfg))
+
+
+SPEC = GateSpec(GATE, _build, role="quality_judge")

@@ -6,7 +6,7 @@
 Reads the filters, llm and roles sections of RUN_DIR/config.yaml (KEY=VALUE overrides
 win), the tasks (tasks/*.parquet) and rollouts.parquet. A failed rollout gets one
 `environment` verdict from its failure and no gate runs; every finished one goes through
-each gate of `filters.gates` (see filters.gates.REGISTRY): the rule gates first (constraint,
+each gate of `filters.gates` (see filters.registry.GATES): the rule gates first (constraint,
 content), then the model judges, which a rollout a rule gate rejected never reaches
 (no judge tokens spent on it; its judge verdicts stay missing). Each verdict is published once
 as units/verdicts/<task_id>__<gate>.json, so a rerun judges only what is missing; a judge
@@ -42,7 +42,9 @@ from core.store import RunStore
 from filters.acceptance import ENVIRONMENT, UNDECIDED
 from filters.config import FiltersConfig
 from filters.constraints import CLIParser
-from filters.gates import REGISTRY, ArtifactError, Candidate, Gate, environment_verdict
+from core.protocols import Gate
+from filters.gates import ArtifactError, Candidate, environment_verdict
+from filters.registry import GATES
 from filters.report import write_report
 
 log = logging.getLogger(__name__)
@@ -87,9 +89,9 @@ def load_config(root: Path, overrides: Sequence[str] = ()) -> FilterRunConfig:
 
 def validate(cfg: FiltersConfig) -> None:
     """What the types cannot say; raises ConfigError naming the key."""
-    unknown = [g for g in cfg.gates if g not in REGISTRY]
+    unknown = [g for g in cfg.gates if g not in GATES]
     if unknown:
-        raise ConfigError(f"filters.gates={list(cfg.gates)}: unknown {unknown}; registered: {sorted(REGISTRY)}")
+        raise ConfigError(f"filters.gates={list(cfg.gates)}: unknown {unknown}; registered: {list(GATES)}")
     if cfg.quality_images_per_call < 1 or cfg.max_concurrency < 1:
         raise ConfigError("filters.quality_images_per_call and filters.max_concurrency must be >= 1")
 
@@ -111,7 +113,7 @@ async def build_gates(names: Sequence[str], cfg: FilterRunConfig, meter: UsageMe
     """The named gates, each with its judge model (None with a scripted backend); endpoints are checked first."""
     gates = {}
     for name in names:
-        spec = REGISTRY[name]
+        spec = GATES[name]
         model = None
         if spec.role is not None:
             model = role_client(cfg.llm, cfg.roles, spec.role, meter)
@@ -160,10 +162,10 @@ async def judge_rollouts(store: RunStore, cfg: FilterRunConfig, meter: UsageMete
 
     async def rollout_verdicts(gates: dict[str, Gate], rollout: Rollout) -> None:
         todo = pending[rollout.task_id]
-        judges = [g for g in todo if g != ENVIRONMENT and REGISTRY[g].role is not None]
+        judges = [g for g in todo if g != ENVIRONMENT and GATES[g].role is not None]
         made = await asyncio.gather(*(one(gates, rollout, g) for g in todo if g not in judges))
         rules = [v for v in made if v is not None]
-        rules += [committed[unit_id(rollout.task_id, g)] for g in names if REGISTRY[g].role is None and unit_id(rollout.task_id, g) in committed]
+        rules += [committed[unit_id(rollout.task_id, g)] for g in names if GATES[g].role is None and unit_id(rollout.task_id, g) in committed]
         if any(not v.passed for v in rules):
             skipped.update(judges)  # rejected already: no judge tokens spent on it
             return

@@ -8,7 +8,7 @@ from typing import Optional
 from hydra.core.config_store import ConfigStore
 from omegaconf import DictConfig, OmegaConf
 
-from agents.config import AgentConfig, DeckConfig, RenderConfig, ToolsConfig
+from agents.config import AgentConfig, Agents, DeckConfig, Reflection, RenderConfig, ToolsConfig
 from agents.research.runtime import validate_tools_config
 from core.config import (
     Backend,
@@ -22,11 +22,11 @@ from core.config import (
     validate_common,
 )
 from critic.config import CriticConfig
-from filters.config import GATES, FiltersConfig
+from filters.config import FiltersConfig
+from filters.run import validate as validate_filters
 from train.config import ExportConfig, validate_export
 
 ASPECTS = ("16:9", "4:3", "A1", "A2", "A3", "A4", "free")
-STAGES = ("tasks", "rollouts", "filters", "export", "report")
 
 
 @dataclass
@@ -90,11 +90,11 @@ class RolloutsConfig:
 class SynthesizeConfig:
     run: RunConfig = field(default_factory=RunConfig)
     limit: Optional[int] = None  # process at most N tasks: a quick preview
-    stages: list[str] = field(default_factory=lambda: list(STAGES))
+    stages: Optional[list[str]] = None  # a part of the recipe (pipeline/synthesize.py STAGES); None: all of it
     llm: LLMConfig = field(default_factory=LLMConfig)
     roles: dict[str, RoleConfig] = field(default_factory=role_slots("agent", "critic", "task_writer", "judge", "quality_judge"))
-    agents: str = "dual"  # dual (Researcher + Presenter) | single (one agent, the union of tools)
-    reflection: str = "grounded"  # grounded (inspect tools offered) | none
+    agents: Agents = Agents.dual
+    reflection: Reflection = Reflection.grounded
     agent: AgentConfig = field(default_factory=AgentConfig)
     tools: ToolsConfig = field(default_factory=ToolsConfig)
     render: RenderConfig = field(default_factory=RenderConfig)
@@ -114,16 +114,7 @@ def validate(cfg: DictConfig) -> None:
     validate_common(cfg)
     validate_tools_config(OmegaConf.to_object(cfg.tools))
     validate_export(OmegaConf.to_object(cfg.export))
-    if cfg.agents not in ("dual", "single"):
-        raise ConfigError(f"agents={cfg.agents!r}: expected 'dual' or 'single'")
-    if cfg.reflection not in ("grounded", "none"):
-        raise ConfigError(f"reflection={cfg.reflection!r}: expected 'grounded' or 'none'")
-    unknown = [s for s in cfg.stages if s not in STAGES]
-    if unknown:
-        raise ConfigError(f"stages={list(cfg.stages)}: unknown {unknown}; known: {list(STAGES)}")
-    unknown = [g for g in cfg.filters.gates if g not in GATES]
-    if unknown:
-        raise ConfigError(f"filters.gates={list(cfg.filters.gates)}: unknown {unknown}; known: {list(GATES)}")
+    validate_filters(OmegaConf.to_object(cfg.filters))
     if cfg.ray.num_workers < 1 or cfg.ray.rollouts_per_worker < 1:
         raise ConfigError("ray.num_workers and ray.rollouts_per_worker must be >= 1")
     if cfg.ray.address and Backend.local in {cfg.llm.backend, *(r.backend for r in cfg.roles.values())}:

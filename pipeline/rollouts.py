@@ -23,7 +23,7 @@ from collections import Counter, deque
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any
 
 import ray
 from ray.exceptions import ActorDiedError, ActorUnavailableError, RayActorError, RayTaskError
@@ -33,11 +33,12 @@ from agents.jail import describe
 from core.config import PROJECT_ROOT, ConfigError, RayConfig
 from core.llm import UsageMeter
 from core.logs import console
+from core.protocols import Runner
 from core.records import Rollout, Task, read_parquet
 from core.run import RunContext
 from core.store import RunStore, UnitExists
 from pipeline.rollout_stats import publish, summarize
-from pipeline.stages import require_input, stage
+from pipeline.stages import require_input
 
 log = logging.getLogger(__name__)
 
@@ -45,16 +46,6 @@ STAGE = "rollouts"
 WORKER_LOST = (RayActorError, ActorDiedError, ActorUnavailableError)
 RESTART_WAIT_S = 5.0
 GC_THRESHOLD = 20_000  # allocations between young-generation collections (CPython's default: 700)
-
-
-class Runner(Protocol):
-    """Plays one task in its workspace; one instance per worker process."""
-
-    async def start(self) -> None: ...
-
-    async def rollout(self, task: Task, workspace: Path) -> Rollout: ...
-
-    async def close(self) -> None: ...
 
 
 class RunAborted(RuntimeError):
@@ -110,7 +101,7 @@ class RolloutWorker:
         """Play one task and publish its Rollout; returns the published record as JSON."""
         task = Task.from_json(task_json)
         if self.store.is_done(STAGE, task.task_id):
-            return self.store.load_map(STAGE, Rollout)[task.task_id].to_json()
+            return self.store.load_unit(STAGE, task.task_id, Rollout).to_json()
         await self.start()
         workspace = workspace_for(self.store.root, task.task_id)
         set_aside(workspace)
@@ -127,7 +118,7 @@ class RolloutWorker:
         try:
             self.store.commit(STAGE, task.task_id, rollout)
         except UnitExists:  # a ghost of an earlier attempt finished first: keep its record
-            return self.store.load_map(STAGE, Rollout)[task.task_id].to_json()
+            return self.store.load_unit(STAGE, task.task_id, Rollout).to_json()
         return rollout.to_json()
 
     def usage(self) -> dict[str, dict[str, Any]]:
@@ -152,7 +143,7 @@ def _bound_threads(threads: int) -> None:
     at 32 in flight (7 of 8 pairs), the same at 1 and 64, 2% fewer at 8. The other worker and the
     browsers keep the CPUs busy meanwhile; a lone process does not: the render capacity of one
     process with one browser is best with the default pool."""
-    executor = _OnTheLoop() if threads == 0 else ThreadPoolExecutor(threads, thread_name_prefix="rollout-cpu")
+    executor = _InlineExecutor() if threads == 0 else ThreadPoolExecutor(threads, thread_name_prefix="rollout-cpu")
     asyncio.get_running_loop().set_default_executor(executor)
 
 
@@ -161,9 +152,11 @@ def _bound_threads(threads: int) -> None:
 _BLOCKING_IO = (socket.getaddrinfo, socket.getnameinfo)
 
 
-class _OnTheLoop(ThreadPoolExecutor):
+class _InlineExecutor(ThreadPoolExecutor):
     """Runs each call at once in the submitting thread (asyncio takes only a ThreadPoolExecutor as its
-    default executor), except the name lookups of `_BLOCKING_IO`, which get a thread."""
+    default executor), except the name lookups of `_BLOCKING_IO`, which get a thread. Installed as the
+    default executor, it makes every `asyncio.to_thread` of the worker (renderer, deck export) run on
+    the event loop: those calls block it, by choice (see `use_threads`)."""
 
     def __init__(self) -> None:
         super().__init__(2, thread_name_prefix="rollout-lookup")
@@ -214,7 +207,8 @@ def init_ray(cfg: RayConfig) -> None:
 
 @dataclass
 class Feed:
-    """Driver-side bookkeeping: what is in flight where, attempts, the recent error window."""
+    """The driver's tally of one stage: the recent outcomes (error window), failures by category,
+    rollouts resubmitted after a lost worker, and the rollouts finished."""
 
     window: deque = field(default_factory=deque)
     failures: Counter = field(default_factory=Counter)
@@ -324,7 +318,7 @@ def _pick_worker(start: int, restarting_until: list[float]) -> int:
 def _worker_lost(store: RunStore, task: Task, attempt: int, max_attempts: int, queue: deque, feed: Feed, exc: Exception) -> Rollout | None:
     """Resubmit a rollout whose worker died (Ray restarts the worker), or give up after `max_attempts`."""
     if store.is_done(STAGE, task.task_id):  # it was published just before the worker died
-        return store.load_map(STAGE, Rollout)[task.task_id]
+        return store.load_unit(STAGE, task.task_id, Rollout)
     if attempt < max_attempts:
         log.warning("worker died during %s (attempt %d): resubmitting", task.task_id, attempt)
         queue.append((task, attempt + 1))
@@ -334,7 +328,7 @@ def _worker_lost(store: RunStore, task: Task, attempt: int, max_attempts: int, q
     try:
         store.commit(STAGE, task.task_id, rollout)
     except UnitExists:
-        return store.load_map(STAGE, Rollout)[task.task_id]
+        return store.load_unit(STAGE, task.task_id, Rollout)
     log.error("giving up on %s after %d attempts: %s", task.task_id, attempt, exc)
     return rollout
 
@@ -379,7 +373,6 @@ def tasks_to_roll(ctx: RunContext) -> list[Task]:
     return tasks[: ctx.cfg.limit] if ctx.cfg.limit else tasks
 
 
-@stage(STAGE)
 def run_rollouts(ctx: RunContext) -> dict[str, Any]:
     tasks = tasks_to_roll(ctx)
     why = f"the tasks stage kept none for split {ctx.cfg.rollouts.split}; reasons in {ctx.store.path('tasks', 'stats.md')}"

@@ -12,8 +12,9 @@ from typing import Sequence
 
 from agents.deck import page_reader
 from agents.deckgen import DeckOutcome, environment, generate_deck
-from agents.hooks import StepHook
-from agents.policies.scripted import Brief, ScriptedPolicy
+from core.protocols import StepHook
+from agents.brief import Brief
+from agents.policies.scripted import ScriptedPolicy
 from agents.renderer import Renderer
 from agents.research.runtime import Research, build_research
 from core.llm import ModelClient, UsageMeter, close_models

@@ -1,10 +1,14 @@
-"""The stage registry of `pipeline.synthesize` and the runner shared by its entry points."""
+"""The runner shared by the entry points that run stages (`pipeline.synthesize`, `eval.run`), and their contract.
+
+A stage is a function of the run (`RunContext`) that returns its figures; an entry point
+runs an ordered mapping of them (its recipe), or the part of it `stages=[...]` names.
+"""
 
 from __future__ import annotations
 
 import logging
 import sys
-from typing import Any, Callable, Sequence
+from typing import Any, Callable, Mapping, Sequence
 
 from omegaconf import DictConfig
 
@@ -14,7 +18,6 @@ from core.run import RunContext, open_run
 from core.store import ConfigMismatch
 
 StageFn = Callable[[RunContext], dict[str, Any]]
-REGISTRY: dict[str, StageFn] = {}
 
 log = logging.getLogger(__name__)
 
@@ -35,27 +38,32 @@ def require_input(ctx: RunContext, stage_name: str, received: int, what: str, wh
     raise EmptyStage(f"{message} (run.allow_empty=true goes on regardless)")
 
 
-def stage(name: str) -> Callable[[StageFn], StageFn]:
-    def register(fn: StageFn) -> StageFn:
-        REGISTRY[name] = fn
-        return fn
+def chosen(recipe: Mapping[str, StageFn], names: Sequence[str] | None) -> dict[str, StageFn]:
+    """The stages of `recipe` that `names` picks (None: all), in the recipe's order."""
+    if names is None:
+        return dict(recipe)
+    unknown = [n for n in names if n not in recipe]
+    if unknown:
+        raise ConfigError(f"stages={list(names)}: unknown {unknown}; known: {list(recipe)}")
+    return {name: fn for name, fn in recipe.items() if name in names}
 
-    return register
 
-
-def run_stages(cfg: DictConfig, names: Sequence[str], job_type: str, validate: Callable[[DictConfig], None]) -> None:
-    """Validate, open the run, then run `names` in order; config errors (also those a stage finds
-    as it starts) exit 2 with one line."""
+def run_stages(
+    cfg: DictConfig, recipe: Mapping[str, StageFn], job_type: str, validate: Callable[[DictConfig], None], names: Sequence[str] | None = None
+) -> None:
+    """Validate, open the run, then run the stages of `recipe` that `names` picks (None: all), in order;
+    config errors (also those a stage finds as it starts) exit 2 with one line."""
     try:
         validate(cfg)
+        stages = chosen(recipe, names)
         ctx = open_run(cfg, job_type=job_type)
     except (ConfigError, ConfigMismatch) as exc:
         print(f"error: {exc}", file=sys.stderr)
         sys.exit(2)
     try:
         with serving(ctx.cfg, ctx.store.path("logs")):  # llm=local: the model servers live as long as the stages
-            for name in names:
-                figures = REGISTRY[name](ctx)
+            for name, run in stages.items():
+                figures = run(ctx)
                 ctx.tracker.log({f"{name}/{k}": v for k, v in figures.items() if isinstance(v, (int, float))})
                 log.info("stage %s: %s", name, figures)
     # ConfigError: found as a stage starts (e.g. a worker on a node that cannot run the commands' jail, a missing model file)

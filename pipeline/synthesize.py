@@ -1,19 +1,59 @@
-"""`python -m pipeline.synthesize`: tasks -> rollouts -> filters -> export -> report."""
+"""`python -m pipeline.synthesize`: tasks -> rollouts -> filters -> export -> report.
+
+`STAGES` is the recipe, in order; `stages=[rollouts,filters]` runs a part of it (each
+stage keeps what it finished, so a rerun goes on where the last one stopped).
+"""
 
 from __future__ import annotations
+
+import asyncio
+from typing import Any
 
 import hydra
 from omegaconf import DictConfig
 
-from pipeline import exporting as _export, filtering as _filters, report as _report  # noqa: F401  (stages)
-from pipeline import rollouts as _rollouts, tasks as _tasks  # noqa: F401  (stages)
+from core.records import Rollout, read_parquet
+from core.run import RunContext
+from filters.run import FilterRunConfig, judge_rollouts
 from pipeline.config import validate
-from pipeline.stages import run_stages
+from pipeline.report.stage import run_report
+from pipeline.rollouts import run_rollouts
+from pipeline.stages import StageFn, require_input, run_stages
+from pipeline.tasks import run_tasks
+from train.export import export_run
+
+
+def run_filters(ctx: RunContext) -> dict[str, Any]:
+    """Every gate of `filters.gates` over every finished rollout, one verdict per (rollout, gate)."""
+    rollouts = ctx.store.path("rollouts.parquet")
+    if rollouts.is_file():  # else judge_rollouts says the rollouts stage must run first
+        finished = [r for r in read_parquet(rollouts, Rollout) if r.status == "done"]
+        why = f"every rollout failed; failures by category in {ctx.store.path('stats', 'rollouts.json')} and the report"
+        require_input(ctx, "filters", len(finished), "finished rollouts", why)
+    cfg = FilterRunConfig(ctx.cfg.filters, ctx.cfg.llm, ctx.cfg.roles)
+    return asyncio.run(judge_rollouts(ctx.store, cfg, ctx.meter))
+
+
+def run_export(ctx: RunContext) -> dict[str, Any]:
+    """The accepted trajectories as MS-SWIFT agent-format JSONL in <run>/sft (train/export.py)."""
+    figures = export_run(ctx.store.root, ctx.cfg.export).figures()
+    why = f"none of {figures['rollouts']} rollouts was accepted; reasons in {ctx.store.path('filters', 'failures.md')}"
+    require_input(ctx, "export", figures["accepted"], "accepted rollouts", why)
+    return figures
+
+
+STAGES: dict[str, StageFn] = {
+    "tasks": run_tasks,  # personas and sources -> task specs with checkable constraints (pipeline/tasks.py)
+    "rollouts": run_rollouts,  # each task -> Researcher + Presenter + critic on Ray workers (pipeline/rollouts.py)
+    "filters": run_filters,  # each finished rollout -> one verdict per gate (filters/)
+    "export": run_export,  # accepted trajectories -> SFT data
+    "report": run_report,  # the run's figures -> report/index.html (pipeline/report/)
+}
 
 
 @hydra.main(config_path="../configs", config_name="synthesize", version_base=None)
 def main(cfg: DictConfig) -> None:
-    run_stages(cfg, list(cfg.stages), "synthesize", validate)
+    run_stages(cfg, STAGES, "synthesize", validate, cfg.stages)
 
 
 if __name__ == "__main__":

@@ -33,7 +33,7 @@ from pipeline.augment import constraint_text, draw_constraints, slide_bucket
 from pipeline.cleaning import contamination_groups, drop_near_duplicates, language_mismatch, stratified_group_split
 from pipeline.config import SynthesizeConfig, validate
 from pipeline.sources import DOCUMENT_SOURCES, LoadReport, SourceDoc, load_source
-from pipeline.stages import require_input, run_stages, stage
+from pipeline.stages import require_input, run_stages
 from pipeline.task_writer import LLMTaskWriter, ScriptedTaskWriter, TaskDraft, TaskWriter, WriteJob
 
 log = logging.getLogger(__name__)
@@ -223,17 +223,16 @@ def stats_markdown(train: list[Task], held_out: list[Task], funnel: Funnel, cfg:
     return "\n".join(lines) + "\n"
 
 
-@stage("tasks")
 def run_tasks(ctx: RunContext) -> dict[str, Any]:
     if ctx.store.is_done("stages", "tasks"):
         log.info("tasks: already built, skipping")
-        return json.loads(ctx.store.load_map("stages", StageDone)["tasks"].figures_json)
+        return json.loads(ctx.store.load_unit("stages", "tasks", StageDone).figures_json)
     return asyncio.run(build_tasks(ctx))
 
 
 @hydra.main(config_path="../configs", config_name="synthesize", version_base=None)
 def main(cfg: DictConfig) -> None:
-    run_stages(cfg, ["tasks"], "tasks", validate)
+    run_stages(cfg, {"tasks": run_tasks}, "tasks", validate)
 
 
 if __name__ == "__main__":

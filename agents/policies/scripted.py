@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 from typing import Any, Generator, Sequence
 
+from agents.brief import Brief
 from agents.policies.content import BULLETS, SlidePlan, manuscript_text, outline, parse_manuscript
 from agents.policies.extract import plain, sentences
 from agents.policies.designs import Design, design_for, design_plan, slide_html
@@ -46,24 +47,6 @@ _LISTED_IMAGE = re.compile(r"^- (\S+\.(?:png|jpe?g|gif|webp)) \((\d+)x(\d+)\)", 
 _DEFECT = re.compile(r"^(\w+) \((critical|major|minor)\)", re.MULTILINE)
 _ISSUE = re.compile(r"^- (\w+)(?: \(slide (\d+)\))?", re.MULTILINE)
 _QUOTED = re.compile(r"[\"“《]([^\"”》]{4,120})[\"”》]")
-
-
-@dataclass(frozen=True)
-class Brief:
-    """What the policy knows of its task (the same facts its prompts state)."""
-
-    task_id: str
-    instruction: str
-    language: str
-    aspect: str
-    width: int
-    height: int
-    slides: int | None
-    attachments: tuple[str, ...]  # workspace-relative
-    workspace: Path
-    manuscript: str = "manuscript.md"
-    can_inspect: bool = True  # False when the inspect tools are not offered (reflection=none)
-    calls_per_turn: int = 8  # tool calls the loop runs per turn (agent.max_tool_calls_per_turn)
 
 
 class ScriptedPolicy:

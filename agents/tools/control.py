@@ -11,6 +11,7 @@ from pydantic import Field
 from agents.tools.registry import ROLES, ToolContext, ToolError, tool
 
 TODO_FILE = "todo.json"
+SLIDES = "slides"  # the folder the deck is exported from (agents/deckgen.py)
 SLIDE_NAME = re.compile(r"slide_\d{2,}\.html")
 
 Status = Literal["pending", "in_progress", "done"]
@@ -77,7 +78,9 @@ def _check_manuscript(ctx: ToolContext, outcome: str) -> str:
 
 
 def _check_slides(ctx: ToolContext, outcome: str) -> str:
-    folder = outcome.rstrip("/") or "slides"
+    folder = outcome.strip().strip("/") or SLIDES
+    if folder != SLIDES:  # the deck is exported from there
+        raise ToolError(f"{outcome!r}: the deck is made from {SLIDES}/; move your slides there and finalize with {SLIDES}/.")
     found = ctx.workspace.stat(folder)
     if found is None:
         raise ToolError(f"{folder}/ does not exist; write the slides (slide_01.html, ...) into it before finalizing.")

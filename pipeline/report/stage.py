@@ -13,7 +13,6 @@ from pipeline.report.data import load_run
 from pipeline.report.figures import compute_figures
 from pipeline.report.site import write_site
 from pipeline.report.track import track
-from pipeline.stages import stage
 
 log = logging.getLogger(__name__)
 
@@ -38,6 +37,5 @@ def make_report(root: Path, tracker: Tracker | None = None) -> dict[str, Any]:
     }
 
 
-@stage("report")
 def run_report(ctx: RunContext) -> dict[str, Any]:
     return make_report(ctx.store.root, ctx.tracker)

@@ -13,14 +13,9 @@ import pytest
 from PIL import Image
 
 from agents.config import RenderConfig
-from agents.renderer import (
-    Renderer,
-    RenderTimeout,
-    _chromium_processes,
-    _with_base,
-    aspect_size,
-    blocked_reason,
-)
+from agents.chromium import chromium_processes
+from agents.page_pool import with_base
+from agents.renderer import Renderer, RenderTimeout, aspect_size, blocked_reason
 from tests.agents.conftest import FIXTURES, SLIDES, session_loop
 
 
@@ -56,14 +51,14 @@ def test_blocked_reason(tmp_path: Path) -> None:
 
 
 def test_base_goes_after_the_doctype_and_into_the_head() -> None:
-    assert _with_base(
+    assert with_base(
         "<!DOCTYPE html><html><head><title>t</title>", "file:///w/"
     ).startswith('<!DOCTYPE html><html><head><base href="file:///w/"><title>')
     assert (
-        _with_base("<!doctype html><p>x</p>", "file:///w/")
+        with_base("<!doctype html><p>x</p>", "file:///w/")
         == '<!doctype html><base href="file:///w/"><p>x</p>'
     )
-    assert _with_base("<p>x</p>", "file:///w/") == '<base href="file:///w/"><p>x</p>'
+    assert with_base("<p>x</p>", "file:///w/") == '<base href="file:///w/"><p>x</p>'
 
 
 def _pixels(path: Path) -> np.ndarray:
@@ -216,7 +211,7 @@ async def test_batch_survives_chromium_being_killed(tmp_path: Path) -> None:
         RenderConfig(max_concurrent=4, max_pages=4, timeout_s=20)
     ) as renderer:
         pid = renderer.browser_pid
-        assert pid in _chromium_processes()  # the browser, found as the renderer's cleanup finds it
+        assert pid in chromium_processes()  # the browser, found as the renderer's cleanup finds it
         batch = [
             asyncio.create_task(
                 renderer.render(

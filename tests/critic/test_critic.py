@@ -126,7 +126,7 @@ def rules_hook() -> CriticHook:
 
 
 def test_self_mode_has_no_critic() -> None:
-    assert make_critic_hook("self", None, "major", "en") is None
+    assert make_critic_hook("none", None, "major", "en") is None
     with pytest.raises(ValueError, match="critic model"):
         make_critic_hook("extrinsic", None, "major", "en")
 

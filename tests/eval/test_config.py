@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 from hydra import compose, initialize_config_dir
+from hydra.errors import ConfigCompositionException
 from omegaconf import OmegaConf
 
 from core.config import PROJECT_ROOT, ConfigError
@@ -34,9 +35,15 @@ def test_tasks_is_a_parquet_or_a_synthesis_run(synthesis_run: Path) -> None:
     validate(eval_config(f"tasks={synthesis_run}", "judge=openai", "llm=vllm", "agents=single", "reflection=none"))
 
 
+@pytest.mark.parametrize("override", ["agents=triple", "reflection=maybe"])
+def test_a_mode_outside_its_set_fails_as_the_config_is_composed(override: str) -> None:
+    with pytest.raises(ConfigCompositionException, match=override):
+        eval_config(override)
+
+
 @pytest.mark.parametrize(
     ("override", "message"),
-    [("agents=triple", "agents"), ("reflection=maybe", "reflection"), ("judge.max_concurrency=0", "judge.max_concurrency"),
+    [("judge.max_concurrency=0", "judge.max_concurrency"),
      ("diversity.batch_size=0", "diversity.batch_size"),
      ("ray.num_workers=0", "ray.num_workers")],
 )  # fmt: skip
@@ -48,7 +55,7 @@ def test_semantic_errors_name_the_key(synthesis_run: Path, override: str, messag
 def test_the_runner_plays_without_a_critic(synthesis_run: Path) -> None:
     cfg: EvalConfig = OmegaConf.to_object(eval_config(f"tasks={synthesis_run}", "agents=single", "reflection=none"))
     synth = inference_config(cfg)
-    assert (synth.critic.mode.value, synth.agents, synth.reflection, synth.llm) == ("self", "single", "none", cfg.llm)
+    assert (synth.critic.mode.value, synth.agents, synth.reflection, synth.llm) == ("none", "single", "none", cfg.llm)
     assert cfg.rollouts.runner == "eval.runner:EvalRunner"
 
 

@@ -8,7 +8,9 @@ import yaml
 
 from core.records import Rollout, Verdict
 from filters.acceptance import UNDECIDED, category_order, outcomes, run_gates
-from filters.config import GATES as DEFAULT_GATES
+from filters.config import every_gate
+
+DEFAULT_GATES = every_gate()
 
 GATES = ("constraint", "consistency", "quality")
 

@@ -102,10 +102,10 @@ async def test_passed_true_beside_a_critical_defect_rejects(tmp_path: Path) -> N
     ids=["fails-naming-nothing", "unknown-slide", "prose"],
 )
 async def test_unusable_reply_is_asked_again(tmp_path: Path, bad: Reply, complaint: str) -> None:
-    with FakeOpenAIServer(replay([bad, answer((2, "text_cut_off", True))])) as srv:
+    with FakeOpenAIServer(replay([bad, answer((2, "text_clipped", True))])) as srv:
         verdict = await vision_gate(srv).judge(candidate(tmp_path, Spec("q6", "16:9", "en", 2)))
         assert len(srv.requests) == 2 and complaint in srv.requests[1]["messages"][-1]["content"]
-    assert verdict.reasons == ("slide 2 (slides/slide_02.html): text_cut_off: text_cut_off on slide 2",)
+    assert verdict.reasons == ("slide 2 (slides/slide_02.html): text_clipped: text_clipped on slide 2",)
 
 
 @pytest.mark.parametrize(

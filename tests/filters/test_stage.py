@@ -8,8 +8,8 @@ from typing import Callable
 from core.records import Verdict
 from core.run import RunContext
 from filters.run import STAGE
-from pipeline.filtering import run_filters
-from pipeline.stages import REGISTRY as STAGES
+from pipeline.synthesize import run_filters
+from pipeline.synthesize import STAGES
 
 
 def test_pipeline_stage_with_no_gates_keeps_every_finished_rollout(make_run: Callable[..., RunContext], fake_scenario_run: Path) -> None:

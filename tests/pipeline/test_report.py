@@ -26,7 +26,7 @@ from pipeline.report import make_report, run_report
 from pipeline.report.data import load_run
 from pipeline.report.figures import ACCEPTED, NOT_FILTERED, compute_figures, metrics
 from pipeline.report.steps import WARNING_MARK, view
-from pipeline.stages import REGISTRY
+from pipeline.synthesize import STAGES
 from tests.pipeline.report_run import INJECTED_FINDING, RolloutSpec, add_rollout, build_run, make_task
 
 PYTHON = sys.executable
@@ -93,7 +93,7 @@ def test_a_run_without_filters_or_export_says_so(make_run: Any) -> None:
     ctx = make_run()
     ctx.store.root.joinpath("tasks").mkdir()
     figures = run_report(ctx)
-    assert figures["rollouts"] == 0 and "report" in REGISTRY
+    assert figures["rollouts"] == 0 and "report" in STAGES
     html = ctx.store.path("report", "index.html").read_text(encoding="utf-8")
     assert "The filters have not run" in html and "the export has not run" in html
     assert compute_figures(load_run(ctx.store.root)).accepted is None

@@ -88,6 +88,10 @@ async def test_finalize_checks_the_slides(caller: Callable, workspace: Workspace
     (workspace.root / "slides/slide_02.html").write_text("<html></html>")
     obs = await call("finalize", outcome="slides/")
     assert not obs.is_error and "2 slide(s)" in obs.text
+    (workspace.root / "deck").mkdir()
+    (workspace.root / "deck/slide_01.html").write_text("<html></html>")
+    obs = await call("finalize", outcome="deck/")  # the export would take slides/, not what was finalized
+    assert obs.is_error and "slides/" in obs.text
 
 
 async def test_finalize_checks_the_manuscript(caller: Callable, workspace: Workspace) -> None:
