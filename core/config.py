@@ -31,12 +31,12 @@ class ResumeMode(str, Enum):
     force = "force"  # continue even when the config hash differs
 
 
-class Backend(str, Enum):
-    """Who answers a role's chat turns (`core.models` builds the client)."""
+class Backend:
+    """The names of the built-in backends; `core.models.BACKENDS` is the list of all, with their clients."""
 
-    openai = "openai"  # any OpenAI-compatible endpoint at `base_url` (a hosted API, a vLLM fleet)
-    local = "local"  # a GGUF model served on this machine by llama-cpp-python, started by the entry point
-    scripted = "scripted"  # a rule-based stand-in, not a model: each role's caller plays it without a client
+    openai = "openai"
+    local = "local"
+    scripted = "scripted"
 
 
 class TrackingMode(str, Enum):
@@ -66,7 +66,7 @@ class PriceConfig:
 class LLMConfig:
     """One model endpoint as a role sees it (the `llm/` group picks the backend)."""
 
-    backend: Backend = Backend.openai
+    backend: str = Backend.openai  # a name in core.models.BACKENDS
     base_url: str = "http://127.0.0.1:8000/v1"  # with backend=local: set to the started server's address
     api_key_env: str = "OPENAI_API_KEY"  # name of the variable holding the key, never the key
     model: str = "zai-org/GLM-4.6V-Flash"
@@ -98,7 +98,7 @@ class LLMConfig:
 class RoleConfig:
     """Per-role overrides of `llm`; a None field inherits the backbone's value."""
 
-    backend: Optional[Backend] = None
+    backend: Optional[str] = None
     base_url: Optional[str] = None
     api_key_env: Optional[str] = None
     model: Optional[str] = None
@@ -220,6 +220,10 @@ def validate_common(cfg: DictConfig) -> None:
         raise ConfigError(f"run.name={cfg.run.name!r}: a name, not a path (use run.dir=PATH for a path)")
     llm = cfg.get("llm")
     if llm is not None:
+        from core.models import check_backend  # core.models builds on this module
+
+        for key, backend in [("llm.backend", llm.backend), *((f"roles.{r}.backend", o.backend) for r, o in (cfg.get("roles") or {}).items())]:
+            check_backend(key, backend)
         if llm.max_concurrency < 1:
             raise ConfigError(f"llm.max_concurrency={llm.max_concurrency}: must be >= 1")
         if llm.context_window is not None and llm.context_window < 1:

@@ -155,12 +155,12 @@ def local_endpoints(cfg: Any) -> Iterator[tuple[Any, str | None, LLMConfig]]:
     for base, roles in pairs:
         if base is None:
             continue
-        if Backend(base.backend) is Backend.local:
+        if base.backend == Backend.local:
             yield base, None, base
         for name, role in roles.items():
             resolved = resolve_role(base, roles, name)
             own_server = role.backend is not None or role.model_path or role.chat_format or role.context_window
-            if Backend(resolved.backend) is Backend.local and own_server:  # else it inherits the backbone's server
+            if resolved.backend == Backend.local and own_server:  # else it inherits the backbone's server
                 yield role, name, resolved
 
 

@@ -8,27 +8,49 @@ A scripted role gets no client: the caller plays it with its own rule-based stan
 
 from __future__ import annotations
 
-from typing import Mapping
+from typing import Callable, Mapping
 
 from core.config import Backend, ConfigError, LLMConfig, RoleConfig, resolve_role
 from core.llm import ModelClient, UsageMeter
+from core.protocols import Endpoint
 
 LOCAL_UNSTARTED = "local://not-started"  # configs/llm/local.yaml's base_url until core.local_server starts it
 
-
-def is_scripted(cfg: LLMConfig) -> bool:
-    return Backend(cfg.backend) is Backend.scripted
+ClientFactory = Callable[[LLMConfig, str, "UsageMeter | None"], "Endpoint | None"]  # (endpoint, role, meter) -> client
 
 
-def client_for(cfg: LLMConfig, role: str, meter: UsageMeter | None = None) -> ModelClient | None:
-    """The client of a resolved endpoint; None when the role is scripted."""
-    if is_scripted(cfg):
-        return None
+def _openai_compatible(cfg: LLMConfig, role: str, meter: UsageMeter | None) -> ModelClient:
     if cfg.base_url == LOCAL_UNSTARTED:
         raise ConfigError(f"role {role}: backend=local, but no local model server was started for it (core.local_server.serving)")
     return ModelClient(cfg, role, meter)
 
 
-def role_client(llm: LLMConfig, roles: Mapping[str, RoleConfig], role: str, meter: UsageMeter | None = None) -> ModelClient | None:
+def _scripted(cfg: LLMConfig, role: str, meter: UsageMeter | None) -> None:
+    return None
+
+
+BACKENDS: dict[str, ClientFactory] = {  # `llm.backend` / `roles.<role>.backend` names one; a new backend is one line here
+    Backend.openai: _openai_compatible,  # any OpenAI-compatible endpoint at base_url: a hosted API, a vLLM fleet
+    Backend.local: _openai_compatible,  # a GGUF model core.local_server serves on loopback for the entry point
+    Backend.scripted: _scripted,  # a rule-based stand-in, not a model: each role's caller plays it without a client
+}
+
+
+def check_backend(key: str, backend: str | None) -> None:
+    if backend is not None and backend not in BACKENDS:
+        raise ConfigError(f"{key}={backend}: unknown backend; known: {', '.join(BACKENDS)}")
+
+
+def is_scripted(cfg: LLMConfig) -> bool:
+    return cfg.backend == Backend.scripted
+
+
+def client_for(cfg: LLMConfig, role: str, meter: UsageMeter | None = None) -> Endpoint | None:
+    """The client of a resolved endpoint; None when the role is scripted."""
+    check_backend(f"role {role}: backend", cfg.backend)
+    return BACKENDS[cfg.backend](cfg, role, meter)
+
+
+def role_client(llm: LLMConfig, roles: Mapping[str, RoleConfig], role: str, meter: UsageMeter | None = None) -> Endpoint | None:
     """The client playing `role` (the backbone `llm` with the role's overrides); None when it is scripted."""
     return client_for(resolve_role(llm, roles, role), role, meter)

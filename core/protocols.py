@@ -3,6 +3,7 @@
 | seam | who implements it | contract |
 |---|---|---|
 | Model | core.llm.ModelClient, agents.policies.scripted.ScriptedPolicy | answer one chat turn (tool calls, reasoning, usage) |
+| Endpoint | core.llm.ModelClient (core.models.BACKENDS builds them) | a Model behind a connection: says what it serves, closes |
 | StepHook | critic.critic.CriticHook | after each agent step, return what to inject into the agent's context |
 | Critic | critic.critic.ModelCritic, RulesCritic | review one inspection in isolation: findings, never the agent's history |
 | Gate | filters.constraints / content / consistency / quality | judge one finished rollout: one Verdict |
@@ -41,6 +42,14 @@ class Model(Protocol):
     ) -> ChatResult: ...
 
 
+class Endpoint(Model, Protocol):
+    """A Model behind a connection: it lists what it serves (so a run checks it before spending) and is closed after use."""
+
+    async def list_models(self) -> list[str]: ...
+
+    async def aclose(self) -> None: ...
+
+
 class StepHook(Protocol):
     """Called after each agent step; what it returns is put into the agent's context (the critic's injections)."""
 
@@ -56,7 +65,7 @@ class Critic(Protocol):
 
 
 class Gate(Protocol):
-    """Judges one finished rollout; registered with filters.gates.register_gate."""
+    """Judges one finished rollout; listed in filters.registry.GATES."""
 
     name: str
 

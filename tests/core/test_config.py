@@ -19,6 +19,8 @@ from agents import run as _generate_schema  # noqa: F401  (registers generate_sc
 from eval import config as _eval_schema  # noqa: F401  (registers eval_schema)
 from pipeline import config as _schema  # noqa: F401  (registers synthesize_schema)
 from pipeline.config import validate
+from pipeline.stages import chosen
+from pipeline.synthesize import STAGES
 from train import config as _sft_schema  # noqa: F401  (registers sft_schema)
 
 CONFIGS = PROJECT_ROOT / "configs"
@@ -75,8 +77,7 @@ def test_common_overrides() -> None:
 @pytest.mark.parametrize(
     ("override", "message"),
     [("no_such_key=1", "no_such_key"), ("llm.no_such=1", "no_such"), ("limit=abc", "limit"), ("critic.mode=loud", "loud"),
-     ("llm.max_concurrency=many", "max_concurrency"), ("llm=nope", "nope"), ("llm.backend=carrier-pigeon", "carrier-pigeon"),
-     ("roles.critic.backend=carrier-pigeon", "carrier-pigeon")],
+     ("llm.max_concurrency=many", "max_concurrency"), ("llm=nope", "nope")],
 )
 def test_typos_and_wrong_types_fail_before_work(override: str, message: str) -> None:
     with pytest.raises((ConfigCompositionException, ValidationError)) as err:
@@ -86,7 +87,8 @@ def test_typos_and_wrong_types_fail_before_work(override: str, message: str) -> 
 
 @pytest.mark.parametrize(
     ("override", "message"),
-    [("limit=0", "limit=0"), ("stages=[tasks,nope]", "nope"), ("filters.gates=[taste]", "taste"),
+    [("limit=0", "limit=0"), ("filters.gates=[taste]", "taste"), ("llm.backend=carrier-pigeon", "llm.backend=carrier-pigeon: unknown backend"),
+     ("roles.critic.backend=carrier-pigeon", "roles.critic.backend=carrier-pigeon"),
      ("run.name=a/b", "run.dir"), ("sources.persona.share=0.9", "sum to 1"), ("ray.num_workers=0", "ray.num_workers"),
      ("ray.threads_per_worker=-1", "ray.threads_per_worker=-1"), ("llm.context_window=0", "llm.context_window=0"),
      ("ray.address=auto", "llm=local serves on this machine's loopback")],
@@ -94,6 +96,12 @@ def test_typos_and_wrong_types_fail_before_work(override: str, message: str) -> 
 def test_semantic_errors_name_the_key(override: str, message: str) -> None:
     with pytest.raises(ConfigError, match=message.replace("[", r"\[")):
         validate(synth(override, *(["llm=local"] if override.startswith("ray.address") else [])))
+
+
+def test_a_stage_outside_the_recipe_is_named() -> None:
+    with pytest.raises(ConfigError, match=r"stages=\['tasks', 'nope'\]: unknown \['nope'\]"):
+        chosen(STAGES, ["tasks", "nope"])
+    assert list(chosen(STAGES, ["report", "tasks"])) == ["tasks", "report"]  # the recipe's order
 
 
 def test_hash_ignores_performance_settings_only() -> None:
