@@ -169,13 +169,13 @@ def _save(workspace: Path, trajectory: Trajectory) -> None:
 async def generate_deck(task: Task, workspace: Path, env: GenerationEnv) -> DeckOutcome:
     """Play `task` in `workspace` and export the deck; never raises for an agent's failure."""
     workspace.mkdir(parents=True, exist_ok=True)
-    can_inspect = env.reflection is not Reflection.none
+    can_inspect = env.reflection != Reflection.none
     brief = replace(
         brief_for(task, workspace, copy_attachments(task, workspace)), can_inspect=can_inspect, calls_per_turn=env.agent.max_tool_calls_per_turn
     )
     removed = set(env.removed_tools) | (set() if can_inspect else set(INSPECT_TOOLS))
     resources = {RENDERER: env.renderer, CONSTRAINTS: task.constraints, ASPECT: brief.aspect, VISION: env.vision, **env.resources}
-    roles = ["researcher", "presenter"] if env.agents is Agents.dual else ["single"]
+    roles = ["researcher", "presenter"] if env.agents == Agents.dual else ["single"]
     trajectories: list[Trajectory] = []
     artifacts: dict[str, str] = {}
     assets: list[dict[str, object]] = []

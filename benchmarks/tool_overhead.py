@@ -7,7 +7,7 @@ The server runs in its own process. Each step is `Agent.step()`: ask the model
 (which always calls read_file on a 3 KB manuscript), run the tool, append the
 observation and record the step. Our overhead = step time minus the model's
 HTTP round trip as the client measured it (`ChatResult.latency_s`, which
-includes the openai SDK's request building); it covers message conversion,
+includes building the request: the client speaks JSON over aiohttp); it covers message conversion,
 argument validation and the sandboxed read. Saving the trajectory as JSON after
 each step (what a `save` callback writing a file costs) is timed apart. Each
 rollout starts a fresh agent, so the history grows to `--steps` steps.

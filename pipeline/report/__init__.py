@@ -2,7 +2,7 @@
 
     python -m pipeline.report RUN_DIR
 
-Also the `report` stage of `python -m pipeline.synthesize` (registered on import).
+Also the `report` stage of `python -m pipeline.synthesize` (its recipe, pipeline/synthesize.py).
 """
 
 from pipeline.report.stage import make_report, run_report
