@@ -14,6 +14,8 @@ demo: setup
 	$(PY) -m pipeline.synthesize run.name=demo limit=8
 
 test: setup
+	$(PY) -m ruff format --check .  # the fix: ruff format .
+	$(PY) -m ruff check .
 	$(PY) -X faulthandler -m pytest -q  # a native crash, even at exit, prints every thread's stack
 
 setup: system $(DEPS)

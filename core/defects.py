@@ -2,7 +2,7 @@
 the content gate finds, what the quality judge may name. The critic (category, fix), the quality
 judge's prompt and reply schema, the run report and the docs read it from here.
 
-A new code is one row here (or `register` from the module that emits it; docs/extending.md).
+A new code is one row here, and one in docs/inspection.md's table (docs/extending.md).
 """
 
 from __future__ import annotations
