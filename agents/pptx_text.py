@@ -244,7 +244,7 @@ def _run(run: dict[str, Any], book: FontBook) -> str:
     fill = f"<a:solidFill>{colour_xml(run['c'], run['a'])}</a:solidFill>"
     text = _XML_ILLEGAL.sub("", run["t"])
     pieces = []
-    for face, chars in itertools.groupby(text, key=lambda ch: _face_of(font, ch)):
-        faces = _face_xml("latin", face) + _face_xml("ea", face) + _face_xml("cs", face)
+    for run_face, chars in itertools.groupby(text, key=lambda ch: _face_of(font, ch)):
+        faces = _face_xml("latin", run_face) + _face_xml("ea", run_face) + _face_xml("cs", run_face)
         pieces.append(f'<a:r><a:rPr {attrs} dirty="0">{fill}{faces}</a:rPr><a:t>{escape("".join(chars))}</a:t></a:r>')
     return "".join(pieces)

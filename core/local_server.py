@@ -169,7 +169,7 @@ def serving(cfg: Any, log_dir: Path) -> Iterator[list[LocalServer]]:
     """Serve every local model `cfg` names while the block runs, with its endpoints pointed at the servers."""
     servers: dict[ServerSpec, LocalServer] = {}
     try:
-        for owner, role, endpoint in list(local_endpoints(cfg)):
+        for owner, _role, endpoint in list(local_endpoints(cfg)):
             spec = spec_of(endpoint)
             if spec not in servers:
                 servers[spec] = LocalServer(spec, log_dir / f"local_server_{len(servers)}.log")

@@ -102,7 +102,7 @@ async def test_details_say_why_the_item_is_content(
     review_results: dict[str, RenderResult],
 ) -> None:
     """A claim that hinges on decoration vs content says which it judged and why."""
-    for name, result in review_results.items():
+    for result in review_results.values():
         for d in result.defects:
             if d.code == "low_contrast":
                 assert "content:" in d.detail, d.line()

@@ -103,7 +103,7 @@ def test_resume_after_random_kills_finishes_every_unit_once(tmp_path: Path) -> N
         start = len(RunStore(root).done("filters"))
         child = spawn(WORKER, str(root), str(n))
         goal = start + rng.randint(3, 20)
-        wait_for(lambda: len(RunStore(root).done("filters")) >= goal)
+        wait_for(lambda goal=goal: len(RunStore(root).done("filters")) >= goal)
         time.sleep(rng.uniform(0, 0.01))
         child.send_signal(signal.SIGKILL)
         child.wait()
