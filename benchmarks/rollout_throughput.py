@@ -84,6 +84,7 @@ class PacedModel:
 
     def __init__(self, policy: Model, client: ModelClient):
         self.policy, self.client, self.name = policy, client, "scripted-behind-http"
+        self.context_window = policy.context_window
 
     async def chat(self, messages: Sequence[Message], tools: Sequence[dict] | None = None, image_root: Path | None = None) -> ChatResult:
         await self.client.chat(list(messages[-2:]), image_root=image_root)
