@@ -14,6 +14,7 @@ import logging
 from typing import Any
 
 from core.config import LLMConfig, resolve_role
+from core.ledger import spending_cap
 from core.models import is_scripted
 from core.records import Rollout, Task, read_parquet
 from core.run import RunContext
@@ -24,6 +25,7 @@ from eval.judge import check_prompts
 from eval.judging import check_endpoints, judge_endpoints
 from pipeline.rollouts import STAGE as ROLLOUTS
 from pipeline.rollouts import Feed, roll_out
+from pipeline.spending import project_rollouts
 from pipeline.stages import require_input, stage
 
 log = logging.getLogger(__name__)
@@ -56,7 +58,10 @@ def generate(ctx: RunContext) -> dict[str, Any]:
     done = ctx.store.done(ROLLOUTS)
     todo = [t for t in tasks if t.task_id not in done]
     log.info("eval generation: %d tasks, %d already played, %d to play", len(tasks), len(tasks) - len(todo), len(todo))
-    feed = roll_out(ctx, todo) if todo else Feed()
+    cap = spending_cap(cfg.run, ctx.store.root)
+    if todo:
+        project_rollouts(ctx.store.root, ROLLOUTS, len(tasks), len(todo), cap)
+    feed = roll_out(ctx, todo, cap) if todo else Feed()
     ctx.store.compact(ROLLOUTS, Rollout)
     wanted = {t.task_id for t in tasks}
     records = [r for r in ctx.store.load(ROLLOUTS, Rollout) if r.task_id in wanted]
