@@ -76,6 +76,11 @@ class PriceConfig:
     gpu_hour: Optional[float] = None  # a self-hosted fleet: US dollars per GPU-hour of the endpoint's busy time
     gpus: int = 1  # GPUs behind the endpoint
 
+    @property
+    def given(self) -> bool:
+        """Whether any price is set (a role's price that is not replaces nothing)."""
+        return any(v is not None for v in (self.input_per_mtok, self.output_per_mtok, self.cached_input_per_mtok, self.gpu_hour))
+
 
 @dataclass
 class LLMConfig:
@@ -124,7 +129,7 @@ class RoleConfig:
     timeout_s: Optional[float] = None
     turn_timeout_s: Optional[float] = None
     images_in_tool_messages: Optional[bool] = None
-    price: Optional[PriceConfig] = None  # replaces the backbone's price as a whole
+    price: PriceConfig = field(default_factory=PriceConfig)  # once any field is set, replaces the backbone's price as a whole
     vision: Optional[bool] = None
     context_window: Optional[int] = None
     model_path: Optional[str] = None
@@ -165,10 +170,10 @@ def resolve_role(llm: LLMConfig, roles: Mapping[str, RoleConfig], role: str) -> 
     base = OmegaConf.structured(llm)
     override = roles.get(role)
     if override is not None:
-        patch = {k: v for k, v in OmegaConf.to_container(OmegaConf.structured(override)).items() if v is not None}
+        patch = {k: v for k, v in OmegaConf.to_container(OmegaConf.structured(override)).items() if v is not None and k != "price"}
         moved = any(k in patch and patch[k] != getattr(llm, k) for k in ("base_url", "model"))
-        if moved and "price" not in patch:
-            patch["price"] = OmegaConf.structured(PriceConfig())
+        if override.price.given or moved:
+            patch["price"] = OmegaConf.structured(override.price)
         base = OmegaConf.merge(base, patch)
     return OmegaConf.to_object(base)
 
@@ -261,8 +266,7 @@ def validate_common(cfg: DictConfig) -> None:
             raise ConfigError(f"llm.context_window={llm.context_window}: must be >= 1 (or null: ask the server)")
         check_price("llm.price", llm.price)
     for role, override in (cfg.get("roles") or {}).items():
-        if override.get("price") is not None:
-            check_price(f"roles.{role}.price", override.price)
+        check_price(f"roles.{role}.price", override.price)
     if cfg.run.get("max_tokens") is not None and cfg.run.max_tokens <= 0:
         raise ConfigError(f"run.max_tokens={cfg.run.max_tokens}: a cap must be > 0 (or null: no cap)")
 

@@ -41,27 +41,40 @@ def template_id(folder: Path, name: str) -> str:
     return path.relative_to(PROJECT_ROOT).as_posix() if path.is_relative_to(PROJECT_ROOT) else path.as_posix()
 
 
-def _sources(folder: str, name: str, seen: set[str]) -> Iterable[str]:
-    """The text of `name` and of the templates it pulls in, in a fixed order."""
-    seen.add(name)
-    env = _environment(folder)
-    source, _, _ = env.loader.get_source(env, name)  # type: ignore[union-attr]
-    yield f"{name}\n{source}"
-    for child in sorted(n for n in meta.find_referenced_templates(env.parse(source)) if n):
-        if child not in seen:
-            yield from _sources(folder, child, seen)
+def _stamp(folder: str, name: str) -> tuple[int, int]:
+    stat = os.stat(os.path.join(folder, name))
+    return stat.st_mtime_ns, stat.st_size
 
 
 @cache
-def _digest(folder: str, name: str, stamp: tuple[int, int]) -> str:
-    text = "\n".join(_sources(folder, name, set()))
+def _children(folder: str, name: str, stamp: tuple[int, int]) -> tuple[str, ...]:
+    """The templates `name` includes, imports or extends (as of `stamp`)."""
+    env = _environment(folder)
+    source, _, _ = env.loader.get_source(env, name)  # type: ignore[union-attr]
+    return tuple(sorted(n for n in meta.find_referenced_templates(env.parse(source)) if n))
+
+
+def _closure(folder: str, name: str) -> tuple[tuple[str, tuple[int, int]], ...]:
+    """`name` and every template it pulls in, each with its file's stamp, in a fixed order."""
+    found: dict[str, tuple[int, int]] = {}
+    todo = [name]
+    while todo:
+        current = todo.pop()
+        if current not in found:
+            found[current] = _stamp(folder, current)
+            todo.extend(_children(folder, current, found[current]))
+    return tuple(sorted(found.items()))
+
+
+@cache
+def _digest(folder: str, closure: tuple[tuple[str, tuple[int, int]], ...]) -> str:
+    text = "\n".join(f"{name}\n{Path(folder, name).read_text(encoding='utf-8')}" for name, _ in closure)
     return hashlib.sha256(text.encode("utf-8")).hexdigest()[:12]
 
 
 def template_digest(folder: Path, name: str) -> str:
-    """The content hash of `folder/name` with what it includes (recomputed when the file changes)."""
-    stat = (folder / name).stat()
-    return _digest(str(folder), name, (stat.st_mtime_ns, stat.st_size))
+    """The content hash of `folder/name` with what it includes (recomputed when any of those files changes)."""
+    return _digest(str(folder), _closure(str(folder), name))
 
 
 def render(folder: Path, name: str, **variables: object) -> str:

@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import asyncio
+import json
 import threading
 
 import pytest
 
+from core.ledger import BudgetExhausted, read_ledger
 from core.records import Rollout, Task, read_parquet
 from core.store import atomic_write_parquet
 from pipeline.rollouts import RunAborted, _bound_threads, run_rollouts
@@ -131,3 +133,20 @@ def test_ramp_up_spreads_the_first_wave(make_run, ramp_up_s: float, least: float
     run_rollouts(ctx)
     starts = [started_at(ctx, f"t{i:02d}") for i in range(4)]
     assert least <= max(starts) - min(starts) <= most
+
+
+def test_the_run_s_cost_cap_stops_the_stage_and_a_higher_cap_finishes_the_rest(make_run) -> None:
+    """Each fake rollout costs $0.001; one in flight, so the stage stops within one rollout's cost of the cap."""
+    one_at_a_time = [RUNNER, "ray.num_workers=1", "ray.rollouts_per_worker=1", "ray.num_cpus_per_worker=0.5"]
+    ctx = make_run(*one_at_a_time, "run.max_cost_usd=0.0035")
+    write_tasks(ctx, ["ok"] * 8)
+    with pytest.raises(BudgetExhausted, match=r"stage rollouts stopped: run.max_cost_usd=0.0035 reached: \$0.0040 spent") as stop:
+        run_rollouts(ctx)
+    assert "4 unit(s) not finished" in str(stop.value) and "rerun" in str(stop.value)
+    first = {p.stem for p in (ctx.store.root / "units" / "rollouts").glob("*.json")}
+    assert len(first) == 4 and read_ledger(ctx.store.root).total().cost == pytest.approx(0.004)
+    figures = run_rollouts(make_run(*one_at_a_time, "run.max_cost_usd=1"))
+    assert figures["played"] == 4 and len(rollouts(ctx)) == 8  # the rest, none of the first four again
+    assert all(r.attempt == 1 for r in rollouts(ctx).values()) and read_ledger(ctx.store.root).total().calls == 8
+    projection = json.loads((ctx.store.root / "stats" / "projection.json").read_text())
+    assert (projection["finished"], projection["per_rollout_cost_usd"], projection["projected_cost_usd"]) == (4, 0.001, pytest.approx(0.008))
