@@ -19,6 +19,7 @@ from __future__ import annotations
 import asyncio
 import gc
 import importlib
+import json
 import logging
 import os
 import shutil
@@ -38,7 +39,7 @@ from core.config import PROJECT_ROOT, RayConfig
 from core.ledger import SpendingCap, spending_cap
 from core.logs import console
 from core.metering import Unit, stamped, unit_scope
-from core.records import Rollout, Task, read_parquet
+from core.records import Rollout, StageDone, Task, read_parquet
 from core.run import RunContext
 from core.store import RunStore, UnitExists
 from pipeline.rollout_stats import publish, summarize
@@ -402,31 +403,47 @@ def _close(worker: Any) -> None:
         log.warning("could not close a worker: %s", exc)
 
 
-def tasks_to_roll(ctx: RunContext) -> list[Task]:
+def split_tasks(ctx: RunContext) -> list[Task]:
+    """Every task of the split the stage plays (`limit` not applied)."""
     path = ctx.store.path("tasks", f"{ctx.cfg.rollouts.split}.parquet")
     if not path.exists():
         raise FileNotFoundError(f"{path} is missing: run the tasks stage first (stages=[tasks,rollouts])")
-    tasks = read_parquet(path, Task)
-    return tasks[: ctx.cfg.limit] if ctx.cfg.limit else tasks
+    return read_parquet(path, Task)
 
 
-@stage(STAGE)
-def run_rollouts(ctx: RunContext) -> dict[str, Any]:
-    tasks = tasks_to_roll(ctx)
-    why = f"the tasks stage kept none for split {ctx.cfg.rollouts.split}; reasons in {ctx.store.path('tasks', 'stats.md')}"
-    require_input(ctx, STAGE, len(tasks), "tasks", why)
+def full_size(ctx: RunContext, split: list[Task]) -> int:
+    """How many tasks the split would hold in a run without `limit`: a `limit=N` pilot's tasks stage wrote N of
+    `tasks.count` drafts, so its split is scaled up by their ratio."""
+    done = ctx.store.load_map("stages", StageDone).get("tasks")
+    figures = json.loads(done.figures_json) if done else {}
+    return round(len(split) * ctx.cfg.tasks.count / figures["written"]) if figures.get("limited") and figures["written"] else len(split)
+
+
+def play(ctx: RunContext, tasks: list[Task], full: int) -> tuple[Feed, list[Rollout], float]:
+    """Play those of `tasks` not finished yet, within the run's spending cap; the driver's tally, the tasks' records,
+    the seconds it took. The cost of the stage's `full` rollouts (no `limit`) is projected before (and after a pilot)."""
     done = ctx.store.done(STAGE)
     todo = [t for t in tasks if t.task_id not in done]
     log.info("rollouts: %d tasks, %d already finished, %d to play", len(tasks), len(tasks) - len(todo), len(todo))
     cap = spending_cap(ctx.cfg.run, ctx.store.root)
-    if todo:
-        project_rollouts(ctx.store.root, STAGE, len(tasks), len(todo), cap)
+    project_rollouts(ctx.store.root, STAGE, full, cap)
     started = time.monotonic()
     feed = roll_out(ctx, todo, cap) if todo else Feed()
     elapsed = time.monotonic() - started
     ctx.store.compact(STAGE, Rollout)
+    if todo:
+        project_rollouts(ctx.store.root, STAGE, full, cap)  # a pilot's price of the full stage
     wanted = {t.task_id for t in tasks}
-    records = [r for r in ctx.store.load(STAGE, Rollout) if r.task_id in wanted]
+    return feed, [r for r in ctx.store.load(STAGE, Rollout) if r.task_id in wanted], elapsed
+
+
+@stage(STAGE)
+def run_rollouts(ctx: RunContext) -> dict[str, Any]:
+    split = split_tasks(ctx)
+    tasks = split[: ctx.cfg.limit] if ctx.cfg.limit else split
+    why = f"the tasks stage kept none for split {ctx.cfg.rollouts.split}; reasons in {ctx.store.path('tasks', 'stats.md')}"
+    require_input(ctx, STAGE, len(tasks), "tasks", why)
+    feed, records, elapsed = play(ctx, tasks, full_size(ctx, split))
     stats = summarize(records, len(tasks), len(feed.finished), elapsed, str(ctx.cfg.critic.mode.value))
     publish(ctx, stats | {"resubmitted": feed.resubmitted}, records)
     keys = ("tasks", "played", "done", "failed", "yield", "rollouts_per_hour", "cost_usd", "injections")

@@ -4,8 +4,9 @@
 role, and what attempts that left no unit spent) with what it bought: cost and tokens per accepted
 rollout (filters.acceptance) and per million SFT tokens (the export's count). `pipeline.stages`
 rewrites it after every stage; the report and the dataset card read the ledger themselves.
-`stats/projection.json` is written before the rollouts stage plays anything: the mean cost of the
-rollouts finished so far (a `limit=N` pilot's) times the stage's tasks.
+`stats/projection.json` is written before the rollouts stage plays anything, and again after a stage
+that left rollouts to play (a `limit=N` pilot): the mean cost of the rollouts finished so far times
+the rollouts of a run without `limit`, so a pilot tells the price of the full run.
 """
 
 from __future__ import annotations
@@ -85,10 +86,14 @@ def publish_usage(root: Path, tracker: Optional[Tracker] = None) -> dict[str, An
     return stats
 
 
-def project_rollouts(root: Path, stage: str, tasks: int, to_play: int, cap: Optional[SpendingCap]) -> dict[str, Any]:
-    """The stage's projected cost from the rollouts finished so far; logged and written to stats/projection.json."""
+def project_rollouts(root: Path, stage: str, tasks: int, cap: Optional[SpendingCap]) -> Optional[dict[str, Any]]:
+    """The cost of the stage's `tasks` rollouts (as many as a run without `limit` plays) at the mean of those
+    finished so far; logged and written to stats/projection.json while some are left to play (else None)."""
     ledger = read_ledger(root)
     finished = ledger.units.get(stage, 0)
+    to_play = tasks - finished
+    if to_play <= 0:
+        return None
     spent = ledger.stages.get(stage, {})
     cost = sum(u.cost_usd for u in spent.values()) if not any(u.unpriced_calls for u in spent.values()) else None
     tokens = sum(u.tokens for u in spent.values())
@@ -101,12 +106,13 @@ def project_rollouts(root: Path, stage: str, tasks: int, to_play: int, cap: Opti
         "run_spent_usd": ledger.total().cost,
     }  # fmt: skip
     if not finished:
-        note = "no rollout has finished yet: a limit=N pilot, then the same command without limit, projects the full stage"
+        note = "no rollout has finished yet: a limit=N pilot projects the cost of the full stage when it ends"
     elif per_cost is None:
         note = f"{finished} rollouts finished, a role's price is unknown (set llm.price.*): tokens only"
     else:
         note = (f"${per_cost:.4f} and {per_tokens:,.0f} tokens per rollout over {finished} finished: "
-                f"${projection['projected_cost_usd']:.2f} for {tasks} rollouts, ${per_cost * to_play:.2f} of it still to spend")  # fmt: skip
+                f"${projection['projected_cost_usd']:.2f} for the stage's {tasks} rollouts without limit, ${per_cost * to_play:.2f} of it "
+                "still to spend")  # fmt: skip
         if cap is not None and cap.max_cost_usd is not None and per_cost > 0:
             left = max(0.0, cap.max_cost_usd - cap.spent()[0])
             note += f"; run.max_cost_usd leaves ${left:.2f}, about {int(left // per_cost)} rollouts"

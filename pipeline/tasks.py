@@ -182,7 +182,8 @@ async def _build_tasks(ctx: RunContext, writer: TaskWriter) -> dict[str, Any]:
     atomic_write_parquet(train, folder / "train.parquet", Task)
     atomic_write_parquet(held_out, folder / "eval.parquet", Task)
     atomic_write_text(folder / "stats.md", stats_markdown(train, held_out, funnel, cfg, writer.name))
-    figures = {"written": len(drafts), "train": len(train), "eval": len(held_out), "dropped": sum(funnel.dropped.values())}
+    figures = {"written": len(drafts), "train": len(train), "eval": len(held_out), "dropped": sum(funnel.dropped.values()),
+               "limited": total < cfg.tasks.count}  # fmt: skip
     ctx.store.commit("stages", "tasks", StageDone(stage="tasks", figures_json=json.dumps(figures)))
     return figures
 

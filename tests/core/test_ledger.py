@@ -8,15 +8,16 @@ from pathlib import Path
 
 import pytest
 
-from core.config import LLMConfig, PriceConfig, RunConfig
+from core.config import PROJECT_ROOT, LLMConfig, PriceConfig, RunConfig
 from core.ledger import SpendingCap, play_unit, read_ledger
 from core.llm import ModelClient
 from core.llm_types import ModelError
 from core.metering import Unit, UnitCancelled, part_scope, unit_scope
-from core.prompts import manifest, render
+from core.prompts import manifest, render, template_digest
 from core.records import Message, Verdict
 from core.store import ConfigMismatch, RunStore
 from core.usage import RoleUsage
+from pipeline.config import SynthesizeConfig
 from tests.fakes.openai_server import FakeOpenAIServer, Reply
 
 PRICE = PriceConfig(input_per_mtok=1000.0, output_per_mtok=2000.0, cached_input_per_mtok=100.0)  # $0.001 per prompt token
@@ -90,6 +91,23 @@ def test_a_changed_template_changes_the_config_hash_and_is_named_unless_forced(t
         RunStore.open(root, config, prompts={"critic/prompts/slide_review.j2": "bbbbbbbbbbbb"})
     forced = RunStore.open(root, config, force=True, prompts={"critic/prompts/slide_review.j2": "bbbbbbbbbbbb"})
     assert forced.config_hash != first and json.loads((root / "prompts.json").read_text()) == {"critic/prompts/slide_review.j2": "bbbbbbbbbbbb"}
+
+
+def test_an_edited_template_of_a_run_s_folders_stops_its_rerun_unless_forced(make_run, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """open_run hashes the templates of the config class's PROMPTS folders: an edit between two runs is a mismatch."""
+    folder = tmp_path / "prompts"
+    folder.mkdir()
+    (folder / "review.j2").write_text("Review the slide.")
+    monkeypatch.setattr(SynthesizeConfig, "PROMPTS", (*SynthesizeConfig.PROMPTS, str(folder)))
+    first = make_run().store
+    before = first.config_hash
+    assert json.loads((first.root / "prompts.json").read_text())["critic/prompts/slide_review.j2"] == template_digest(
+        PROJECT_ROOT / "critic" / "prompts", "slide_review.j2")  # fmt: skip
+    assert make_run().store.config_hash == before  # nothing changed: the same run
+    (folder / "review.j2").write_text("Review the slide harshly.")
+    with pytest.raises(ConfigMismatch, match=f"prompt templates changed since: {folder / 'review.j2'}"):
+        make_run()
+    assert make_run("run.resume=force").store.config_hash != before
 
 
 async def test_a_unit_is_published_with_its_usage_and_origin_and_counted_once(tmp_path: Path) -> None:

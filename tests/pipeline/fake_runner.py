@@ -31,7 +31,8 @@ class ScriptedRunner:
         started = time.time()
         worker_thread = await asyncio.to_thread(lambda: threading.current_thread().name)  # where a CPU-bound step runs
         loop_thread = threading.current_thread().name
-        (workspace / "trace.txt").write_text(f"pid {os.getpid()}\nstarted {started}\nthread {worker_thread}\nloop {loop_thread}\n")
+        cap = current_unit().max_cost_usd  # rollouts.max_cost_usd: what the rollout's model calls may spend
+        (workspace / "trace.txt").write_text(f"pid {os.getpid()}\nstarted {started}\nthread {worker_thread}\nloop {loop_thread}\ncap {cap}\n")
         if "DIE" in words:
             marker = workspace.parents[1] / f"died-{task.task_id}"
             if not marker.exists():

@@ -20,6 +20,7 @@ from agents.config import RenderConfig
 from agents.renderer import CHROMIUM_ARGS
 from core.config import PROJECT_ROOT, TrackingConfig
 from core.records import CriticInjection, Message, Rollout, Step, ToolCall, Trajectory, Usage, Verdict
+from core.ledger import read_ledger
 from core.store import RunStore
 from core.usage import RoleUsage
 from core.tracking import Tracker
@@ -27,6 +28,7 @@ from pipeline.report import make_report, run_report
 from pipeline.report.data import load_run
 from pipeline.report.figures import ACCEPTED, NOT_FILTERED, compute_figures, metrics
 from pipeline.report.steps import WARNING_MARK, view
+from pipeline.spending import project_rollouts
 from pipeline.stages import REGISTRY
 from tests.pipeline.report_run import JUDGE_COST, INJECTED_FINDING, RolloutSpec, add_rollout, build_run, make_task
 
@@ -167,10 +169,16 @@ def test_site_escapes_text_and_every_local_link_resolves(synthetic: Path) -> Non
 
 
 def test_the_report_shows_every_stage_s_calls_and_an_unknown_price_as_unknown(synthetic: Path) -> None:
+    ledger = read_ledger(synthetic)
+    per_rollout = ledger.stages["rollouts"]["agent"].cost / ledger.units["rollouts"]
+    project_rollouts(synthetic, "rollouts", 24, None)  # 12 of 24 finished
+    (synthetic / "stats" / "export.json").write_text(json.dumps({"tokens": 2_000_000}))
     make_report(synthetic)
     html = (synthetic / "report" / "index.html").read_text(encoding="utf-8")
     cost = html[html.index('id="cost"') : html.index('id="throughput"')]
     assert "<td>rollouts</td><td>agent</td>" in cost and "<td>filters</td><td>judge</td>" in cost and "cost <b>$" in cost
+    assert re.search(rf"projected cost of the rollouts stage</th><td>\${24 * per_rollout:,.4f}\s", cost)
+    assert f"cost per million SFT tokens</th><td>${ledger.total().cost / 2:,.4f} " in cost
     RunStore(synthetic).spent_unfinished("verdicts", "persona-00000__quality", {"judge": RoleUsage(calls=1, unpriced_calls=1)}, "no result")
     make_report(synthetic)
     html = (synthetic / "report" / "index.html").read_text(encoding="utf-8")

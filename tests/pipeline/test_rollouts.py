@@ -9,7 +9,7 @@ import threading
 import pytest
 
 from core.ledger import BudgetExhausted, read_ledger
-from core.records import Rollout, Task, read_parquet
+from core.records import Rollout, StageDone, Task, read_parquet
 from core.store import atomic_write_parquet
 from pipeline.rollouts import RunAborted, _bound_threads, run_rollouts
 
@@ -32,19 +32,24 @@ def rollouts(ctx) -> dict[str, Rollout]:
 
 
 def test_every_task_once_and_a_rerun_plays_nothing(make_run) -> None:
-    ctx = make_run(*FAST)
+    ctx = make_run(*FAST, "rollouts.max_cost_usd=0.5")
     write_tasks(ctx, ["ok"] * 12)
     figures = run_rollouts(ctx)
     assert (figures["played"], figures["done"], figures["failed"]) == (12, 12, 0)
     assert set(rollouts(ctx)) == {f"t{i:02d}" for i in range(12)}
     assert all(r.usage["agent"].calls == 1 for r in rollouts(ctx).values())  # each rollout's calls, counted in its worker
-    assert run_rollouts(make_run(*FAST))["played"] == 0
+    assert {trace(ctx, i)["cap"] for i in range(12)} == {"0.5"}  # each rollout plays as a unit capped at rollouts.max_cost_usd
+    assert run_rollouts(make_run(*FAST, "rollouts.max_cost_usd=0.5"))["played"] == 0
+
+
+def trace(ctx, i: int) -> dict[str, str]:
+    """What the fake runner noted while playing task `i`."""
+    return dict(line.split(" ", 1) for line in (ctx.store.root / "rollouts" / f"t{i:02d}" / "trace.txt").read_text().splitlines())
 
 
 def step_threads(ctx, count: int) -> list[tuple[str, str]]:
     """(thread of the rollout's CPU-bound step, thread of its event loop) per rollout, from the fake runner's traces."""
-    traces = [dict(line.split(" ", 1) for line in (ctx.store.root / "rollouts" / f"t{i:02d}" / "trace.txt").read_text().splitlines()) for i in range(count)]
-    return [(trace["thread"], trace["loop"]) for trace in traces]
+    return [(trace(ctx, i)["thread"], trace(ctx, i)["loop"]) for i in range(count)]
 
 
 def test_cpu_bound_steps_run_on_the_workers_bounded_threads(make_run) -> None:
@@ -121,17 +126,12 @@ def test_early_stop_on_error_rate(make_run) -> None:
     assert 4 <= len(ctx.store.done("rollouts")) < 10
 
 
-def started_at(ctx, task_id: str) -> float:
-    trace = (ctx.store.root / "rollouts" / task_id / "trace.txt").read_text()
-    return float(trace.split("started ")[1].split()[0])
-
-
 @pytest.mark.parametrize("ramp_up_s, least, most", [(0.0, 0.0, 0.5), (1.2, 0.8, 1.6)])
 def test_ramp_up_spreads_the_first_wave(make_run, ramp_up_s: float, least: float, most: float) -> None:
     ctx = make_run(*FAST, f"ray.ramp_up_s={ramp_up_s}")
     write_tasks(ctx, ["ok"] * 4)  # fewer than the 8 slots: the wave is these 4, starting 0.3 s apart
     run_rollouts(ctx)
-    starts = [started_at(ctx, f"t{i:02d}") for i in range(4)]
+    starts = [float(trace(ctx, i)["started"]) for i in range(4)]
     assert least <= max(starts) - min(starts) <= most
 
 
@@ -150,3 +150,15 @@ def test_the_run_s_cost_cap_stops_the_stage_and_a_higher_cap_finishes_the_rest(m
     assert all(r.attempt == 1 for r in rollouts(ctx).values()) and read_ledger(ctx.store.root).total().calls == 8
     projection = json.loads((ctx.store.root / "stats" / "projection.json").read_text())
     assert (projection["finished"], projection["per_rollout_cost_usd"], projection["projected_cost_usd"]) == (4, 0.001, pytest.approx(0.008))
+
+
+def test_a_limit_pilot_projects_the_cost_of_the_stage_without_limit(make_run) -> None:
+    """The pilot's tasks stage wrote 4 of tasks.count=20 drafts: the full stage has 5 times its 4 train tasks."""
+    ctx = make_run(*FAST, "limit=2", "tasks.count=20", "tasks.eval_size=2")
+    write_tasks(ctx, ["ok"] * 4)
+    ctx.store.commit("stages", "tasks", StageDone(stage="tasks", figures_json=json.dumps({"written": 4, "train": 4, "limited": True})))
+    run_rollouts(ctx)
+    projection = json.loads((ctx.store.root / "stats" / "projection.json").read_text())
+    assert (projection["tasks"], projection["finished"], projection["to_play"]) == (20, 2, 18)
+    assert projection["projected_cost_usd"] == pytest.approx(0.02)  # $0.001 a rollout
+    assert "$0.02 for the stage's 20 rollouts without limit" in (ctx.store.root / "logs" / "test.log").read_text()

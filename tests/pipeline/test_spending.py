@@ -170,16 +170,23 @@ def test_every_stage_s_calls_are_in_the_ledger_and_a_killed_run_resumes_to_the_s
 
 
 def named(root: Path) -> None:
-    """Every record of the run names the templates (id and hash) and the model that made it."""
+    """Every record of the run names the templates (id and hash) and the model that made it; every template
+    named is one the run's config hash covers (prompts.json), at the same version."""
+    hashed = json.loads((root / "prompts.json").read_text())
+    origins = []
     tasks = [t for split in ("train", "eval") for t in read_parquet(root / "tasks" / f"{split}.parquet", Task)]
     assert tasks and all(t.origin.templates and t.origin.models["task_writer"].model == "fake" for t in tasks)
+    origins += [t.origin for t in tasks]
     for rollout in read_parquet(root / "rollouts.parquet", Rollout):
         assert {"agent", "critic"} <= set(rollout.origin.models) and "critic/prompts/slide_review.j2" in rollout.origin.templates
+        origins.append(rollout.origin)
         for name, path in rollout.artifacts.items():
             if name.startswith("trajectory:"):
                 trajectory = Trajectory.from_json((root / path).read_text())
                 assert trajectory.origin.templates and trajectory.origin.models["agent"].model == "fake"
     for verdict in read_parquet(root / "verdicts.parquet", Verdict):
         assert verdict.origin.models, verdict
+        origins.append(verdict.origin)
         if verdict.gate == "quality":
             assert verdict.origin.templates == {"filters/prompts/quality.j2": verdict.origin.templates["filters/prompts/quality.j2"]}
+    assert all(hashed.get(template) == digest for origin in origins for template, digest in origin.templates.items())
