@@ -46,6 +46,9 @@ class SandboxConfig:
     max_output_chars: int = 4096  # observations longer than this are cut and saved whole
     command_memory_mb: int = 2048
     command_max_processes: int = 256
+    command_tmp_mb: int = 256  # a jailed command's private /tmp and /dev/shm (each a tmpfs, held in memory)
+    command_network: bool = False  # jailed commands reach no network (download_file fetches, with its checks)
+    jail: str = "bubblewrap"  # bubblewrap | none: commands unjailed, only for a machine that cannot run bubblewrap
     allow_private_addresses: bool = False
     allowed_hosts: list[str] = field(default_factory=list)  # hosts download_file may reach even when private (a local mirror)
     max_download_bytes: int = 20_000_000

@@ -1,10 +1,10 @@
 """Command-line inspection of one slide or one manuscript (the contract other checks rely on).
 
-    python -m agents.inspect slide FILE.html --aspect 16:9 [--json] [--png PATH] [--workspace DIR]
+    python -m agents.inspect slide FILE.html --aspect 16:9 [--json] [--png PATH] [--workspace DIR] [--timeout S]
     python -m agents.inspect manuscript FILE.md [--json] [--slides N|MIN-MAX] [--lang xx] [--workspace DIR]
 
 Exit status: 0 when the inspection ran (defects and issues are data), 1 when rendering
-failed, 2 on unusable input (one line on stderr).
+failed, 2 on unusable input, a slide that hangs included (one line on stderr).
 """
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ from typing import Any, NoReturn
 from agents.config import RenderConfig
 from agents.inspection import SlideInspection, inspect_slide
 from agents.manuscript import ManuscriptConstraints, inspect_manuscript
-from agents.renderer import Renderer, RenderError, aspect_size
+from agents.renderer import Renderer, RenderError, RenderTimeout, aspect_size
 
 
 class OneLineParser(argparse.ArgumentParser):
@@ -38,7 +38,7 @@ def main(argv: list[str] | None = None) -> int:
     )
     try:
         return args.run(args)
-    except ValueError as exc:
+    except (ValueError, RenderTimeout) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
     except RenderError as exc:
@@ -68,6 +68,9 @@ def _parser() -> argparse.ArgumentParser:
         "or its parent when that folder is slides/)",
     )
     slide.add_argument("--json", action="store_true")
+    slide.add_argument(
+        "--timeout", type=float, default=RenderConfig.timeout_s, help="render timeout in seconds (default %(default)g)"
+    )
     slide.set_defaults(run=_run_slide)
     manuscript = commands.add_parser(
         "manuscript", help="diagnose a markdown manuscript"
@@ -109,9 +112,11 @@ def _run_slide(args: argparse.Namespace) -> int:
     if not html.resolve().is_relative_to(workspace):
         raise ValueError(f"{html}: outside the workspace {workspace}")
     png = (args.png or html.with_suffix(".png")).resolve()
+    if args.timeout <= 0:
+        raise ValueError(f"--timeout {args.timeout:g}: must be positive")
     inspection = asyncio.run(
         _inspect(
-            workspace, str(html.resolve().relative_to(workspace)), args.aspect, png
+            workspace, str(html.resolve().relative_to(workspace)), args.aspect, png, args.timeout
         )
     )
     if args.json:
@@ -132,9 +137,9 @@ def _default_workspace(html: Path) -> Path:
 
 
 async def _inspect(
-    workspace: Path, html_file: str, aspect: str, png: Path
+    workspace: Path, html_file: str, aspect: str, png: Path, timeout_s: float
 ) -> SlideInspection:
-    async with Renderer(RenderConfig()) as renderer:
+    async with Renderer(RenderConfig(timeout_s=timeout_s)) as renderer:
         return await inspect_slide(renderer, workspace, html_file, aspect, png_path=png)
 
 

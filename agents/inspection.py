@@ -46,6 +46,7 @@ class SlideInspection:
     defects: tuple[Defect, ...]
     seconds: float
     blocked_requests: int
+    blocked: Mapping[str, str]  # url -> why the renderer refused it (agents.renderer.BLOCKED_*)
     layout: Mapping[str, Any] = field(default_factory=dict)  # measure.js's result
 
     def report(self) -> str:
@@ -92,6 +93,7 @@ async def inspect_slide(
         defects=result.defects,
         seconds=result.seconds,
         blocked_requests=result.blocked_requests,
+        blocked={url: why for url, why in result.failed_requests.items() if why.startswith("blocked")},
         layout=result.layout,
     )
 

@@ -4,7 +4,9 @@ HTML files load from a task workspace through their file:// URL, so relative ass
 resolve; every request outside the workspace (other files, the network) is aborted and
 counted. A render yields the PNG (written where asked), optionally the page as PDF, and
 the defects measured by agents/inspection.py. When Chromium dies or hangs, the renderer
-starts a fresh one and retries the render once, so callers never see a dead browser.
+starts a fresh one and retries the render once, so callers never see a dead browser; a slide
+that hangs by itself (a script that never ends) while the browser still answers costs one
+timeout, and fails with RenderTimeout.
 """
 
 from __future__ import annotations
@@ -43,6 +45,7 @@ from playwright.async_api import (
     async_playwright,
 )
 from playwright.async_api import Error as PlaywrightError
+from playwright.async_api import TimeoutError as PlaywrightTimeout
 
 from agents.config import RenderConfig
 from agents.inspection import MEASURE_JS, Defect, find_defects, measure_args
@@ -119,6 +122,13 @@ def aspect_size(aspect: str) -> tuple[int, int]:
 
 class RenderError(RuntimeError):
     """A render failed twice, on two browsers or pages."""
+
+
+class RenderTimeout(RenderError):
+    """The slide did not finish loading within the render timeout while the browser kept answering: the slide hangs."""
+
+    def __init__(self, html: Path, timeout_s: float):
+        super().__init__(f"{html}: did not finish rendering within the {timeout_s:g} s render timeout (a script that never ends?)")
 
 
 @dataclass(frozen=True)
@@ -262,6 +272,7 @@ class Renderer:
         async with self._sem:
             start = time.perf_counter()
             for attempt in (1, 2):
+                used = self._current
                 try:
                     captured = await asyncio.wait_for(
                         self._capture(html, (width, height), root, printing),
@@ -273,12 +284,12 @@ class Renderer:
                         raise RenderError(
                             f"rendering {html} failed twice: {exc!r}"
                         ) from exc
+                    browser_failed = await self._recover(used)
+                    if not browser_failed and isinstance(exc, (TimeoutError, PlaywrightTimeout)):
+                        raise RenderTimeout(html, self.cfg.timeout_s) from exc
                     log.warning(
-                        "render of %s failed (%r); recovering and retrying once",
-                        html,
-                        exc,
+                        "render of %s failed (%r); retrying once", html, exc
                     )
-                    await self._recover()
                     continue
                 png, layout, printed, failures, blocked = captured
                 defects = await asyncio.to_thread(
@@ -499,14 +510,14 @@ class Renderer:
                 self._spawn(self._close_page(slot.page))
             self._cond.notify()
 
-    async def _recover(self) -> None:
-        """Restart Chromium unless it still answers (then only the failed page was discarded)."""
-        failed = self._current
+    async def _recover(self, failed: _Browser | None) -> bool:
+        """Restart Chromium (`failed`, the one a render used) unless it still answers (then only the
+        failed page was discarded). True when the browser had failed (restarted now or by another render)."""
         async with self._restart_lock:
             if failed is not self._current or failed is None:
-                return  # another render restarted it already
+                return True  # another render restarted it already
             if await self._responsive(failed):
-                return
+                return False
             log.warning(
                 "Chromium (pid %s) is dead or hung; starting a new one", failed.pid
             )
@@ -516,6 +527,7 @@ class Renderer:
             async with self._cond:
                 self._cond.notify_all()
             self._spawn(self._close_browser(failed))
+            return True
 
     async def _responsive(self, owner: _Browser) -> bool:
         if not owner.browser.is_connected():
@@ -619,15 +631,19 @@ def _reuse(result: RenderResult, png_path: Path) -> RenderResult:
     return replace(result, png_path=png_path, seconds=0.0)
 
 
+BLOCKED_OUTSIDE = "blocked: outside the workspace"
+BLOCKED_EXTERNAL = "blocked: external URL (download it into the workspace)"
+
+
 def blocked_reason(url: str, root: Path) -> str | None:
-    """Why a request from a slide is refused, or None when it may load."""
+    """Why a request from a slide is refused (BLOCKED_OUTSIDE, BLOCKED_EXTERNAL), or None when it may load."""
     scheme = urlparse(url).scheme
     if scheme in ("data", "blob", "about"):
         return None
     if scheme == "file":
         path = Path(url2pathname(urlparse(url).path)).resolve()
-        return None if path.is_relative_to(root) else "blocked: outside the workspace"
-    return "blocked: external URL (download it into the workspace)"
+        return None if path.is_relative_to(root) else BLOCKED_OUTSIDE
+    return BLOCKED_EXTERNAL
 
 
 def _read_html(path: Path) -> str | None:

@@ -34,7 +34,7 @@ from core.config import PROJECT_ROOT, ConfigError
 from core.language import detect_language
 from core.ledger import Ledger
 from core.llm import close_models
-from core.local_server import serving
+from core.local_server import LocalServerError, serving
 from core.metering import Unit, unit_scope
 from core.models import role_client
 from core.logs import console, setup_logging
@@ -139,8 +139,12 @@ def main(argv: list[str] | None = None) -> int:
     task = make_task(args)
     out = (args.out or Path("decks") / f"{task.task_id}-{time.strftime('%Y%m%d-%H%M%S')}").resolve()
     out.mkdir(parents=True, exist_ok=True)
-    with serving(cfg, out / "logs"):
-        return asyncio.run(generate(task, cfg, out))
+    try:
+        with serving(cfg, out / "logs"):
+            return asyncio.run(generate(task, cfg, out))
+    except (ConfigError, LocalServerError) as exc:  # found at startup: research tools' keys, the commands' jail, the local model
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
 
 
 if __name__ == "__main__":

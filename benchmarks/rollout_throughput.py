@@ -1,6 +1,6 @@
 """Rollouts per hour on this machine against a model endpoint with a fixed latency, vs the ideal.
 
-    python -m benchmarks.rollout_throughput [--latency 0.3] [--concurrency 1 8 32 64] [--repeats 3] [--pptx-mode editable|picture]
+    python -m benchmarks.rollout_throughput [--latency 0.3] [--concurrency 1 8 32 64] [--repeats 3] [--jail bubblewrap none] [--pptx-mode editable|picture]
 
 Each model call goes over HTTP to the fake OpenAI server (own process, fixed latency),
 and the answer played is the scripted policy's, so the tools, renders and exports are
@@ -25,6 +25,10 @@ them and the capacity measurements). This machine's speed drifts by up to ~30% f
 minute to the next, so each row is measured `--repeats` times, each between two
 measurements of the capacity; the row pools them (rollouts and seconds summed, the
 capacity averaged), and "each" gives every measurement against its own two capacities.
+
+`--jail` names the jails of the agents' commands to compare (`tools.sandbox.jail`; default
+bubblewrap alone): each repeat plays them in turn, each between two capacity measurements, and
+each gets its own row.
 
 Where the ratio goes: "cpu ms/r" is this machine's busy CPU per rollout over the steady windows
 (every process: workers, browsers, the fake server, Ray), "/deck" the same per deck in the
@@ -216,13 +220,15 @@ def calls_per_rollout(rollouts: Sequence[Rollout]) -> float:
     return statistics.mean(sum(r.steps.values()) for r in rollouts if r.status == "done")
 
 
-def measure(url: str, concurrency: int, rollouts: int, work: Path, cpu: BusyCPU, deck: DeckConfig, ramp_up_s: float = 0.0) -> tuple[list[Rollout], Window, Path]:
+def measure(
+    url: str, concurrency: int, rollouts: int, work: Path, cpu: BusyCPU, deck: DeckConfig, ramp_up_s: float = 0.0, jail: str = "bubblewrap"
+) -> tuple[list[Rollout], Window, Path]:
     workers = min(2, -(-concurrency // 16))  # the default layout: a worker per 16 rollouts in flight, at most one per CPU
     overrides = [
         f"run.dir={work / f'c{concurrency}'}", "tracking=disabled", "llm=scripted", f"llm.base_url={url}", "critic=rules",
         "rollouts.runner=benchmarks.rollout_throughput:PacedRunner", f"ray.num_workers={workers}",
         f"ray.rollouts_per_worker={max(1, concurrency // workers)}", "ray.num_cpus_per_worker=0.01", f"ray.ramp_up_s={ramp_up_s}",
-        f"deck.pptx_mode={deck.pptx_mode.value}",
+        f"tools.sandbox.jail={jail}", f"deck.pptx_mode={deck.pptx_mode.value}",
     ]  # fmt: skip
     with initialize_config_dir(config_dir=str(PROJECT_ROOT / "configs"), version_base=None):
         ctx = open_run(compose("synthesize", overrides=overrides), job_type="benchmark")
@@ -251,13 +257,14 @@ def main() -> None:
     parser.add_argument("--rounds", type=float, default=4.0, help="rollouts per measurement = rounds x concurrency (at least 6); the rate is taken over all but the first and last round")
     parser.add_argument("--repeats", type=int, default=3, help="measurements per concurrency, each between two of the capacity; pooled")
     parser.add_argument("--pptx-mode", choices=[m.value for m in PptxMode], default=PptxMode.editable.value, help="deck.pptx_mode of the rollouts and capacity decks")
+    parser.add_argument("--jail", nargs="+", default=["bubblewrap"], choices=["bubblewrap", "none"], help="the commands' jails to compare, in turn")
     args = parser.parse_args()
     deck = DeckConfig(pptx_mode=PptxMode(args.pptx_mode))
     if args.repeats < 1:
         parser.error(f"--repeats {args.repeats}: need at least one measurement per concurrency")
     init_ray(RayConfig())
     print(f"model latency {args.latency * 1000:.0f} ms per call; {os.cpu_count()} CPUs; PPTX {deck.pptx_mode.value}; {args.repeats} measurements per row, between measurements of this machine's render capacity on the rollouts' decks (its speed drifts)")
-    print(f"{'concurrency':>11} {'rollouts':>8} {'calls/r':>7} {'renders/r':>9} {'renders/s':>15} {'wall s':>7} {'r/hour':>8} {'ideal r/h':>9} {'bound':>7} {'of ideal':>8} {'each':>15} {'cpu ms/r':>8} {'/deck':>5} {'busy':>5} {'/cap':>5}")
+    print(f"{'concurrency':>11} {'jail':>10} {'rollouts':>8} {'calls/r':>7} {'renders/r':>9} {'renders/s':>15} {'wall s':>7} {'r/hour':>8} {'ideal r/h':>9} {'bound':>7} {'of ideal':>8} {'each':>15} {'cpu ms/r':>8} {'/deck':>5} {'busy':>5} {'/cap':>5}")
     try:
         with fake_endpoint(Reply("ok"), args.latency) as url, tempfile.TemporaryDirectory() as tmp, BusyCPU() as cpu:
             pool, _, pool_dir = measure(url, POOL_CONCURRENCY, POOL_DECKS, Path(tmp) / "deck-pool", cpu, deck)
@@ -268,28 +275,37 @@ def main() -> None:
                 return asyncio.run(render_capacity(decks, cpu, deck))
 
             for c in args.concurrency:
-                capacities, windows, rows, started = [capacity()], [], [], time.monotonic()
+                capacities, played, started = [capacity()], {jail: [] for jail in args.jail}, time.monotonic()
                 for repeat in range(args.repeats):
-                    played, window, _ = measure(url, c, max(6, 2 * c + 2, int(args.rounds * c)), Path(tmp) / f"r{repeat}", cpu, deck, ramp_up_s=model_s)
-                    rows += played
-                    windows.append(window)
-                    capacities.append(capacity())
+                    for jail in args.jail:
+                        rows, window, _ = measure(url, c, max(6, 2 * c + 2, int(args.rounds * c)), Path(tmp) / f"r{repeat}-{jail}", cpu, deck, model_s, jail)
+                        played[jail].append((rows, window, len(capacities) - 1))  # between capacities[i] and [i + 1]
+                        capacities.append(capacity())
                 wall = time.monotonic() - started
-                done = [r for r in rows if r.status == "done"]
-                calls = calls_per_rollout(rows)
-                renders = statistics.mean(r.tool_counts.get("inspect_slide", 0) for r in done)
-                model_bound = c * 3600 / (calls * args.latency)
-                speeds = [w.renders / w.seconds for w in capacities]
-                each = [w.units * 3600 / w.seconds / ideal(model_bound, (speeds[i] + speeds[i + 1]) / 2, renders)[0] for i, w in enumerate(windows)]
-                rate = sum(w.units for w in windows) * 3600 / sum(w.seconds for w in windows)
-                best, bound = ideal(model_bound, statistics.mean(speeds), renders)
-                spread = f"{statistics.mean(speeds):.1f} ({min(speeds):.0f}-{max(speeds):.0f})"
-                print(
-                    f"{c:>11} {len(rows):>8} {calls:>7.1f} {renders:>9.1f} {spread:>15} {wall:>7.1f} {rate:>8.0f} {best:>9.0f} {bound:>7} {rate / best:>8.0%} {'/'.join(f'{e:.0%}' for e in each):>15}"
-                    f" {cpu_ms_per_unit(windows):>8.0f} {cpu_ms_per_unit(capacities):>5.0f} {busy(windows):>5.0%} {busy(capacities):>5.0%}"
-                )
+                for jail, runs in played.items():
+                    print(_row(c, jail, runs, capacities, args.latency, wall))
     finally:
         ray.shutdown()
+
+
+def _row(c: int, jail: str, runs: list[tuple[list[Rollout], Window, int]], capacities: list[Window], latency: float, wall: float) -> str:
+    """One printed row: the pooled measurements of one concurrency and jail, each against the capacities around it."""
+    rows = [r for played, _, _ in runs for r in played]
+    windows = [window for _, window, _ in runs]
+    done = [r for r in rows if r.status == "done"]
+    calls = calls_per_rollout(rows)
+    renders = statistics.mean(r.tool_counts.get("inspect_slide", 0) for r in done)
+    model_bound = c * 3600 / (calls * latency)
+    speeds = [w.renders / w.seconds for w in capacities]
+    each = [w.units * 3600 / w.seconds / ideal(model_bound, (speeds[i] + speeds[i + 1]) / 2, renders)[0] for _, w, i in runs]
+    around = sorted({k for _, _, i in runs for k in (i, i + 1)})  # the capacities measured next to this jail's runs
+    rate = sum(w.units for w in windows) * 3600 / sum(w.seconds for w in windows)
+    best, bound = ideal(model_bound, statistics.mean(speeds[k] for k in around), renders)
+    spread = f"{statistics.mean(speeds):.1f} ({min(speeds):.0f}-{max(speeds):.0f})"
+    return (
+        f"{c:>11} {jail:>10} {len(rows):>8} {calls:>7.1f} {renders:>9.1f} {spread:>15} {wall:>7.1f} {rate:>8.0f} {best:>9.0f} {bound:>7} {rate / best:>8.0%} {'/'.join(f'{e:.0%}' for e in each):>15}"
+        f" {cpu_ms_per_unit(windows):>8.0f} {cpu_ms_per_unit(capacities):>5.0f} {busy(windows):>5.0%} {busy(capacities):>5.0%}"
+    )
 
 
 if __name__ == "__main__":

@@ -42,6 +42,9 @@ LEARNING_RATE = 1e-5
 LOGIT_BYTES = 2 + 4 + 4  # per logit without a fused loss: bf16 logits, their float32 copy in the loss, its gradient
 
 
+TINY_MAX_LENGTH = 2048  # the CI model on a CPU: one pack's logits (x 151,552 vocabulary) must fit in memory
+
+
 class BenchmarkError(ValueError):
     """A setting that cannot run (the message names the option)."""
 
@@ -51,7 +54,7 @@ def parse(argv: Optional[list[str]]) -> argparse.Namespace:
     parser.add_argument("--size", type=Size, choices=list(Size), default=Size.tiny)
     parser.add_argument("--layers", type=int, help="decoder layers (default: the size's own: tiny 2, full 40)")
     parser.add_argument("--data", type=Path, default=Path("runs/demo/sft"), help="an export (train.jsonl, val.jsonl, images/)")
-    parser.add_argument("--max-length", type=int, default=51_200, help="tokens per pack (train.sft's max_length)")
+    parser.add_argument("--max-length", type=int, help="tokens per pack (train.sft's max_length; default: full 51,200, tiny 2,048)")
     parser.add_argument("--steps", type=int, default=5, help="timed steps")
     parser.add_argument("--warmup", type=int, default=1, help="untimed steps first")
     parser.add_argument("--attn", type=Attention, choices=list(Attention), default=Attention.auto)
@@ -60,6 +63,7 @@ def parse(argv: Optional[list[str]]) -> argparse.Namespace:
     parser.add_argument("--json", type=Path, help="where to write the results (default: runs/benchmarks/sft_throughput-*.json)")
     args = parser.parse_args(argv)
     args.layers = args.layers or (FULL_LAYERS if args.size is Size.full else 2)
+    args.max_length = args.max_length or (51_200 if args.size is Size.full else TINY_MAX_LENGTH)
     for name in ("max_length", "steps"):
         if getattr(args, name) < 1:
             parser.error(f"--{name.replace('_', '-')} {getattr(args, name)}: must be at least 1")

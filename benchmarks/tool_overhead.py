@@ -1,6 +1,7 @@
-"""Agent-loop overhead per step: one file-tool call against the fake OpenAI server at 0 ms latency.
+"""Agent-loop overhead per step: one file-tool call against the fake OpenAI server at 0 ms latency;
+and what the jail adds to each command.
 
-    python -m benchmarks.tool_overhead [--rollouts 10] [--steps 40]
+    python -m benchmarks.tool_overhead [--rollouts 10] [--steps 40] [--commands 200]
 
 The server runs in its own process. Each step is `Agent.step()`: ask the model
 (which always calls read_file on a 3 KB manuscript), run the tool, append the
@@ -10,26 +11,32 @@ includes the openai SDK's request building); it covers message conversion,
 argument validation and the sandboxed read. Saving the trajectory as JSON after
 each step (what a `save` callback writing a file costs) is timed apart. Each
 rollout starts a fresh agent, so the history grows to `--steps` steps.
+
+Then `execute_command("true")`, called as the model calls it, `--commands` times in a
+bubblewrap jail and as many times without (`sandbox.jail=none`), interleaved, in a workspace
+of a rollout's size (60 files): the jail's cost per command is the difference (bubblewrap's
+namespaces and mounts, the uid switch, the workspace handed over before and tidied after).
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import json
 import statistics
 import tempfile
 import time
 from pathlib import Path
 from typing import Sequence
 
-from agents.config import AgentConfig
+from agents.config import AgentConfig, SandboxConfig
 from agents.loop import Agent
 from agents.sandbox import Workspace
 from agents.tools import ToolContext, toolset_for
 from core.config import LLMConfig
 from core.llm import ModelClient
 from core.llm_types import ChatResult
-from core.records import Message, Trajectory
+from core.records import Message, ToolCall, Trajectory
 from benchmarks.endpoint import fake_endpoint, percentile as _pct
 from tests.fakes.openai_server import Reply
 
@@ -75,10 +82,30 @@ async def _measure(url: str, rollouts: int, steps: int, root: Path) -> tuple[lis
     return totals, overheads, saves
 
 
+async def _commands(root: Path, calls: int) -> dict[str, list[float]]:
+    """Seconds per `execute_command("true")` by jail, the jails taking turns."""
+    for folder in ("slides", "assets", "sources/paper"):
+        for n in range(20):
+            (root / folder).mkdir(parents=True, exist_ok=True)
+            (root / folder / f"f{n:02d}.txt").write_text("x" * 2000)
+    tools, call = toolset_for("presenter"), ToolCall("c1", "execute_command", json.dumps({"command": "true"}))
+    contexts = {jail: ToolContext(Workspace(root, SandboxConfig(jail=jail)), "presenter") for jail in ("bubblewrap", "none")}
+    times: dict[str, list[float]] = {jail: [] for jail in contexts}
+    for n in range(calls + 5):  # the first 5 of each warm up
+        for jail, ctx in contexts.items():
+            started = time.perf_counter()
+            obs = await tools.call(ctx, call)
+            if n >= 5:
+                times[jail].append(time.perf_counter() - started)
+            assert obs.text.startswith("[exit code 0]"), obs.text
+    return times
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rollouts", type=int, default=10)
     parser.add_argument("--steps", type=int, default=40)
+    parser.add_argument("--commands", type=int, default=200, help="execute_command calls per jail (0: skip)")
     args = parser.parse_args()
     with fake_endpoint(REPLY) as url:
         with tempfile.TemporaryDirectory() as tmp:
@@ -92,6 +119,14 @@ def main() -> None:
         print(f"{'model round trip':>22} {ms(statistics.median([t - o for t, o in zip(totals, overheads)])):>10}")
         print(f"{'our overhead per step':>22} {ms(statistics.median(overheads)):>10} {ms(_pct(overheads, 0.95)):>10}  (target < 5 ms)")
         print(f"{'saving the trajectory':>22} {ms(statistics.median(saves)):>10} {ms(_pct(saves, 0.95)):>10}")
+    if args.commands:
+        with tempfile.TemporaryDirectory() as tmp:
+            times = asyncio.run(_commands(Path(tmp), args.commands))
+        print(f"\nexecute_command('true'), {args.commands} calls per jail, interleaved, 60-file workspace")
+        for jail, values in times.items():
+            print(f"{'jail=' + jail:>22} {ms(statistics.median(values)):>10} {ms(_pct(values, 0.95)):>10}")
+        jailed, unjailed = times["bubblewrap"], times["none"]
+        print(f"{'the jail adds':>22} {ms(statistics.median(jailed) - statistics.median(unjailed)):>10} {ms(_pct(jailed, 0.95) - _pct(unjailed, 0.95)):>10}")
 
 
 if __name__ == "__main__":

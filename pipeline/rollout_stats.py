@@ -13,7 +13,7 @@ from core.run import RunContext
 from core.store import atomic_write_text
 
 
-def summarize(records: list[Rollout], tasks: int, played: int, elapsed_s: float, critic_mode: str) -> dict[str, Any]:
+def summarize(records: list[Rollout], tasks: int, played: int, elapsed_s: float, critic_mode: str, command_jail: str) -> dict[str, Any]:
     done = [r for r in records if r.status == "done"]
     failures = Counter(r.failure or "unknown" for r in records if r.status != "done")
     tokens: Counter = Counter()
@@ -36,6 +36,7 @@ def summarize(records: list[Rollout], tasks: int, played: int, elapsed_s: float,
         "wall_s_mean": round(mean(r.wall_s for r in records), 1) if records else 0.0,
         "injections": sum(r.injections for r in records),
         "critic_mode": critic_mode,
+        "command_jail": command_jail,  # what execute_command ran in (agents.jail.describe)
         "findings_by_category": dict(sum((Counter(r.findings) for r in records), Counter())),
         "failures_by_category": dict(failures.most_common()),
         "failures_by_kind": dict(Counter(f.split("/")[0] for f in failures.elements())),

@@ -32,10 +32,11 @@ from pathlib import Path
 from typing import Any, Protocol
 
 import ray
-from ray.exceptions import ActorDiedError, ActorUnavailableError, RayActorError
+from ray.exceptions import ActorDiedError, ActorUnavailableError, RayActorError, RayTaskError
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-from core.config import PROJECT_ROOT, RayConfig
+from agents.jail import describe
+from core.config import PROJECT_ROOT, ConfigError, RayConfig
 from core.ledger import SpendingCap, spending_cap
 from core.logs import console
 from core.metering import Unit, stamped, unit_scope
@@ -322,6 +323,10 @@ def _start(workers: list[Any]) -> None:
         ray.get([worker.start.remote() for worker in workers])
     except WORKER_LOST as exc:
         log.warning("a worker died while starting (Ray restarts it): %s", exc)
+    except RayTaskError as exc:
+        if isinstance(exc.cause, ConfigError):  # e.g. a node that cannot run the commands' jail: one line, not a traceback
+            raise exc.cause from None
+        raise
 
 
 @dataclass(frozen=True)
@@ -444,7 +449,7 @@ def run_rollouts(ctx: RunContext) -> dict[str, Any]:
     why = f"the tasks stage kept none for split {ctx.cfg.rollouts.split}; reasons in {ctx.store.path('tasks', 'stats.md')}"
     require_input(ctx, STAGE, len(tasks), "tasks", why)
     feed, records, elapsed = play(ctx, tasks, full_size(ctx, split))
-    stats = summarize(records, len(tasks), len(feed.finished), elapsed, str(ctx.cfg.critic.mode.value))
+    stats = summarize(records, len(tasks), len(feed.finished), elapsed, str(ctx.cfg.critic.mode.value), describe(ctx.cfg.tools.sandbox))
     publish(ctx, stats | {"resubmitted": feed.resubmitted}, records)
     keys = ("tasks", "played", "done", "failed", "yield", "rollouts_per_hour", "cost_usd", "injections")
     return {k: stats[k] for k in keys} | {"resubmitted": feed.resubmitted}

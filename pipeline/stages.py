@@ -48,8 +48,8 @@ def stage(name: str) -> Callable[[StageFn], StageFn]:
 def run_stages(cfg: DictConfig, names: Sequence[str], job_type: str, validate: Callable[[DictConfig], None]) -> None:
     """Validate, open the run, then run `names` in order, rewriting stats/usage.json after each.
 
-    Exits with one line: 2 for a config error, 1 for a stage that received nothing, 3 when the
-    run's spending cap stopped a stage."""
+    Exits with one line: 2 for a config error (also one a stage finds as it starts), 1 for a stage
+    that received nothing, 3 when the run's spending cap stopped a stage."""
     try:
         validate(cfg)
         ctx = open_run(cfg, job_type=job_type)
@@ -67,6 +67,7 @@ def run_stages(cfg: DictConfig, names: Sequence[str], job_type: str, validate: C
         log.warning("%s", exc)
         print(f"stopped: {exc}", file=sys.stderr)
         sys.exit(3)
+    # ConfigError: found as a stage starts (e.g. a worker on a node that cannot run the commands' jail, a missing model file)
     except (ConfigError, LocalServerError, EmptyStage) as exc:
         log.error("%s", exc)
         print(f"error: {exc}", file=sys.stderr)

@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Mapping, Optional
 
 from agents.config import ToolsConfig
+from agents.jail import check_jail
 from agents.research import fetch, images, papers, search
 from agents.research.backends import Backends
 from agents.research.cache import MODES, ToolCache
@@ -128,7 +129,8 @@ def build_research(config: ToolsConfig, run_dir: Path, llm: Optional[LLMConfig] 
 
 
 def validate_tools_config(config: ToolsConfig) -> None:
-    """Backends known, cache mode valid, required API keys present; ConfigError naming the key otherwise."""
+    """Backends known, cache mode valid, required API keys present, the commands' jail able to start
+    here; ConfigError naming the key otherwise."""
     if config.cache not in MODES:
         raise ConfigError(f"tools.cache={config.cache!r}: expected one of {MODES}")
     if config.cache == "replay" and config.cache_dir and not Path(config.cache_dir).expanduser().is_dir():
@@ -155,3 +157,4 @@ def validate_tools_config(config: ToolsConfig) -> None:
         env = config.services[service].api_key_env
         if not env or not os.environ.get(env):
             raise ConfigError(f"tools.{key}={name!r} needs an API key: set the variable named by tools.services.{service}.api_key_env ({env!r})")
+    check_jail(config.sandbox)

@@ -13,6 +13,7 @@ import asyncio
 import io
 import ipaddress
 import socket
+import stat
 from pathlib import PurePosixPath
 from typing import Annotated
 
@@ -105,6 +106,9 @@ async def download_file(
     path: Annotated[str, Field(description="Where to save it in the workspace (e.g. 'assets/figure.png').")],
 ) -> str:
     """Download a URL into the workspace. WEBP images are saved as PNG; an image's size is reported."""
+    found = ctx.workspace.stat(path)  # a path outside the workspace is refused before anything is fetched
+    if found is not None and stat.S_ISDIR(found.st_mode):
+        raise ToolError(f"{path!r} is a folder; name the file to save to, e.g. '{path.rstrip('/')}/image.png'")
     data, source = await fetch(url, ctx.sandbox)
     found = image_size(data)
     if found and found[0] == "WEBP":

@@ -9,6 +9,8 @@ structured `data` for the critic.
 from __future__ import annotations
 
 import asyncio
+from collections import Counter
+from collections.abc import Mapping
 from pathlib import PurePosixPath
 from typing import Annotated, Literal
 
@@ -17,7 +19,7 @@ from pydantic import Field
 from agents.inspection import inspect_slide as measure_slide
 from agents.layout_summary import layout_summary
 from agents.manuscript import inspect_manuscript as diagnose_manuscript
-from agents.renderer import RenderError
+from agents.renderer import BLOCKED_EXTERNAL, BLOCKED_OUTSIDE, RenderError
 from agents.tools.registry import Observation, ToolContext, ToolError, tool
 from core.records import Constraints
 
@@ -50,11 +52,26 @@ async def inspect_slide(
     except RenderError as exc:
         raise ToolError(f"{html_file!r} could not be rendered: {exc}") from exc
     data = result.to_dict() | {"artifact": path, "png": str(png)}  # the critic looks at the PNG with its own model
-    if not ctx.resources.get(VISION, True):
-        header = f"Rendered {path} at {result.width}x{result.height} ({aspect})."
-        return Observation(f"{header}\n{result.report()}\n{layout_summary(result.layout, result.width, result.height)}", data=data)
-    header = f"Rendered {path} at {result.width}x{result.height} ({aspect}); the image is attached."
-    return Observation(f"{header}\n{result.report()}", images=(str(png),), data=data)
+    if ctx.resources.get(VISION, True):
+        header, seen, images = f"Rendered {path} at {result.width}x{result.height} ({aspect}); the image is attached.", None, (str(png),)
+    else:  # a model that reads no images gets the layout in text instead
+        header, seen, images = f"Rendered {path} at {result.width}x{result.height} ({aspect}).", layout_summary(result.layout, result.width, result.height), ()
+    text = "\n".join(filter(None, [header, result.report(), blocked_note(result.blocked), seen]))
+    return Observation(text, images=images, data=data)
+
+
+BLOCKED_KINDS = {BLOCKED_EXTERNAL: "to external URLs", BLOCKED_OUTSIDE: "to files outside the workspace"}
+BLOCKED_SHOWN = 3
+
+
+def blocked_note(blocked: Mapping[str, str]) -> str | None:
+    """What the slide tried to load and was refused (fonts, styles, images, scripts), so the model can fetch it instead."""
+    if not blocked:
+        return None
+    kinds = Counter(BLOCKED_KINDS.get(why, why) for why in blocked.values())
+    shown = ", ".join(list(blocked)[:BLOCKED_SHOWN]) + (f" and {len(blocked) - BLOCKED_SHOWN} more" if len(blocked) > BLOCKED_SHOWN else "")
+    return (f"{len(blocked)} request(s) of the slide were blocked ({', '.join(f'{n} {kind}' for kind, n in kinds.items())}): {shown}. "
+            "A slide loads only files in the workspace: download what it needs with download_file and link the local copy.")  # fmt: skip
 
 
 def _next_render(ctx: ToolContext, stem: str) -> PurePosixPath:

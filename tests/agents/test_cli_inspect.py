@@ -6,6 +6,7 @@ import json
 import shutil
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pymupdf
@@ -148,6 +149,19 @@ def test_unusable_input_exits_2_with_one_line(
     assert done.stdout == ""
     lines = done.stderr.strip().splitlines()
     assert len(lines) == 1 and message in lines[0] and "Traceback" not in done.stderr
+
+
+@pytest.mark.chromium
+@pytest.mark.slow
+def test_a_slide_that_hangs_exits_2_after_one_timeout(tmp_path: Path) -> None:
+    hang = tmp_path / "hang.html"
+    hang.write_text("<html><body><p>never</p><script>while (true) {}</script></body></html>")
+    started = time.perf_counter()
+    done = _run("agents.inspect", "slide", hang, "--aspect", "16:9", "--json", "--timeout", "3")
+    assert time.perf_counter() - started < 3 + 12  # Python and Chromium start, one timeout, no retry
+    assert done.returncode == 2 and done.stdout == ""
+    lines = done.stderr.strip().splitlines()
+    assert len(lines) == 1 and str(hang) in lines[0] and "3 s render timeout" in lines[0], done.stderr
 
 
 @pytest.mark.chromium

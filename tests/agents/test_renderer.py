@@ -3,6 +3,7 @@ from __future__ import annotations
 import asyncio
 import math
 import signal
+import time
 from pathlib import Path
 
 import numpy as np
@@ -14,7 +15,7 @@ from PIL import Image
 from agents.config import RenderConfig
 from agents.renderer import (
     Renderer,
-    RenderError,
+    RenderTimeout,
     _chromium_processes,
     _with_base,
     aspect_size,
@@ -270,8 +271,11 @@ async def test_a_slide_that_hangs_fails_cleanly_and_the_renderer_goes_on(
         "<html><body><p>never</p><script>while (true) {}</script></body></html>"
     )
     async with Renderer(RenderConfig(timeout_s=3)) as renderer:
-        with pytest.raises(RenderError, match="hang.html"):
+        started = time.perf_counter()
+        with pytest.raises(RenderTimeout, match=r"hang\.html: .* 3 s render timeout"):
             await renderer.render(hang, "16:9", png_path=tmp_path / "h.png")
+        assert time.perf_counter() - started < 3 + 3  # one timeout: the browser still answered, so no retry
+        assert renderer.restarts == 0
         ok = await renderer.render(
             SLIDES / "clean_title_en.html",
             "16:9",

@@ -13,6 +13,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from agents.jail import JailUnavailable
 from core.metering import current_unit
 from core.records import Rollout, Task
 
@@ -48,3 +49,10 @@ class ScriptedRunner:
 
     async def close(self) -> None:
         self.started = False
+
+
+class JaillessRunner(ScriptedRunner):
+    """A worker on a node where the commands' jail cannot start: its runner refuses as it starts."""
+
+    async def start(self) -> None:
+        raise JailUnavailable("tools.sandbox.jail=bubblewrap: bwrap is not on PATH on this node")

@@ -301,6 +301,8 @@ def test_report_of_a_scripted_run_in_chromium(scripted_run: tuple[Path, str], tm
         page.on("pageerror", lambda exc: errors.append(str(exc)))
 
         page.goto((root / "report" / "index.html").as_uri())
+        assert json.loads((root / "stats" / "rollouts.json").read_text())["command_jail"] == "bubblewrap"  # the scripted Researcher runs a command
+        expect(page.locator("#throughput tr", has_text="commands ran in")).to_contain_text("bubblewrap")
         table = page.locator("#rollout-table tbody tr")
         expect(table).to_have_count(len(rollouts))
         page.evaluate(LOAD_ALL_IMAGES)

@@ -29,6 +29,15 @@ def workspace(tmp_path: Path, sandbox: SandboxConfig) -> Workspace:
 
 
 @pytest.fixture
+def outside(tmp_path: Path) -> Path:
+    """A directory next to the workspace holding a secret; tests check it never changes."""
+    out = tmp_path / "outside"
+    out.mkdir()
+    (out / "secret.txt").write_text("top secret")
+    return out
+
+
+@pytest.fixture
 def ctx(workspace: Workspace) -> ToolContext:
     return ToolContext(workspace, role="presenter")
 

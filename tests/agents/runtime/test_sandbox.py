@@ -27,15 +27,6 @@ Call = Callable[..., Awaitable[Any]]
 # ---------------------------------------------------------------- paths
 
 
-@pytest.fixture
-def outside(tmp_path: Path) -> Path:
-    """A directory next to the workspace holding a secret; tests check it never changes."""
-    out = tmp_path / "outside"
-    out.mkdir()
-    (out / "secret.txt").write_text("top secret")
-    return out
-
-
 def snapshot(root: Path) -> dict[str, bytes]:
     return {str(p.relative_to(root)): p.read_bytes() if p.is_file() else b"" for p in sorted(root.rglob("*"))}
 
@@ -406,3 +397,14 @@ async def test_download_size_is_capped(mirror: str, download: Call, mirror_ctx: 
 async def test_allow_private_addresses_lifts_the_check(mirror: str, caller: Callable, workspace: Workspace) -> None:
     ctx = ToolContext(Workspace(workspace.root, SandboxConfig(allow_private_addresses=True)), "researcher")
     assert not (await caller(ctx)("download_file", url=mirror + "/img.webp", path="a.webp")).is_error
+
+
+@pytest.mark.parametrize("path", ["../escape.png", "/etc/escape.png", "link_dir/escape.png", ".", "assets"])
+async def test_download_checks_the_save_path_before_fetching(
+    mirror: str, download: Call, mirror_ctx: ToolContext, outside: Path, connections: list, path: str
+) -> None:
+    (mirror_ctx.workspace.root / "assets").mkdir()
+    (mirror_ctx.workspace.root / "link_dir").symlink_to(outside)
+    obs = await download(mirror + "/img.webp", path)
+    assert obs.is_error and ("workspace" in obs.text or "folder" in obs.text), obs.text
+    assert connections == [], "the URL was fetched before the path was refused"
