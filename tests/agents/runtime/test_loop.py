@@ -239,9 +239,10 @@ async def test_a_rollout_at_its_cost_cap_ends_as_agent_budget(ctx: ToolContext) 
     priced = PriceConfig(input_per_mtok=1000.0, output_per_mtok=0.0)  # $1 per 1,000 prompt tokens
     turns = [Reply(tool_calls=[("write_file", {"path": f"slides/slide_0{n}.html", "content": SLIDE})], prompt_tokens=1000) for n in range(1, 6)]
     with FakeOpenAIServer(replay(turns)) as srv:
-        unit = Unit(max_cost_usd=2.5)
+        unit, client = Unit(max_cost_usd=2.5), model(srv, price=priced)
         with unit_scope(unit):
-            result = await Agent(model(srv, price=priced), toolset_for(ctx.role), ctx, AgentConfig(), "t1").run(SYSTEM, USER)
+            result = await Agent(client, toolset_for(ctx.role), ctx, AgentConfig(), "t1").run(SYSTEM, USER)
+        await client.aclose()
         assert len(srv.requests) == 3  # $3 spent: the call that crosses the cap completes, the next is not made
     assert (result.status, result.failure) == ("failed", "agent/budget")
     assert unit.usage()["agent"].cost == pytest.approx(3.0) and unit.usage()["agent"].failures == {"budget": 1}
