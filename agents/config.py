@@ -8,6 +8,9 @@ from typing import Optional
 
 from core.config import LLMConfig, RoleConfig, role_slots
 
+# The agents' template folders (project-relative): a run's config hash covers every template in them.
+AGENT_PROMPTS = ("agents/roles/prompts", "agents/research/prompts", "agents/policies/templates")
+
 
 class Agents(str, Enum):
     dual = "dual"  # a Researcher, then a Presenter

@@ -32,6 +32,7 @@ from agents.tools import ToolContext
 from agents.toolbox import toolset_for
 from agents.tools.inspection_tools import ASPECT, CONSTRAINTS, INSPECT_TOOLS, RENDERER, VISION
 from core.config import resolve_role
+from core.metering import part_scope
 from core.models import is_scripted
 from core.prompts import render
 from core.protocols import Model
@@ -181,13 +182,14 @@ async def generate_deck(task: Task, workspace: Path, env: GenerationEnv) -> Deck
     assets: list[dict[str, object]] = []
     for role in roles:
         ctx = ToolContext(Workspace(workspace, env.sandbox), role, resources)
-        system, user = prompts(role, brief, can_inspect, assets)
+        with part_scope() as part:  # this agent's templates and models (its critic's too): the trajectory's origin
+            system, user = prompts(role, brief, can_inspect, assets)
 
-        def save(trajectory: Trajectory) -> None:
-            _save(workspace, replace(trajectory, policy=env.policy))
+            def save(trajectory: Trajectory) -> None:
+                _save(workspace, replace(trajectory, policy=env.policy, origin=part.origin()))
 
-        agent = Agent(env.model_for(role, brief), toolset_for(role, removed), ctx, env.agent, task.task_id, env.hooks_for(role), save)
-        trajectory = replace(await agent.run(system, user), policy=env.policy)
+            agent = Agent(env.model_for(role, brief), toolset_for(role, removed), ctx, env.agent, task.task_id, env.hooks_for(role), save)
+            trajectory = replace(await agent.run(system, user), policy=env.policy, origin=part.origin())
         trajectories.append(trajectory)
         artifacts[f"trajectory:{role}"] = f"trajectory_{role}.json"
         if trajectory.status != "finalized":

@@ -45,6 +45,10 @@ class Degenerate(AgentEnded):
     """A guard (agents/guards.py) saw the model going nowhere."""
 
 
+class BudgetSpent(AgentEnded):
+    """The rollout spent its cap (`rollouts.max_cost_usd`): the model is not called again."""
+
+
 class Agent:
     """One agent on one task: `await Agent(...).run(system, user)` returns its trajectory."""
 
@@ -139,6 +143,8 @@ class Agent:
             return
         if exc.kind == "context_length":  # the model filled the window the server gives it
             raise ContextOverflow("agent/context_overflow") from exc
+        if exc.kind == "budget":
+            raise BudgetSpent("agent/budget") from exc
         raise ModelFailed(f"environment/model_error:{exc.kind}") from exc
 
     async def _execute(self, calls: tuple[ToolCall, ...]) -> tuple[Observation, ...]:

@@ -3,7 +3,8 @@
 Generates one deck with the Researcher and Presenter agents against the configured
 model endpoint (Hydra overrides after the options, e.g. `llm=openai llm.model=gpt-4o`,
 `llm=vllm llm.base_url=http://HOST:8000/v1`, or `llm=scripted` offline). Writes the
-deck (PDF, PPTX, previews), the manuscript, the slides and the trajectories to DIR.
+deck (PDF, PPTX, previews), the manuscript, the slides, the trajectories and the model calls by
+role (`stats/usage.json`, the run ledger's format: one unit, stage `generate`) to DIR.
 """
 
 from __future__ import annotations
@@ -11,6 +12,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import hashlib
+import json
 import sys
 import time
 from pathlib import Path
@@ -31,12 +33,15 @@ from agents.renderer import SLIDE_SIZES, Renderer
 from agents.research.runtime import build_research
 from core.config import PROJECT_ROOT, ConfigError
 from core.language import detect_language
-from core.llm import UsageMeter, close_models
+from core.ledger import Ledger
+from core.llm import close_models
 from core.local_server import LocalServerError, serving
+from core.metering import Unit, unit_scope
 from core.models import role_client
 from core.logs import console, setup_logging
 from core.protocols import Model
 from core.records import Constraints, Task
+from core.store import atomic_write_text
 
 ConfigStore.instance().store(name="generate_schema", node=GenerateConfig)
 
@@ -92,9 +97,9 @@ def make_task(args: argparse.Namespace) -> Task:
 
 
 async def generate(task: Task, cfg: GenerateConfig, out: Path) -> int:
-    meter = UsageMeter()
-    client = role_client(cfg.llm, cfg.roles, "agent", meter)
-    research = build_research(cfg.tools, out, cfg.llm, cfg.roles, meter)
+    client = role_client(cfg.llm, cfg.roles, "agent")
+    research = build_research(cfg.tools, out, cfg.llm, cfg.roles)
+    unit = Unit()
 
     def model_for(role: str, brief: Brief) -> Model:
         return ScriptedPolicy(role, brief) if client is None else client
@@ -104,14 +109,18 @@ async def generate(task: Task, cfg: GenerateConfig, out: Path) -> int:
             await client.list_models()  # fail fast on an unreachable endpoint
         async with Renderer(cfg.render, read_page=page_reader(cfg.deck)) as renderer:
             env = environment(cfg, renderer, research, model_for, lambda role: [ShowSteps(role)])
-            outcome = await generate_deck(task, out, env)
+            with unit_scope(unit):
+                outcome = await generate_deck(task, out, env)
     finally:
         await close_models(client, *research.models())
-        meter.write(out / "logs" / "usage.json")
-    totals = meter.totals()
+        ledger = Ledger({"generate": unit.usage()}, {"generate": 1})
+        (out / "stats").mkdir(exist_ok=True)
+        atomic_write_text(out / "stats" / "usage.json", json.dumps(ledger.to_json(), indent=1))
+    totals = ledger.total()
     if totals.calls:
         estimated = f" ({totals.estimated_calls} estimated: the server sent no usage)" if totals.estimated_calls else ""
-        console.print(f"model calls {totals.calls}, tokens {totals.prompt_tokens}+{totals.completion_tokens}{estimated}, cost ${totals.cost_usd:.4f}")
+        cost = "unknown (no price for the model: llm.price.*)" if totals.cost is None else f"${totals.cost:.4f}"
+        console.print(f"model calls {totals.calls}, tokens {totals.prompt_tokens}+{totals.completion_tokens}{estimated}, cost {cost}")
     if outcome.status != "done":
         console.print(f"[red]failed[/]: {outcome.failure}; trajectories in {out}")
         return 1

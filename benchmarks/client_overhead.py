@@ -4,7 +4,8 @@
 
 The server runs in its own process (so it does not share our GIL). For each call
 we time `ModelClient.chat()` end to end and the HTTP request inside it; overhead =
-the difference (message conversion, retry wrapper, semaphore, parsing, metering).
+the difference (message conversion, retry wrapper, semaphore, parsing, metering). The
+calls run inside a unit (core.metering), as a rollout's do: they count into its meter.
 A bare `openai` SDK call to the same server is timed too, for reference (the client
 speaks JSON over aiohttp itself: the SDK's request pipeline costs more per call).
 """
@@ -20,6 +21,7 @@ import openai
 
 from core.config import LLMConfig
 from core.llm import ModelClient, to_wire
+from core.metering import Unit, unit_scope
 from core.records import Message, ToolCall
 from benchmarks.endpoint import fake_endpoint, percentile as _pct
 from tests.fakes.openai_server import Reply
@@ -49,7 +51,8 @@ async def _ours(url: str, calls: int, concurrency: int) -> tuple[list[float], li
             totals.append(total)
             overheads.append(total - result.latency_s)
 
-    await asyncio.gather(*(one() for _ in range(calls)))
+    with unit_scope(Unit()):
+        await asyncio.gather(*(one() for _ in range(calls)))
     await client.aclose()
     return totals, overheads
 

@@ -30,7 +30,6 @@ from pathlib import Path
 
 from core.config import LLMConfig
 from core.language import detect_language
-from core.llm import UsageMeter
 from core.records import Constraints, Rollout, Task, write_parquet
 from core.store import RunStore
 from filters.config import FiltersConfig
@@ -131,7 +130,7 @@ def main() -> None:
 
         cfg = FilterRunConfig(FiltersConfig(gates=["constraint", "quality"]), LLMConfig(backend="scripted"))
         started = time.perf_counter()
-        figures = asyncio.run(judge_rollouts(RunStore(root), cfg, UsageMeter()))
+        figures = asyncio.run(judge_rollouts(RunStore(root), cfg))
         wall_s = time.perf_counter() - started
         print(
             f"{'filters stage (units, parquet, report)':<40} {len(candidates) / wall_s:7.1f} trajectories/s   wall {wall_s:6.2f} s   "

@@ -4,10 +4,13 @@
 
 Starts the server as the entry points do (core.local_server.serving; SmolLM2-135M-Instruct by
 default), then times through our ModelClient:
-- prompt processing: a ~1,500-token prompt with max_tokens=1 (tokens/s the server reads);
+- prompt processing: a ~1,500-token prompt with max_tokens=1 (tokens/s the server reads), each
+  call's prompt new to it ("cold"), then the same prompt again (the server's state cache holds it:
+  what a conversation's next turn costs);
 - generation: a short prompt, 128 new tokens at temperature 0 (tokens/s it writes, prompt time included);
-- an agent's first turn: the Researcher's real system prompt and tool schemas (how much of the
-  window they fill, and how long the turn takes);
+- an agent's first turn: the Researcher's real system prompt and tool schemas, sent as the pipeline
+  sends them (configs/llm/local.yaml: tool_choice, max_tokens), so the tools are in the prompt (how
+  much of the window they fill, and how long the turn takes);
 - our overhead per call: ModelClient.chat's wall time minus the HTTP request inside it, and this
   process's CPU time per call (message conversion, JSON, parsing, metering).
 """
@@ -21,10 +24,13 @@ import tempfile
 import time
 from dataclasses import dataclass, field, replace
 from pathlib import Path
+from typing import Callable
+
+from omegaconf import OmegaConf
 
 from agents.deckgen import brief_for, prompts
 from agents.toolbox import toolset_for
-from core.config import Backend, LLMConfig
+from core.config import PROJECT_ROOT, LLMConfig
 from core.llm import ModelClient
 from core.local_server import serving
 from core.records import Message, Task
@@ -32,9 +38,15 @@ from core.records import Message, Task
 PARAGRAPH = "Coral reefs are built by colonies of tiny animals called polyps, which secrete calcium carbonate skeletons. "
 
 
+def local_group() -> LLMConfig:
+    """configs/llm/local.yaml as the pipeline reads it, at temperature 0 and without retries."""
+    group = OmegaConf.merge(OmegaConf.structured(LLMConfig), OmegaConf.load(PROJECT_ROOT / "configs" / "llm" / "local.yaml"))
+    return replace(OmegaConf.to_object(group), model="bench", temperature=0.0, max_retries=0)
+
+
 @dataclass
 class BenchConfig:
-    llm: LLMConfig = field(default_factory=lambda: LLMConfig(backend=Backend.local, model="bench", temperature=0.0, max_retries=0))
+    llm: LLMConfig = field(default_factory=local_group)
 
 
 @dataclass
@@ -46,11 +58,12 @@ class Timed:
     completion_tokens: list[int] = field(default_factory=list)
 
 
-async def timed_calls(client: ModelClient, messages: list[Message], tools: list[dict], calls: int) -> Timed:
+async def timed_calls(client: ModelClient, messages: Callable[[int], list[Message]], tools: list[dict], calls: int) -> Timed:
+    """`calls` calls, the i-th with `messages(i)`."""
     out = Timed()
-    for _ in range(calls):
+    for i in range(calls):
         cpu, wall = time.process_time(), time.perf_counter()
-        result = await client.chat(messages, tools)
+        result = await client.chat(messages(i), tools)
         out.wall_s.append(time.perf_counter() - wall)
         out.cpu_s.append(time.process_time() - cpu)
         out.overhead_s.append(out.wall_s[-1] - result.latency_s)
@@ -69,14 +82,17 @@ async def measure(cfg: LLMConfig, calls: int) -> None:
     def client(max_tokens: int) -> ModelClient:
         return ModelClient(replace(cfg, max_tokens=max_tokens), "agent")
 
-    long_prompt = [Message("user", PARAGRAPH * 75 + "\nSummarise this in one word.")]
-    short_prompt = [Message("user", "Write a long story about the sea.")]
+    def long_prompt(i: int) -> list[Message]:  # a new document number first: nothing of it is cached
+        return [Message("user", f"Document {i}. " + PARAGRAPH * 75 + "\nSummarise this in one word.")]
+
+    researcher = researcher_turn()
     reader, writer, agent = client(1), client(128), client(cfg.max_tokens)
     await reader.chat([Message("user", "Hi")])  # warm-up: the model's weights in memory
-    runs = {
-        "prompt (~1.5k tokens, 1 new)": await timed_calls(reader, long_prompt, [], calls),
-        "generation (128 new tokens)": await timed_calls(writer, short_prompt, [], calls),
-        "researcher's first turn": await timed_calls(agent, *researcher_turn(), max(1, calls // 4)),
+    runs = {  # in this order: "cached" re-sends the first cold prompt, which the server's state cache holds
+        "prompt, cold (1 new token)": await timed_calls(reader, long_prompt, [], calls),
+        "prompt, cached (1 new token)": await timed_calls(reader, lambda i: long_prompt(0), [], calls),
+        "generation (128 new tokens)": await timed_calls(writer, lambda i: [Message("user", "Write a long story about the sea.")], [], calls),
+        "researcher's first turn": await timed_calls(agent, lambda i: researcher[0], researcher[1], max(1, calls // 4)),
     }
     for c in (reader, writer, agent):
         await c.aclose()

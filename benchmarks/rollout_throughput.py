@@ -63,7 +63,7 @@ from agents.deck import export_deck, page_reader
 from agents.inspection import inspect_slide
 from agents.renderer import Renderer
 from core.config import PROJECT_ROOT, LLMConfig, RayConfig
-from core.llm import ModelClient, UsageMeter
+from core.llm import ModelClient
 from core.llm_types import ChatResult
 from core.protocols import Model
 from core.records import Constraints, Message, Rollout, Task, read_parquet
@@ -84,6 +84,7 @@ class PacedModel:
 
     def __init__(self, policy: Model, client: ModelClient):
         self.policy, self.client, self.name = policy, client, "scripted-behind-http"
+        self.context_window = policy.context_window
 
     async def chat(self, messages: Sequence[Message], tools: Sequence[dict] | None = None, image_root: Path | None = None) -> ChatResult:
         await self.client.chat(list(messages[-2:]), image_root=image_root)
@@ -99,8 +100,8 @@ class PacedRunner(DeckRunner):
         await super().close()
         await self.paced.aclose()
 
-    def model(self, role: str, brief: Brief, meter: UsageMeter) -> Model:
-        return PacedModel(super().model(role, brief, meter), self.paced.with_meter(meter))
+    def model(self, role: str, brief: Brief) -> Model:
+        return PacedModel(super().model(role, brief), self.paced)
 
 
 class BusyCPU:

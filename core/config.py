@@ -31,6 +31,13 @@ class ResumeMode(str, Enum):
     force = "force"  # continue even when the config hash differs
 
 
+class BudgetInFlight(str, Enum):
+    """What the units in flight do when the run's spending cap is reached."""
+
+    finish = "finish"  # they finish (the run may end up to their cost past the cap)
+    cancel = "cancel"  # they stop at their next model call and are played again by the next run
+
+
 class Backend:
     """The names of the built-in backends; `core.models.BACKENDS` is the list of all, with their clients."""
 
@@ -52,14 +59,27 @@ class RunConfig:
     resume: ResumeMode = ResumeMode.auto
     seed: int = 0
     allow_empty: bool = False  # go on when a stage receives nothing (everything upstream dropped or failed)
+    # Spending caps over the whole run (every stage, every invocation; the ledger in the run directory):
+    # once reached, no new unit starts and the stage stops; rerun with a higher cap to finish the rest.
+    max_cost_usd: Optional[float] = None
+    max_tokens: Optional[int] = None  # prompt + completion tokens
+    budget_in_flight: BudgetInFlight = BudgetInFlight.finish  # units running when the cap is reached
 
 
 @dataclass
 class PriceConfig:
-    """US dollars per million tokens."""
+    """What an endpoint costs (core/prices.py); None: from the model's list price, or free on this machine."""
 
-    input_per_mtok: float = 0.0
-    output_per_mtok: float = 0.0
+    input_per_mtok: Optional[float] = None  # US dollars per million prompt tokens
+    output_per_mtok: Optional[float] = None  # ... per million completion tokens
+    cached_input_per_mtok: Optional[float] = None  # ... per million cached prompt tokens (None: as input)
+    gpu_hour: Optional[float] = None  # a self-hosted fleet: US dollars per GPU-hour of the endpoint's busy time
+    gpus: int = 1  # GPUs behind the endpoint
+
+    @property
+    def given(self) -> bool:
+        """Whether any price is set (a role's price that is not replaces nothing)."""
+        return any(v is not None for v in (self.input_per_mtok, self.output_per_mtok, self.cached_input_per_mtok, self.gpu_hour))
 
 
 @dataclass
@@ -109,7 +129,7 @@ class RoleConfig:
     timeout_s: Optional[float] = None
     turn_timeout_s: Optional[float] = None
     images_in_tool_messages: Optional[bool] = None
-    price: Optional[PriceConfig] = None
+    price: PriceConfig = field(default_factory=PriceConfig)  # once any field is set, replaces the backbone's price as a whole
     vision: Optional[bool] = None
     context_window: Optional[int] = None
     model_path: Optional[str] = None
@@ -143,11 +163,17 @@ def role_slots(*names: str) -> Callable[[], dict[str, RoleConfig]]:
 
 
 def resolve_role(llm: LLMConfig, roles: Mapping[str, RoleConfig], role: str) -> LLMConfig:
-    """The backbone `llm` with the role's non-None overrides applied."""
+    """The backbone `llm` with the role's non-None overrides applied.
+
+    A price belongs to an endpoint and model: a role that calls another one (its own `base_url`
+    or `model`) does not inherit the backbone's price; it gets its own, or none (core/prices.py)."""
     base = OmegaConf.structured(llm)
     override = roles.get(role)
     if override is not None:
-        patch = {k: v for k, v in OmegaConf.to_container(OmegaConf.structured(override)).items() if v is not None}
+        patch = {k: v for k, v in OmegaConf.to_container(OmegaConf.structured(override)).items() if v is not None and k != "price"}
+        moved = any(k in patch and patch[k] != getattr(llm, k) for k in ("base_url", "model"))
+        if override.price.given or moved:
+            patch["price"] = OmegaConf.structured(override.price)
         base = OmegaConf.merge(base, patch)
     return OmegaConf.to_object(base)
 
@@ -156,6 +182,9 @@ def resolve_role(llm: LLMConfig, roles: Mapping[str, RoleConfig], role: str) -> 
 # change them freely without invalidating the run directory.
 PERFORMANCE_KEYS: tuple[str, ...] = (
     "run.resume",
+    "run.max_cost_usd",
+    "run.max_tokens",
+    "run.budget_in_flight",
     "run.dir",
     "run.name",
     "limit",
@@ -210,6 +239,17 @@ def to_plain(cfg: DictConfig) -> dict[str, Any]:
     return OmegaConf.to_container(cfg, resolve=True, enum_to_str=True, throw_on_missing=True)
 
 
+def check_price(key: str, p: PriceConfig) -> None:
+    """ConfigError naming `key` (e.g. `roles.critic.price`) for a price that cannot work."""
+    if (p.input_per_mtok is None) != (p.output_per_mtok is None):
+        raise ConfigError(f"{key}: give both input_per_mtok and output_per_mtok (or neither)")
+    rates = {"input_per_mtok": p.input_per_mtok, "output_per_mtok": p.output_per_mtok,
+             "cached_input_per_mtok": p.cached_input_per_mtok, "gpu_hour": p.gpu_hour}  # fmt: skip
+    negative = [name for name, value in rates.items() if value is not None and value < 0]
+    if negative or p.gpus < 1:
+        raise ConfigError(f"{key}: {', '.join(negative) or 'gpus'} must be >= 0 (gpus >= 1)")
+
+
 def validate_common(cfg: DictConfig) -> None:
     """Checks every entry point shares; each raises ConfigError naming the key."""
     if cfg.get("limit") is not None and cfg.limit < 1:
@@ -228,6 +268,11 @@ def validate_common(cfg: DictConfig) -> None:
             raise ConfigError(f"llm.max_concurrency={llm.max_concurrency}: must be >= 1")
         if llm.context_window is not None and llm.context_window < 1:
             raise ConfigError(f"llm.context_window={llm.context_window}: must be >= 1 (or null: ask the server)")
+        check_price("llm.price", llm.price)
+    for role, override in (cfg.get("roles") or {}).items():
+        check_price(f"roles.{role}.price", override.price)
+    if cfg.run.get("max_tokens") is not None and cfg.run.max_tokens <= 0:
+        raise ConfigError(f"run.max_tokens={cfg.run.max_tokens}: a cap must be > 0 (or null: no cap)")
 
 
 def run_dir(cfg: DictConfig) -> Path:

@@ -10,6 +10,10 @@ That handler also renders its prompt template with Jinja's autoescape on (`selec
 true for templates made from a string), so the model would read its own slides' HTML as
 `&lt;div&gt;` and the quotes of its earlier calls as `&#34;`, and copy them (seen here: arguments
 full of `&amp;amp;`). This process turns that autoescape off.
+
+Its RAM cache of model states (`--cache true`) weighs each entry by llama.cpp's own state only, but
+each entry also copies the model's logits buffer (n_batch x vocab floats: 96 MiB for SmolLM2, 20x the
+state it counts), so a 2 GiB cache held 20 GB here. This process counts the whole entry.
 The server process runs this module (core.local_server starts it); nothing else imports it.
 """
 
@@ -18,6 +22,7 @@ from __future__ import annotations
 from typing import Any
 
 import jinja2
+import llama_cpp
 from llama_cpp import llama_chat_format
 from llama_cpp.server.__main__ import main
 
@@ -36,6 +41,20 @@ class _Jinja:
 
 
 llama_chat_format.jinja2 = _Jinja()
+
+
+class _WeighedRAMCache(llama_cpp.LlamaRAMCache):
+    """llama-cpp-python's RAM cache of model states, with each entry weighed by all it holds."""
+
+    @property
+    def cache_size(self) -> int:
+        return sum(
+            state.llama_state_size + state.scores.nbytes + state.input_ids.nbytes
+            for state in self.cache_state.values()
+        )
+
+
+llama_cpp.LlamaRAMCache = _WeighedRAMCache  # the server builds its cache from this name when it starts
 
 
 class _Budget:

@@ -3,7 +3,9 @@
 Used by every role (agent, critic, judges, task writer), each with its own
 endpoint, sampling, concurrency limit and price. Transient failures are retried
 with jittered exponential backoff (429 honours Retry-After); what is given up on
-is raised as `ModelError` with a kind. Tokens and cost are counted per role.
+is raised as `ModelError` with a kind. Calls, retries, failures, tokens and cost are
+counted per role into the unit being worked on (`core.metering`), else into the
+client's own meter; the price is the endpoint's (`core.prices`).
 
 The wire is plain JSON over aiohttp (POST /chat/completions, GET /models), not the
 `openai` SDK: the SDK's request pipeline (httpx + anyio + response models) cost
@@ -15,7 +17,6 @@ from __future__ import annotations
 
 import asyncio
 import base64
-import copy
 import email.utils
 import logging
 import mimetypes
@@ -23,8 +24,7 @@ import os
 import random
 import threading
 import time
-from collections import OrderedDict, defaultdict
-from dataclasses import asdict, dataclass, field
+from collections import OrderedDict
 from pathlib import Path
 from typing import Any, Sequence
 
@@ -34,89 +34,17 @@ from aiohttp.helpers import get_env_proxy_for_url
 from tenacity import AsyncRetrying, RetryCallState, retry_if_exception, stop_after_attempt
 from yarl import URL
 
-from core.config import LLMConfig
+from core.config import Backend, LLMConfig
 from core.llm_types import ChatResult, ModelError
-from core.records import Message, ToolCall, Usage
+from core.metering import current_unit
+from core.prices import busy_clock, price_of
+from core.records import Message, ModelUse, ToolCall, Usage
+from core.usage import UsageMeter
 
 log = logging.getLogger(__name__)
 
 IMAGE_TOKEN_ESTIMATE = 1000  # prompt tokens charged per image when the server reports none
 TRANSIENT_KINDS = frozenset({"rate_limit", "server", "timeout", "connection", "malformed_response"})
-
-
-# ---------------------------------------------------------------- accounting
-
-
-@dataclass
-class RoleUsage:
-    calls: int = 0
-    retries: int = 0
-    prompt_tokens: int = 0
-    completion_tokens: int = 0
-    cost_usd: float = 0.0
-    latency_s: float = 0.0
-    estimated_calls: int = 0  # calls whose usage the server did not report
-    failures: dict[str, int] = field(default_factory=dict)
-
-
-class UsageMeter:
-    """Tokens, cost, retries and failures per role; safe to share between clients."""
-
-    def __init__(self) -> None:
-        self._roles: dict[str, RoleUsage] = defaultdict(RoleUsage)
-        self._lock = threading.Lock()
-
-    def record_call(self, role: str, usage: Usage, cost: float, latency_s: float, estimated: bool) -> None:
-        with self._lock:
-            r = self._roles[role]
-            r.calls += 1
-            r.prompt_tokens += usage.prompt_tokens
-            r.completion_tokens += usage.completion_tokens
-            r.cost_usd += cost
-            r.latency_s += latency_s
-            r.estimated_calls += int(estimated)
-
-    def record_retry(self, role: str) -> None:
-        with self._lock:
-            self._roles[role].retries += 1
-
-    def record_failure(self, role: str, kind: str) -> None:
-        with self._lock:
-            failures = self._roles[role].failures
-            failures[kind] = failures.get(kind, 0) + 1
-
-    def snapshot(self) -> dict[str, dict[str, Any]]:
-        with self._lock:
-            return {role: asdict(r) for role, r in self._roles.items()}
-
-    def merge(self, snapshot: dict[str, dict[str, Any]]) -> None:
-        """Add another meter's snapshot (e.g. from a Ray worker)."""
-        with self._lock:
-            for role, data in snapshot.items():
-                r = self._roles[role]
-                for key, value in data.items():
-                    if key == "failures":
-                        for kind, n in value.items():
-                            r.failures[kind] = r.failures.get(kind, 0) + n
-                    else:
-                        setattr(r, key, getattr(r, key) + value)
-
-    def write(self, path: Path) -> None:
-        """This meter's usage by role as JSON (tokens as the servers reported them; `estimated_calls`
-        counts the calls whose usage was estimated because the server sent none)."""
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(orjson.dumps(self.snapshot(), option=orjson.OPT_INDENT_2 | orjson.OPT_SORT_KEYS).decode(), encoding="utf-8")
-
-    def totals(self) -> RoleUsage:
-        total = RoleUsage()
-        for data in self.snapshot().values():
-            for key in ("calls", "retries", "prompt_tokens", "completion_tokens", "cost_usd", "latency_s", "estimated_calls"):
-                setattr(total, key, getattr(total, key) + data[key])
-        return total
-
-
-def cost_of(usage: Usage, cfg: LLMConfig) -> float:
-    return (usage.prompt_tokens * cfg.price.input_per_mtok + usage.completion_tokens * cfg.price.output_per_mtok) / 1e6
 
 
 # ---------------------------------------------------------------- wire format
@@ -351,8 +279,7 @@ def _env_proxy(base_url: str) -> tuple[URL | None, aiohttp.BasicAuth | None]:
 
 
 class _Connections:
-    """A client's aiohttp sessions, one per event loop (a session belongs to the loop that made it);
-    shared by the client's `with_meter` views, so they share connections."""
+    """A client's aiohttp sessions, one per event loop (a session belongs to the loop that made it)."""
 
     def __init__(self, cfg: LLMConfig):
         self.cfg = cfg
@@ -400,7 +327,10 @@ class ModelClient:
         self.cfg = cfg
         self.role = role
         self.name = cfg.model
-        self.meter = meter or UsageMeter()
+        self.meter = meter or UsageMeter()  # calls made outside any unit (core.metering) count here
+        self.price = price_of(cfg)
+        self.use = ModelUse(cfg.model, Backend(cfg.backend).value, cfg.temperature, cfg.top_p, cfg.max_tokens)
+        self._clock = busy_clock(cfg.base_url) if self.price.fleet_per_hour else None
         self.context_window: int | None = cfg.context_window  # else learnt by list_models where the server says
         self._connections = _Connections(cfg)
         self.limit = AdaptiveLimit(cfg.max_concurrency)
@@ -411,13 +341,21 @@ class ModelClient:
         tools: Sequence[dict] | None = None,
         image_root: Path | None = None,
     ) -> ChatResult:
+        unit = current_unit()
+        if unit is not None:
+            refused = unit.refusal()
+            if refused:
+                self._meter_of(unit).record_failure(self.role, "budget")
+                raise ModelError("budget", f"{self.role} model {self.cfg.model!r}: not called, the unit's {refused}")
+        meter = self._meter_of(unit)
         request = self._request(messages, tools, image_root)
+        busy = [0.0]  # this call's share of the endpoint's busy time (a fleet priced by the hour)
 
         def transient(exc: BaseException) -> bool:
             return classify(exc) in TRANSIENT_KINDS
 
         def before_sleep(state: RetryCallState) -> None:
-            self.meter.record_retry(self.role)
+            meter.record_retry(self.role)
             if state.outcome is not None and classify(state.outcome.exception()) == "rate_limit":
                 self.limit.rate_limited()
             log.debug("%s: retrying after %s", self.role, state.outcome.exception() if state.outcome else "?")
@@ -431,7 +369,12 @@ class ModelClient:
         )
         async def attempt() -> ChatResult:
             started = time.perf_counter()
-            response = await self._connections.request("POST", "/chat/completions", request)
+            mark = self._clock.enter() if self._clock else 0.0
+            try:
+                response = await self._connections.request("POST", "/chat/completions", request)
+            finally:
+                if self._clock:
+                    busy[0] += self._clock.leave(mark)
             return self._parse(response, messages, time.perf_counter() - started, self.cfg.max_tokens)
 
         turn: asyncio.Timeout | None = None
@@ -442,13 +385,22 @@ class ModelClient:
         except TRANSPORT_ERRORS as exc:
             cut = turn is not None and turn.expired()
             kind = "turn_timeout" if cut else classify(exc)
-            self.meter.record_failure(self.role, kind)
+            meter.record_failure(self.role, kind)
             attempts = retrying.statistics.get("attempt_number", 1)
             reason = f"no reply within llm.turn_timeout_s={self.cfg.turn_timeout_s:g} s" if cut else str(exc)
             raise ModelError(kind, f"{self.role} model {self.cfg.model!r} at {self.cfg.base_url}: {reason}", attempts) from exc
         self.limit.succeeded()
-        self.meter.record_call(self.role, result.usage, cost_of(result.usage, self.cfg), result.latency_s, not result.usage_reported)
+        usage = result.usage
+        cost = self.price.cost(usage.prompt_tokens, usage.completion_tokens, usage.cached_tokens, busy[0])
+        meter.record_call(self.role, usage.prompt_tokens, usage.completion_tokens, usage.cached_tokens, cost, result.latency_s,
+                          not result.usage_reported)  # fmt: skip
+        if unit is not None:
+            unit.note_model(self.role, self.use)
         return result
+
+    def _meter_of(self, unit: Any) -> UsageMeter:
+        """Where a call counts: the unit being worked on, else this client's own meter."""
+        return unit.meter if unit is not None else self.meter
 
     def _request(self, messages: Sequence[Message], tools: Sequence[dict] | None, image_root: Path | None) -> dict[str, Any]:
         request: dict[str, Any] = {
@@ -474,7 +426,7 @@ class ModelClient:
             reasoning = msg.get("reasoning_content") or msg.get("reasoning")
             content = msg.get("content") or ""
             reported = response.get("usage") or None
-            usage = Usage(int(reported.get("prompt_tokens") or 0), int(reported.get("completion_tokens") or 0)) if reported else None
+            usage = _usage(reported) if reported else None
         except (KeyError, IndexError, TypeError, AttributeError, ValueError) as exc:
             raise MalformedResponse(f"not a chat completion ({exc!r}): {str(response)[:200]}") from exc
         if usage is None:  # some servers send no usage block: estimate it, and say so
@@ -484,12 +436,6 @@ class ModelClient:
         if reported is not None and usage.completion_tokens >= max_tokens:  # cut, whatever the server calls it
             finish = "length"
         return ChatResult(content, reasoning, calls, usage, finish, latency_s, reported is not None)
-
-    def with_meter(self, meter: UsageMeter) -> ModelClient:
-        """The same endpoint, connection pool and concurrency limit, counting usage into `meter`."""
-        view = copy.copy(self)
-        view.meter = meter
-        return view
 
     async def list_models(self) -> list[str]:
         """Model ids the endpoint serves: a cheap reachability check before a run.
@@ -510,6 +456,12 @@ class ModelClient:
 
     async def aclose(self) -> None:
         await self._connections.close()
+
+
+def _usage(reported: dict[str, Any]) -> Usage:
+    """The server's count; cached prompt tokens as OpenAI and vLLM report them (`prompt_tokens_details`)."""
+    details = reported.get("prompt_tokens_details") or {}
+    return Usage(int(reported.get("prompt_tokens") or 0), int(reported.get("completion_tokens") or 0), int(details.get("cached_tokens") or 0))
 
 
 async def close_models(*models: object) -> None:

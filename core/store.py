@@ -3,8 +3,10 @@
 Layout (see docs/architecture.md):
 
     <run>/config.yaml          resolved config
-    <run>/config.hash          hash of what the run produces (performance keys excluded)
-    <run>/units/<stage>/<id>.json   one record per finished unit: the index a rerun reads
+    <run>/config.hash          hash of what the run produces (performance keys excluded, prompt templates included)
+    <run>/prompts.json         the prompt templates the hash covers: id -> content hash
+    <run>/units/<stage>/<id>.json   one record per finished unit (with its usage): the index a rerun reads
+    <run>/usage/unfinished/<stage>/<id>.<attempt>.json   what attempts that left no unit spent
     <run>/<stage>.parquet      a compacted view of a stage's units
 
 Files are written to a temporary name, fsynced, then published. A unit is
@@ -20,13 +22,16 @@ import errno
 import json
 import os
 import tempfile
+import time
 from pathlib import Path
-from typing import Any, Iterable, Iterator, TypeVar
+from typing import Any, Iterable, Iterator, Mapping, TypeVar
 
+import orjson
 import yaml
 
 from core.config import config_hash
 from core.records import Record, RecordError, write_parquet
+from core.usage import RoleUsage
 
 R = TypeVar("R", bound=Record)
 
@@ -114,23 +119,36 @@ class RunStore:
         self.root = Path(root).resolve()
 
     @classmethod
-    def open(cls, root: Path, config: dict[str, Any], force: bool = False) -> RunStore:
-        """Create or continue a run; refuse a different config unless `force`."""
+    def open(cls, root: Path, config: dict[str, Any], force: bool = False, prompts: Mapping[str, str] | None = None) -> RunStore:
+        """Create or continue a run; refuse a different config (or prompt templates: id -> hash) unless `force`."""
         store = cls(root)
         store.root.mkdir(parents=True, exist_ok=True)
-        digest = config_hash(config)
+        prompts = dict(sorted((prompts or {}).items()))
+        digest = config_hash(config | {"prompts": prompts} if prompts else config)
         hash_file = store.root / "config.hash"
         if hash_file.exists():
             previous = hash_file.read_text().strip()
             if previous != digest and not force:
                 raise ConfigMismatch(
-                    f"{store.root} was made with config hash {previous}, this config hashes to {digest}. "
-                    "Use another run.dir / run.name, or run.resume=force to continue anyway "
-                    f"(compare with {store.root / 'config.yaml'})."
+                    f"{store.root} was made with config hash {previous}, this config hashes to {digest}"
+                    f"{store._changed_prompts(prompts)}. Use another run.dir / run.name, or run.resume=force to continue "
+                    f"anyway (compare with {store.root / 'config.yaml'} and {store.root / 'prompts.json'})."
                 )
         atomic_write_text(store.root / "config.yaml", yaml.safe_dump(config, sort_keys=False, allow_unicode=True))
+        if prompts:
+            atomic_write_text(store.root / "prompts.json", json.dumps(prompts, indent=1) + "\n")
         atomic_write_text(hash_file, digest + "\n")
         return store
+
+    def _changed_prompts(self, prompts: Mapping[str, str]) -> str:
+        """"; prompt templates changed: ..." when the run's prompts.json differs from `prompts`."""
+        path = self.root / "prompts.json"
+        before = json.loads(path.read_text(encoding="utf-8")) if path.is_file() else {}
+        changed = sorted(t for t in before.keys() | prompts.keys() if before.get(t) != prompts.get(t))
+        if not changed or not before:
+            return ""
+        shown = ", ".join(f"{t} ({before.get(t, 'new')} -> {prompts.get(t, 'removed')})" for t in changed[:5])
+        return f"; prompt templates changed since: {shown}" + (f" and {len(changed) - 5} more" if len(changed) > 5 else "")
 
     @property
     def config_hash(self) -> str:
@@ -149,6 +167,14 @@ class RunStore:
     def commit(self, stage: str, unit_id: str, record: Record) -> None:
         """Publish a finished unit exactly once (raises UnitExists on a second try)."""
         publish_once(self._unit_path(stage, unit_id), record.to_json().encode("utf-8"))
+
+    def spent_unfinished(self, stage: str, unit_id: str, usage: Mapping[str, RoleUsage], why: str) -> None:
+        """Keep what an attempt of a unit spent when it leaves no unit (each attempt its own file)."""
+        if not any(u.calls or u.retries or u.failures for u in usage.values()):
+            return
+        name = f"{self._unit_path(stage, unit_id).stem}.{time.time_ns()}.{os.getpid()}.json"
+        data = {"unit": unit_id, "why": why, "usage": usage}
+        publish_once(self.root / "usage" / "unfinished" / stage / name, orjson.dumps(data, option=orjson.OPT_SORT_KEYS))
 
     def is_done(self, stage: str, unit_id: str) -> bool:
         return self._unit_path(stage, unit_id).exists()

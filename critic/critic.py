@@ -21,9 +21,10 @@ from agents.hooks import Injection, StepState
 from agents.tools.inspection_tools import INSPECT_TOOLS
 from core.json_reply import JSONReplyError, ask_json
 from core.llm_types import ModelError
+from core.metering import note_model
 from core.prompts import render
 from core.protocols import Critic, Model
-from core.records import Message
+from core.records import Message, ModelUse
 from critic.config import CriticMode
 from critic.findings import Finding, Review, at_least, findings_from_measurements, findings_json
 
@@ -78,8 +79,10 @@ class RulesCritic:
 
     def __init__(self, name: str = "rules"):
         self.name = name
+        self.use = ModelUse(name, "rules")
 
     async def review(self, inspection: Inspection, workspace: Path, language: str) -> Review:
+        note_model("critic", self.use)
         findings = findings_from_measurements(inspection.measured)
         return Review(reasoning=_rules_reasoning(findings, inspection.artifact, language), findings=findings)
 

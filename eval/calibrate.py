@@ -29,7 +29,6 @@ from omegaconf import OmegaConf
 from omegaconf.errors import OmegaConfBaseException
 
 from core.config import PROJECT_ROOT, ConfigError
-from core.llm import UsageMeter
 from core.llm_types import ModelError
 from core.logs import setup_logging
 from core.store import atomic_write_text
@@ -87,7 +86,7 @@ def judge_config(overrides: Sequence[str]) -> JudgeConfig:
 async def judge_decks(cfg: JudgeConfig, decks: list[list[SlideView]], cache: Path) -> dict[str, list[float | None]]:
     """Each deck's Content and Style by the judge of `cfg` (None where it could not judge)."""
     async with AsyncExitStack() as stack:
-        judging = build_judging(cfg, UsageMeter(), cache, stack)
+        judging = build_judging(cfg, cache, stack)
         judged = await asyncio.gather(*(judging.deck(d) for d in decks))
     return {"content": [j.content for j in judged], "style": [j.style for j in judged]}
 

@@ -4,12 +4,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Optional
+from typing import ClassVar, Optional
 
 from hydra.core.config_store import ConfigStore
 from omegaconf import DictConfig, OmegaConf
 
-from agents.config import AgentConfig, Agents, DeckConfig, Reflection, RenderConfig, ToolsConfig
+from agents.config import AGENT_PROMPTS, AgentConfig, Agents, DeckConfig, Reflection, RenderConfig, ToolsConfig
 from agents.research.runtime import validate_tools_config
 from core.config import (
     Backend,
@@ -23,6 +23,7 @@ from core.config import (
     role_slots,
     validate_common,
 )
+from core.prices import check_caps, price_of
 from pipeline.config import RolloutsConfig
 
 def _scripted_judge() -> LLMConfig:
@@ -69,6 +70,8 @@ def _eval_rollouts() -> RolloutsConfig:
 
 @dataclass
 class EvalConfig:
+    PROMPTS: ClassVar[tuple[str, ...]] = (*AGENT_PROMPTS, "eval/prompts")  # in the config hash
+
     run: RunConfig = field(default_factory=lambda: RunConfig(name="eval"))
     limit: Optional[int] = None
     tasks: str = "runs/demo"  # a tasks parquet, or a synthesis run directory (its tasks/eval.parquet)
@@ -113,6 +116,12 @@ def validate(cfg: DictConfig) -> None:
         raise ConfigError("diversity.batch_size must be >= 1")
     if cfg.ray.num_workers < 1 or cfg.ray.rollouts_per_worker < 1:
         raise ConfigError("ray.num_workers and ray.rollouts_per_worker must be >= 1")
+    check_caps(cfg, ("agent",))
+    if cfg.run.max_cost_usd is not None:
+        judge = OmegaConf.to_object(cfg.judge)
+        for role, endpoint in (("judge", judge.endpoint), ("describer", describer_config(judge))):
+            if Backend(endpoint.backend) is not Backend.scripted and not price_of(endpoint).known:
+                raise ConfigError(f"run.max_cost_usd is set but the {role}'s price is unknown ({price_of(endpoint).source}): give judge.endpoint.price.*")
     if not tasks_file(cfg.tasks).is_file():
         raise ConfigError(
             f"tasks={cfg.tasks}: no tasks file at {tasks_file(cfg.tasks)} "

@@ -23,12 +23,13 @@ from typing import Protocol, TypeVar
 
 import pydantic
 
-from core.config import LLMConfig
+from core.config import Backend, LLMConfig
 from core.json_reply import JSONReplyError, ask_json
 from core.llm_types import ModelError
-from core.prompts import render
+from core.metering import note_model
+from core.prompts import cite, render
 from core.protocols import Model
-from core.records import Message
+from core.records import Message, ModelUse
 from core.store import atomic_write_text
 from eval.slides import SlideView
 
@@ -56,6 +57,8 @@ class SlideScores(pydantic.BaseModel):
 class Describer(Protocol):
     identity: str  # what the cached descriptions depend on
     reads_content: bool  # whether it reads the slide's content-check failures (then they key its cache entries too)
+    use: ModelUse  # the model (or stand-in) a score record names
+    templates: tuple[str, ...]  # its prompt templates in PROMPTS
 
     async def describe(self, slide: SlideView) -> SlideDescription: ...
 
@@ -63,6 +66,8 @@ class Describer(Protocol):
 class Judge(Protocol):
     identity: str
     reads_content: bool
+    use: ModelUse
+    templates: tuple[str, ...]
 
     async def score(self, slide: SlideView, description: SlideDescription) -> SlideScores: ...
 
@@ -81,12 +86,18 @@ def model_identity(cfg: LLMConfig, *templates: str) -> str:
     return f"{cfg.model} t={cfg.temperature:g} prompts={_prompts_digest(*templates)}"
 
 
+def model_use(cfg: LLMConfig) -> ModelUse:
+    return ModelUse(cfg.model, Backend(cfg.backend).value, cfg.temperature, cfg.top_p, cfg.max_tokens)
+
+
 class ModelDescriber:
     reads_content = False
+    templates = ("describe.j2",)
 
     def __init__(self, model: Model, cfg: LLMConfig, retries: int):
         self.model, self.retries = model, retries
         self.identity = model_identity(cfg, "describe.j2")
+        self.use = model_use(cfg)
 
     async def describe(self, slide: SlideView) -> SlideDescription:
         message = Message("user", render(PROMPTS, "describe.j2"), images=(slide.png.name,))
@@ -95,10 +106,12 @@ class ModelDescriber:
 
 class ModelJudge:
     reads_content = False
+    templates = ("judge.j2",)  # with the rubrics it includes
 
     def __init__(self, model: Model, cfg: LLMConfig, retries: int):
         self.model, self.retries = model, retries
         self.identity = model_identity(cfg, "judge.j2", "rubric_content.j2", "rubric_style.j2")
+        self.use = model_use(cfg)
 
     async def score(self, slide: SlideView, description: SlideDescription) -> SlideScores:
         prompt = render(PROMPTS, "judge.j2", content=description.content, style=description.style)
@@ -178,7 +191,12 @@ class SlideJudging:
         return SlideJudgement(slide.number, slide.digest, description, scores)
 
     async def deck(self, slides: list[SlideView]) -> DeckJudgement:
-        """Every slide judged (those that fail do not stop the others); unjudged if any failed."""
+        """Every slide judged (those that fail do not stop the others); unjudged if any failed.
+        The current unit names the describer's and judge's models and templates, cached answers included."""
+        for role, part in (("describer", self.describer), ("judge", self.judge)):
+            note_model(role, part.use)
+            for template in part.templates:
+                cite(PROMPTS, template)
         results = await asyncio.gather(*(self.slide(s) for s in slides), return_exceptions=True)
         failed = [(s, r) for s, r in zip(slides, results) if isinstance(r, BaseException)]
         for _, exc in failed:

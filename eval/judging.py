@@ -6,7 +6,7 @@ from contextlib import AsyncExitStack
 from pathlib import Path
 
 from core.config import LLMConfig
-from core.llm import ModelClient, UsageMeter
+from core.llm import ModelClient
 from core.models import client_for, is_scripted
 from eval.config import JudgeConfig, describer_config
 from eval.judge import (
@@ -42,17 +42,18 @@ async def check_endpoints(found: dict[str, LLMConfig]) -> None:
             await client.aclose()
 
 
-def _client(llm: LLMConfig, role: str, meter: UsageMeter, stack: AsyncExitStack) -> ModelClient | None:
-    client = client_for(llm, role, meter)
+def _client(llm: LLMConfig, role: str, stack: AsyncExitStack) -> ModelClient | None:
+    client = client_for(llm, role)
     if client is not None:
         stack.push_async_callback(client.aclose)
     return client
 
 
-def build_judging(cfg: JudgeConfig, meter: UsageMeter, cache: Path, stack: AsyncExitStack) -> SlideJudging:
-    """The describer and judge of `cfg` (model clients are closed by `stack`), with their cache."""
+def build_judging(cfg: JudgeConfig, cache: Path, stack: AsyncExitStack) -> SlideJudging:
+    """The describer and judge of `cfg` (model clients are closed by `stack`; their calls count into the
+    unit being worked on, core.metering), with their cache."""
     described = describer_config(cfg)
-    describe_with, judge_with = _client(described, "describer", meter, stack), _client(cfg.endpoint, "judge", meter, stack)
+    describe_with, judge_with = _client(described, "describer", stack), _client(cfg.endpoint, "judge", stack)
     describer: Describer = ScriptedDescriber() if describe_with is None else ModelDescriber(describe_with, described, cfg.json_retries)
     judge: Judge = ScriptedJudge() if judge_with is None else ModelJudge(judge_with, cfg.endpoint, cfg.json_retries)
     return SlideJudging(describer, judge, JudgeCache(cache), cfg.max_concurrency)

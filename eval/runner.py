@@ -9,7 +9,6 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from core.llm import UsageMeter
 from core.records import Rollout, Task
 from critic.config import CriticConfig, CriticMode
 from eval.config import EvalConfig
@@ -26,8 +25,8 @@ def inference_config(cfg: EvalConfig) -> SynthesizeConfig:
 
 
 class EvalRunner:
-    def __init__(self, cfg: EvalConfig, meter: UsageMeter, run_dir: Path):
-        self.runner = DeckRunner(inference_config(cfg), meter, run_dir)
+    def __init__(self, cfg: EvalConfig, run_dir: Path):
+        self.runner = DeckRunner(inference_config(cfg), run_dir)
 
     async def start(self) -> None:
         await self.runner.start()

@@ -1,9 +1,12 @@
 """Eval stage 2: every deck scored (Constraint, Content, Style), Diversity across decks, the run's summary.
 
-Writes `<run>/scores/`: decks.csv (one row per task), judgements.jsonl (every slide's
-description, scores and reasons), summary.json (the run's line in the tables). Judge
-descriptions, scores and encoder features are cached under `judge.cache_dir` (default
-`<run>/judge_cache`), so a rerun re-scores without model calls.
+Each deck's scores are a unit (`units/eval_scores/<task_id>.json`, a `DeckScores` record with
+the judge's usage and the describer's and judge's templates and models), so a rerun scores only
+the decks not scored yet, and the ledger counts each judge call once; a deck the judge could not
+score is left for the rerun. Writes `<run>/scores/`: decks.csv (one row per task),
+judgements.jsonl (every slide's description, scores and reasons), summary.json (the run's line in
+the tables). Judge descriptions, scores and encoder features are also cached under
+`judge.cache_dir` (default `<run>/judge_cache`), which other runs may share.
 """
 
 from __future__ import annotations
@@ -14,21 +17,22 @@ import io
 import json
 import logging
 from contextlib import AsyncExitStack
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar, Optional
 
 from core.config import resolve_role
-from core.llm import UsageMeter
+from core.ledger import SpendingCap, play_unit, read_ledger, spending_cap
 from core.models import is_scripted
-from core.records import Rollout, Task, read_parquet
+from core.records import SCHEMA_VERSION, Origin, Record, Rollout, Task, read_parquet
 from core.run import RunContext
-from core.store import atomic_write_text
+from core.store import RunStore, atomic_write_text
+from core.usage import RoleUsage, total
 from eval.config import EvalConfig, describer_config
 from eval.diversity import ImageEncoder, deck_diversity
 from eval.generation import TASKS
-from eval.judge import DeckJudgement, SlideJudging
-from eval.judging import ROLES, build_judging, cache_root
+from eval.judge import DeckJudgement, SlideDescription, SlideJudgement, SlideJudging, SlideScores
+from eval.judging import build_judging, cache_root
 from eval.metrics import DeckScore, aggregate, by_domain, constraint_score, unrendered
 from eval.slides import DeckUnreadable, SlideView, load_deck
 from eval.summary import ABLATIONS, RunSummary
@@ -39,6 +43,20 @@ log = logging.getLogger(__name__)
 
 STAGE = "eval/score"
 SCORES = "scores"
+UNITS = "eval_scores"
+
+
+@dataclass(frozen=True)
+class DeckScores(Record):
+    """One deck's scores: the unit of the scoring stage."""
+
+    kind: ClassVar[str] = "deck_scores"
+    task_id: str
+    score: DeckScore
+    judgements_json: str = "[]"  # each slide's number, digest, description and scores
+    usage: dict[str, RoleUsage] = field(default_factory=dict)  # the describer's and judge's calls
+    origin: Origin = field(default_factory=Origin)
+    schema_version: int = SCHEMA_VERSION
 
 
 @dataclass(frozen=True)
@@ -46,6 +64,34 @@ class ScoredDeck:
     score: DeckScore
     slides: list[SlideView]
     judgement: DeckJudgement | None
+
+    def record(self) -> DeckScores:
+        judged = [_judged(j) for j in (self.judgement.slides if self.judgement else ())]
+        return DeckScores(self.score.task_id, self.score, json.dumps(judged, ensure_ascii=False))
+
+
+def _judged(j: SlideJudgement) -> dict[str, Any]:
+    return {"number": j.number, "digest": j.digest, "description": j.description.model_dump(), "scores": j.scores.model_dump()}
+
+
+def _slides(task: Task, rollout: Rollout, root: Path, render_dir: Path) -> list[SlideView]:
+    return load_deck((root / rollout.artifacts["defects"]).parent, render_dir, task.constraints.language or task.language, task.instruction)
+
+
+def restored(record: DeckScores, task: Task, rollout: Optional[Rollout], root: Path, render_dir: Path) -> ScoredDeck:
+    """A deck scored by an earlier run, from its unit (the slides read again for the diversity encoder)."""
+    if not record.score.rendered or rollout is None:
+        return ScoredDeck(record.score, [], None)
+    slides = [
+        SlideJudgement(s["number"], s["digest"], SlideDescription.model_validate(s["description"]), SlideScores.model_validate(s["scores"]))
+        for s in json.loads(record.judgements_json)
+    ]
+    try:
+        views = _slides(task, rollout, root, render_dir)
+    except (UnusablePDF, DeckUnreadable) as exc:
+        log.warning("%s: scored before, but its slides are unreadable now (left out of the diversity): %s", task.task_id, exc)
+        views = []
+    return ScoredDeck(record.score, views, DeckJudgement(tuple(slides)))
 
 
 async def score_deck(task: Task, rollout: Rollout | None, root: Path, judging: SlideJudging, render_dir: Path) -> ScoredDeck:
@@ -57,7 +103,7 @@ async def score_deck(task: Task, rollout: Rollout | None, root: Path, judging: S
         return ScoredDeck(unrendered(task, rollout.failure or "environment/no_deck", rollout.cost_usd, tokens), [], None)
     try:
         constraint, failed = constraint_score(root / pdf, task)
-        slides = load_deck((root / defects).parent, render_dir, task.constraints.language or task.language, task.instruction)
+        slides = _slides(task, rollout, root, render_dir)
     except (UnusablePDF, DeckUnreadable) as exc:
         return ScoredDeck(unrendered(task, f"environment/unreadable_deck: {exc}", rollout.cost_usd, tokens), [], None)
     judgement = await judging.deck(slides)
@@ -69,11 +115,32 @@ async def score_deck(task: Task, rollout: Rollout | None, root: Path, judging: S
     return ScoredDeck(score, slides, judgement)
 
 
-async def score_all(cfg: EvalConfig, tasks: list[Task], rollouts: dict[str, Rollout], root: Path, meter: UsageMeter) -> list[ScoredDeck]:
+async def score_all(cfg: EvalConfig, tasks: list[Task], rollouts: dict[str, Rollout], store: RunStore,
+                    cap: Optional[SpendingCap] = None) -> list[ScoredDeck]:  # fmt: skip
+    """Every deck's scores: from its unit when an earlier run scored it, else judged now (a unit each)."""
+    root, done = store.root, store.load_map(UNITS, DeckScores)
+    render_dir = cache_root(cfg.judge, root) / "pages"
     async with AsyncExitStack() as stack:
-        judging = build_judging(cfg.judge, meter, cache_root(cfg.judge, root), stack)
-        render_dir = cache_root(cfg.judge, root) / "pages"
-        return list(await asyncio.gather(*(score_deck(t, rollouts.get(t.task_id), root, judging, render_dir) for t in tasks)))
+        judging = build_judging(cfg.judge, cache_root(cfg.judge, root), stack)
+
+        async def one(task: Task) -> Optional[ScoredDeck]:
+            rollout = rollouts.get(task.task_id)
+            if task.task_id in done:
+                return restored(done[task.task_id], task, rollout, root, render_dir)
+            scored: list[ScoredDeck] = []
+
+            async def make() -> Optional[DeckScores]:
+                scored.append(await score_deck(task, rollout, root, judging, render_dir))
+                unjudged = scored[0].judgement is not None and scored[0].judgement.error is not None
+                return None if unjudged else scored[0].record()  # an unjudged deck is judged again by the next run
+
+            await play_unit(store, UNITS, task.task_id, make, cap)
+            return scored[0] if scored else None
+
+        decks = await asyncio.gather(*(one(t) for t in tasks))
+    if cap is not None and cap.held_back:
+        raise cap.stop(STAGE)
+    return [d for d in decks if d is not None]
 
 
 def decks_csv(decks: list[ScoredDeck]) -> str:
@@ -88,15 +155,15 @@ def judgements_jsonl(decks: list[ScoredDeck], root: Path) -> str:
     lines = []
     for deck in decks:
         slides = [
-            {"number": j.number, "png": s.png.relative_to(root).as_posix() if s.png.is_relative_to(root) else str(s.png),
-             "digest": j.digest, "description": j.description.model_dump(), "scores": j.scores.model_dump()}
+            _judged(j) | {"png": s.png.relative_to(root).as_posix() if s.png.is_relative_to(root) else str(s.png)}
             for s, j in zip(deck.slides, deck.judgement.slides if deck.judgement else ())
-        ]  # fmt: skip
+        ]
         lines.append(json.dumps({"task_id": deck.score.task_id, "error": deck.score.failure, "slides": slides}, ensure_ascii=False))
     return "\n".join(lines) + "\n"
 
 
-def summarize(cfg: EvalConfig, root: Path, decks: list[ScoredDeck], diversity: tuple[float | None, float | None], judge_usage: dict[str, Any]) -> RunSummary:
+def summarize(cfg: EvalConfig, root: Path, decks: list[ScoredDeck], diversity: tuple[float | None, float | None],
+              judge_usage: dict[str, RoleUsage]) -> RunSummary:  # fmt: skip
     scores = [d.score for d in decks]
     metrics = aggregate(scores)
     agent = resolve_role(cfg.llm, cfg.roles, "agent")
@@ -121,7 +188,7 @@ def summarize(cfg: EvalConfig, root: Path, decks: list[ScoredDeck], diversity: t
         describer=describer_config(cfg.judge).model,
         judge=cfg.judge.endpoint.model,
         judge_scripted=is_scripted(cfg.judge.endpoint),
-        judge_cost_usd=sum(judge_usage.get(role, {}).get("cost_usd", 0.0) for role in ROLES),
+        judge_cost_usd=total(judge_usage.values()).cost,
         encoder=cfg.diversity.encoder,
         domains={d: m.to_dict() for d, m in by_domain(scores).items()},
     )
@@ -132,14 +199,12 @@ def score(ctx: RunContext) -> dict[str, Any]:
     root = ctx.store.root
     tasks = read_parquet(ctx.store.path(*TASKS), Task)
     rollouts = ctx.store.load_map(ROLLOUTS, Rollout)
-    meter = UsageMeter()
-    decks = asyncio.run(score_all(cfg, tasks, rollouts, root, meter))
-    ctx.meter.merge(meter.snapshot())
+    decks = asyncio.run(score_all(cfg, tasks, rollouts, ctx.store, spending_cap(cfg.run, root)))
     diversity: tuple[float | None, float | None] = (None, None)
     if cfg.diversity.encoder:
         encoder = ImageEncoder(cfg.diversity.encoder, cfg.diversity.batch_size, cache_root(cfg.judge, root) / "features")
         diversity = deck_diversity(encoder, [d.slides for d in decks])
-    summary = summarize(cfg, root, decks, diversity, meter.snapshot())
+    summary = summarize(cfg, root, decks, diversity, read_ledger(root).stages.get(UNITS, {}))
     out = ctx.store.path(SCORES)
     out.mkdir(parents=True, exist_ok=True)
     atomic_write_text(out / "decks.csv", decks_csv(decks))

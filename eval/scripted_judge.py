@@ -19,6 +19,7 @@ from dataclasses import dataclass
 import numpy as np
 from PIL import Image
 
+from core.records import ModelUse
 from eval.judge import Score, SlideDescription, SlideScores
 from eval.slides import SlideView
 
@@ -78,6 +79,8 @@ def _defect_list(defects: tuple[tuple[str, str], ...]) -> str:
 class ScriptedDescriber:
     identity = f"scripted-describer rules={RULES_VERSION}"
     reads_content = True
+    use = ModelUse("scripted-describer", "scripted")
+    templates: tuple[str, ...] = ()
 
     async def describe(self, slide: SlideView) -> SlideDescription:
         m = measure(slide)
@@ -137,6 +140,8 @@ def style_score(m: SlideMeasures) -> Score:
 class ScriptedJudge:
     identity = f"scripted-judge rules={RULES_VERSION}"
     reads_content = True
+    use = ModelUse("scripted-judge", "scripted")
+    templates: tuple[str, ...] = ()
 
     async def score(self, slide: SlideView, description: SlideDescription) -> SlideScores:
         m = measure(slide)

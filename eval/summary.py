@@ -41,7 +41,7 @@ class RunSummary:
     describer: str
     judge: str
     judge_scripted: bool
-    judge_cost_usd: float
+    judge_cost_usd: float | None  # the describer's and judge's calls (the ledger's eval_scores); None: a price unknown
     encoder: str | None
     domains: dict[str, dict[str, Any]] = field(default_factory=dict)  # domain -> Metrics.to_dict()
 

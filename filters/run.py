@@ -10,9 +10,12 @@ each gate of `filters.gates` (see filters.registry.GATES): the rule gates first 
 content), then the model judges, which a rollout a rule gate rejected never reaches
 (no judge tokens spent on it; its judge verdicts stay missing). Each verdict is published once
 as units/verdicts/<task_id>__<gate>.json, so a rerun judges only what is missing; a judge
-that fails leaves its verdict missing (undecided) for the next run. Then verdicts.parquet
-and RUN_DIR/filters/{failures.md, failures.png, defects.png}. Accepted, rejected and
-undecided are filters.acceptance's; `filters.gates=[]` keeps every finished rollout.
+that fails leaves its verdict missing (undecided) for the next run. Each verdict carries the
+judge's usage and what made it (templates, model; rule gates say "rules"); once the run's
+spending cap (`run.max_cost_usd`, `run.max_tokens` in config.yaml) is reached no judge call
+starts. Then verdicts.parquet and RUN_DIR/filters/{failures.md, failures.png, defects.png}.
+Accepted, rejected and undecided are filters.acceptance's; `filters.gates=[]` keeps every
+finished rollout.
 """
 
 from __future__ import annotations
@@ -30,14 +33,15 @@ import yaml
 from omegaconf import OmegaConf
 from omegaconf.errors import OmegaConfBaseException
 
-from core.config import ConfigError, LLMConfig, RoleConfig
+from core.config import ConfigError, LLMConfig, RoleConfig, RunConfig
 from core.json_reply import JSONReplyError
-from core.llm import UsageMeter
+from core.ledger import BudgetExhausted, play_unit, spending_cap
 from core.llm_types import ModelError
 from core.local_server import LocalServerError, serving
 from core.logs import setup_logging
+from core.metering import note_model
 from core.models import role_client
-from core.records import Rollout, Task, Verdict, read_parquet
+from core.records import ModelUse, Rollout, Task, Verdict, read_parquet
 from core.store import RunStore
 from filters.acceptance import ENVIRONMENT, UNDECIDED
 from filters.config import FiltersConfig
@@ -50,6 +54,7 @@ from filters.report import write_report
 log = logging.getLogger(__name__)
 
 STAGE = "verdicts"
+FAILED_ROLLOUT = ModelUse("environment rules", "rules")  # what makes the verdict of a rollout that did not finish
 
 
 @dataclass
@@ -59,6 +64,7 @@ class FilterRunConfig:
     filters: FiltersConfig = field(default_factory=FiltersConfig)
     llm: LLMConfig = field(default_factory=LLMConfig)
     roles: dict[str, RoleConfig] = field(default_factory=dict)
+    run: RunConfig = field(default_factory=RunConfig)  # its spending caps
 
 
 class RunIncomplete(RuntimeError):
@@ -70,13 +76,13 @@ def unit_id(task_id: str, gate: str) -> str:
 
 
 def load_config(root: Path, overrides: Sequence[str] = ()) -> FilterRunConfig:
-    """RUN_DIR/config.yaml's filters, llm and roles (defaults where absent), then `overrides`."""
+    """RUN_DIR/config.yaml's filters, llm, roles and run (defaults where absent), then `overrides`."""
     path = root / "config.yaml"
     saved = yaml.safe_load(path.read_text(encoding="utf-8")) if path.is_file() else {}
     try:
         merged = OmegaConf.merge(
             OmegaConf.structured(FilterRunConfig),
-            {k: v for k, v in (saved or {}).items() if k in ("filters", "llm", "roles")},
+            {k: v for k, v in (saved or {}).items() if k in ("filters", "llm", "roles", "run")},
             OmegaConf.from_dotlist(list(overrides)),
         )
         cfg = OmegaConf.to_object(merged)
@@ -109,29 +115,41 @@ def load_inputs(store: RunStore) -> tuple[dict[str, Task], list[Rollout]]:
     return tasks, rollouts
 
 
-async def build_gates(names: Sequence[str], cfg: FilterRunConfig, meter: UsageMeter, stack: AsyncExitStack) -> dict[str, Gate]:
+@dataclass(frozen=True)
+class BuiltGate:
+    gate: Gate
+    role: str  # the judge role, or the rule gate's name
+    maker: ModelUse  # what every verdict of the gate names as its model
+
+
+async def build_gates(names: Sequence[str], cfg: FilterRunConfig, stack: AsyncExitStack) -> dict[str, BuiltGate]:
     """The named gates, each with its judge model (None with a scripted backend); endpoints are checked first."""
     gates = {}
     for name in names:
         spec = GATES[name]
         model = None
         if spec.role is not None:
-            model = role_client(cfg.llm, cfg.roles, spec.role, meter)
+            model = role_client(cfg.llm, cfg.roles, spec.role)
             if model is not None:
                 stack.push_async_callback(model.aclose)
                 await model.list_models()  # a reachable endpoint before any judging
-        gates[name] = spec.build(cfg.filters, model)
+        if spec.role is None:
+            maker = ModelUse(f"{name} rules", "rules")
+        else:
+            maker = model.use if model is not None else ModelUse(f"scripted {name} judge", "scripted")
+        gates[name] = BuiltGate(spec.build(cfg.filters, model), spec.role or name, maker)
     return gates
 
 
-async def _verdict(gate: Gate, candidate: Candidate) -> Verdict:
+async def _verdict(built: BuiltGate, candidate: Candidate) -> Verdict:
+    note_model(built.role, built.maker)
     try:
-        return await gate.judge(candidate)
+        return await built.gate.judge(candidate)
     except ArtifactError as exc:
-        return environment_verdict(candidate.task.task_id, gate.name, str(exc))
+        return environment_verdict(candidate.task.task_id, built.gate.name, str(exc))
 
 
-async def judge_rollouts(store: RunStore, cfg: FilterRunConfig, meter: UsageMeter) -> dict[str, Any]:
+async def judge_rollouts(store: RunStore, cfg: FilterRunConfig) -> dict[str, Any]:
     """Each rollout's missing verdicts: rule gates first; a rollout a rule gate rejects gets no judge call."""
     validate(cfg.filters)
     tasks, rollouts = load_inputs(store)
@@ -145,22 +163,25 @@ async def judge_rollouts(store: RunStore, cfg: FilterRunConfig, meter: UsageMete
     slots = asyncio.Semaphore(cfg.filters.max_concurrency)
     undecided: Counter[str] = Counter()
     skipped: Counter[str] = Counter()
+    cap = spending_cap(cfg.run, store.root)
 
-    async def one(gates: dict[str, Gate], rollout: Rollout, gate_name: str) -> Verdict | None:
+    async def judged(gates: dict[str, BuiltGate], rollout: Rollout, gate_name: str) -> Verdict | None:
         if gate_name == ENVIRONMENT:
-            verdict = environment_verdict(rollout.task_id, ENVIRONMENT, rollout.failure or "the rollout failed")
-        else:
-            async with slots:
-                try:
-                    verdict = await _verdict(gates[gate_name], Candidate(tasks[rollout.task_id], rollout, store.root))
-                except (ModelError, JSONReplyError) as exc:
-                    undecided[gate_name] += 1
-                    log.warning("%s: the %s judge gave no verdict (left for a rerun): %s", rollout.task_id, gate_name, exc)
-                    return None
-        await asyncio.to_thread(store.commit, STAGE, unit_id(rollout.task_id, gate_name), verdict)  # fsyncs overlap
-        return verdict
+            note_model(ENVIRONMENT, FAILED_ROLLOUT)
+            return environment_verdict(rollout.task_id, ENVIRONMENT, rollout.failure or "the rollout failed")
+        async with slots:
+            try:
+                return await _verdict(gates[gate_name], Candidate(tasks[rollout.task_id], rollout, store.root))
+            except (ModelError, JSONReplyError) as exc:
+                undecided[gate_name] += 1
+                log.warning("%s: the %s judge gave no verdict (left for a rerun): %s", rollout.task_id, gate_name, exc)
+                return None
 
-    async def rollout_verdicts(gates: dict[str, Gate], rollout: Rollout) -> None:
+    async def one(gates: dict[str, BuiltGate], rollout: Rollout, gate_name: str) -> Verdict | None:
+        unit_cap = cap if gate_name != ENVIRONMENT and GATES[gate_name].role is not None else None  # rules spend nothing
+        return await play_unit(store, STAGE, unit_id(rollout.task_id, gate_name), lambda: judged(gates, rollout, gate_name), unit_cap)
+
+    async def rollout_verdicts(gates: dict[str, BuiltGate], rollout: Rollout) -> None:
         todo = pending[rollout.task_id]
         judges = [g for g in todo if g != ENVIRONMENT and GATES[g].role is not None]
         made = await asyncio.gather(*(one(gates, rollout, g) for g in todo if g not in judges))
@@ -172,10 +193,15 @@ async def judge_rollouts(store: RunStore, cfg: FilterRunConfig, meter: UsageMete
         await asyncio.gather(*(one(gates, rollout, g) for g in judges))
 
     async with AsyncExitStack() as stack:
-        gates = await build_gates(needed, cfg, meter, stack)
+        gates = await build_gates(needed, cfg, stack)
         await asyncio.gather(*(rollout_verdicts(gates, r) for r in rollouts))
-    judged = sum(map(len, pending.values())) - sum(undecided.values()) - sum(skipped.values())
-    return _summarise(store, rollouts, names, judged, undecided, skipped)
+    held_back = cap.held_back if cap is not None else 0
+    written = sum(map(len, pending.values())) - sum(undecided.values()) - sum(skipped.values()) - held_back
+    figures = _summarise(store, rollouts, names, written, undecided, skipped)
+    if held_back:
+        assert cap is not None
+        raise cap.stop("filters")
+    return figures
 
 
 def _summarise(store: RunStore, rollouts: list[Rollout], gates: list[str], judged: int, undecided: Counter[str], skipped: Counter[str]) -> dict[str, Any]:
@@ -213,7 +239,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         cfg = load_config(root, args.overrides)
         setup_logging(root / "logs" / "filters.log")
         with serving(cfg, root / "logs"):
-            figures = asyncio.run(judge_rollouts(RunStore(root), cfg, UsageMeter()))
+            figures = asyncio.run(judge_rollouts(RunStore(root), cfg))
+    except BudgetExhausted as exc:
+        print(f"{parser.prog}: stopped: {exc}", file=sys.stderr)
+        return 3
     except (ConfigError, RunIncomplete, ModelError, LocalServerError) as exc:
         print(f"{parser.prog}: error: {exc}", file=sys.stderr)
         return 2

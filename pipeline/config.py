@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Optional
+from typing import ClassVar, Optional
 
 from hydra.core.config_store import ConfigStore
 from omegaconf import DictConfig, OmegaConf
 
-from agents.config import AgentConfig, Agents, DeckConfig, Reflection, RenderConfig, ToolsConfig
+from agents.config import AGENT_PROMPTS, AgentConfig, Agents, DeckConfig, Reflection, RenderConfig, ToolsConfig
 from agents.research.runtime import validate_tools_config
 from core.config import (
     Backend,
@@ -21,12 +21,14 @@ from core.config import (
     role_slots,
     validate_common,
 )
+from core.prices import check_caps
 from critic.config import CriticConfig
 from filters.config import FiltersConfig
 from filters.run import validate as validate_filters
 from train.config import ExportConfig, validate_export
 
 ASPECTS = ("16:9", "4:3", "A1", "A2", "A3", "A4", "free")
+SYNTHESIS_ROLES = ("agent", "critic", "task_writer", "judge", "quality_judge")
 
 
 @dataclass
@@ -84,15 +86,18 @@ class RolloutsConfig:
     error_window: int = 20  # early stop: failure share over the last N finished rollouts ...
     max_error_rate: float = 0.8  # ... above this stops the run with a clear message
     split: str = "train"  # which task split to roll out
+    max_cost_usd: Optional[float] = None  # per rollout: once spent, its agent's next model call is refused (agent/budget)
 
 
 @dataclass
 class SynthesizeConfig:
+    PROMPTS: ClassVar[tuple[str, ...]] = (*AGENT_PROMPTS, "critic/prompts", "filters/prompts", "pipeline/prompts")  # in the config hash
+
     run: RunConfig = field(default_factory=RunConfig)
     limit: Optional[int] = None  # process at most N tasks: a quick preview
     stages: Optional[list[str]] = None  # a part of the recipe (pipeline/synthesize.py STAGES); None: all of it
     llm: LLMConfig = field(default_factory=LLMConfig)
-    roles: dict[str, RoleConfig] = field(default_factory=role_slots("agent", "critic", "task_writer", "judge", "quality_judge"))
+    roles: dict[str, RoleConfig] = field(default_factory=role_slots(*SYNTHESIS_ROLES))
     agents: Agents = Agents.dual
     reflection: Reflection = Reflection.grounded
     agent: AgentConfig = field(default_factory=AgentConfig)
@@ -117,6 +122,7 @@ def validate(cfg: DictConfig) -> None:
     validate_filters(OmegaConf.to_object(cfg.filters))
     if cfg.ray.num_workers < 1 or cfg.ray.rollouts_per_worker < 1:
         raise ConfigError("ray.num_workers and ray.rollouts_per_worker must be >= 1")
+    check_caps(cfg, SYNTHESIS_ROLES)
     if cfg.ray.address and Backend.local in {cfg.llm.backend, *(r.backend for r in cfg.roles.values())}:
         raise ConfigError(f"llm=local serves on this machine's loopback, which the nodes of ray.address={cfg.ray.address} cannot reach: serve the model with vLLM (llm=vllm)")
     if cfg.ray.threads_per_worker < 0:

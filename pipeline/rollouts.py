@@ -7,6 +7,11 @@ restarts the actor), and stops early when too many recent rollouts fail. A
 worker publishes each finished rollout through the run store exactly once, so a
 resubmitted or ghost rollout can never write twice. A rerun skips finished
 rollouts; the workspace of one that was in flight is moved aside.
+
+Each rollout is a unit (core.metering): its record carries every model call it made, so
+the ledger counts it once. Before the stage plays anything it logs the projected cost
+(pipeline.spending); once the run's spending cap is reached no rollout starts, those in
+flight finish or are cancelled (`run.budget_in_flight`), and the stage stops with one line.
 """
 
 from __future__ import annotations
@@ -14,6 +19,7 @@ from __future__ import annotations
 import asyncio
 import gc
 import importlib
+import json
 import logging
 import os
 import shutil
@@ -31,13 +37,15 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 
 from agents.jail import describe
 from core.config import PROJECT_ROOT, ConfigError, RayConfig
-from core.llm import UsageMeter
+from core.ledger import SpendingCap, spending_cap
 from core.logs import console
+from core.metering import Unit, stamped, unit_scope
 from core.protocols import Runner
-from core.records import Rollout, Task, read_parquet
+from core.records import Rollout, StageDone, Task, read_parquet
 from core.run import RunContext
 from core.store import RunStore, UnitExists
 from pipeline.rollout_stats import publish, summarize
+from pipeline.spending import project_rollouts
 from pipeline.stages import require_input
 
 log = logging.getLogger(__name__)
@@ -52,14 +60,14 @@ class RunAborted(RuntimeError):
     """The run stopped early (error rate over the window); finished rollouts are kept."""
 
 
-def load_runner(path: str, cfg: Any, meter: UsageMeter, run_dir: Path) -> Runner:
-    """Instantiate `module:Class` with (cfg, meter, run_dir)."""
+def load_runner(path: str, cfg: Any, run_dir: Path) -> Runner:
+    """Instantiate `module:Class` with (cfg, run_dir)."""
     module_name, _, attr = path.partition(":")
     try:
         cls = getattr(importlib.import_module(module_name), attr)
     except (ImportError, AttributeError) as exc:
         raise ImportError(f"rollouts.runner={path!r} cannot be imported: {exc}") from exc
-    return cls(cfg, meter, run_dir)
+    return cls(cfg, run_dir)
 
 
 def workspace_for(run_dir: Path, task_id: str) -> Path:
@@ -83,8 +91,7 @@ class RolloutWorker:
     def __init__(self, cfg: Any, run_dir: str):
         self.cfg = cfg
         self.store = RunStore(Path(run_dir))
-        self.meter = UsageMeter()
-        self.runner = load_runner(cfg.rollouts.runner, cfg, self.meter, self.store.root)
+        self.runner = load_runner(cfg.rollouts.runner, cfg, self.store.root)
         self._started = False
         self._lock = asyncio.Lock()
 
@@ -107,22 +114,25 @@ class RolloutWorker:
         set_aside(workspace)
         workspace.mkdir(parents=True)
         started = time.monotonic()
+        unit = Unit(max_cost_usd=self.cfg.rollouts.max_cost_usd)
         try:
-            rollout = await asyncio.wait_for(self.runner.rollout(task, workspace), self.cfg.rollouts.max_wall_s)
+            with unit_scope(unit):
+                rollout = await asyncio.wait_for(self.runner.rollout(task, workspace), self.cfg.rollouts.max_wall_s)
         except asyncio.TimeoutError:
             rollout = Rollout(task_id=task.task_id, status="failed", failure="environment/timeout")
         except Exception as exc:  # noqa: BLE001 - one bad task never kills a run: it becomes a failed rollout
             log.exception("rollout %s crashed", task.task_id)
             rollout = Rollout(task_id=task.task_id, status="failed", failure=f"environment/infrastructure:{type(exc).__name__}")
-        rollout = _finish(rollout, attempt, time.monotonic() - started)
+        except BaseException:  # cancelled (the run's spending cap): no record, what it spent is kept
+            self.store.spent_unfinished(STAGE, task.task_id, unit.usage(), "cancelled")
+            raise
+        rollout = _finish(stamped(rollout, unit), attempt, time.monotonic() - started)
         try:
             self.store.commit(STAGE, task.task_id, rollout)
-        except UnitExists:  # a ghost of an earlier attempt finished first: keep its record
+        except UnitExists:  # a ghost of an earlier attempt finished first: keep its record (and what this one spent)
+            self.store.spent_unfinished(STAGE, task.task_id, unit.usage(), "published by another attempt")
             return self.store.load_unit(STAGE, task.task_id, Rollout).to_json()
         return rollout.to_json()
-
-    def usage(self) -> dict[str, dict[str, Any]]:
-        return self.meter.snapshot()
 
     def pid(self) -> int:
         return os.getpid()
@@ -184,7 +194,13 @@ def _settle_gc() -> None:
 
 
 def _finish(rollout: Rollout, attempt: int, wall_s: float) -> Rollout:
-    return replace(rollout, attempt=attempt, wall_s=rollout.wall_s or wall_s)
+    """The attempt and wall time; a record made without its calls' figures (a timeout, a crash) gets them from its usage."""
+    counted: dict[str, Any] = {}
+    if rollout.usage and not rollout.prompt_tokens:
+        counted = {"prompt_tokens": {role: u.prompt_tokens for role, u in rollout.usage.items()},
+                   "completion_tokens": {role: u.completion_tokens for role, u in rollout.usage.items()},
+                   "cost_usd": sum(u.cost_usd for u in rollout.usage.values())}  # fmt: skip
+    return replace(rollout, attempt=attempt, wall_s=rollout.wall_s or wall_s, **counted)
 
 
 def init_ray(cfg: RayConfig) -> None:
@@ -216,8 +232,11 @@ class Feed:
     finished: list[Rollout] = field(default_factory=list)
 
 
-def roll_out(ctx: RunContext, tasks: list[Task]) -> Feed:
-    """Play `tasks` on Ray workers; returns the driver's tally (the store holds the records)."""
+def roll_out(ctx: RunContext, tasks: list[Task], cap: SpendingCap | None = None) -> Feed:
+    """Play `tasks` on Ray workers; returns the driver's tally (the store holds the records).
+
+    Once `cap` is reached no rollout starts (the driver learns a rollout's cost when it finishes, so
+    the rollouts in flight may spend past it, each up to its own cost); BudgetExhausted then."""
     cfg = ctx.cfg
     init_ray(cfg.ray)
     workers = [
@@ -241,6 +260,8 @@ def roll_out(ctx: RunContext, tasks: list[Task]) -> Feed:
         with Progress(*columns, console=console, transient=False) as progress:
             bar = progress.add_task("rollouts", total=len(tasks), note="")
             while queue or in_flight:
+                if cap is not None and (queue or (cap.cancel and in_flight)) and cap.reached():
+                    _hold_back(cap, queue, in_flight)
                 while queue and len(in_flight) < capacity and ramp.wait_s(submitted) == 0:
                     task, attempt = queue.popleft()
                     w = _pick_worker(next_worker, restarting_until)
@@ -262,14 +283,30 @@ def roll_out(ctx: RunContext, tasks: list[Task]) -> Feed:
                     if rollout is None:
                         continue
                 _tally(feed, rollout)
+                if cap is not None:
+                    cap.add(rollout.usage)
                 progress.update(bar, advance=1, note=_note(feed))
                 _check_error_rate(feed, cfg.rollouts.max_error_rate)
     finally:
         for ref in in_flight:
             ray.cancel(ref, force=False)
         for worker in workers:
-            _drain(ctx, worker)
+            _close(worker)
+    if cap is not None and cap.held_back:
+        raise cap.stop(STAGE)
     return feed
+
+
+def _hold_back(cap: SpendingCap, queue: deque, in_flight: dict[ray.ObjectRef, Any]) -> None:
+    """The cap is reached: nothing queued starts; with run.budget_in_flight=cancel, what runs is cancelled."""
+    for _ in range(len(queue)):
+        cap.hold_back()
+    queue.clear()
+    if cap.cancel:  # they stop uncommitted (the worker keeps what they spent) and are played again by the next run
+        for ref in list(in_flight):
+            ray.cancel(ref, force=False)
+            cap.hold_back()
+            del in_flight[ref]
 
 
 def _start(workers: list[Any]) -> None:
@@ -356,36 +393,54 @@ def _check_error_rate(feed: Feed, max_rate: float) -> None:
         )
 
 
-def _drain(ctx: RunContext, worker: Any) -> None:
-    """Merge a worker's usage into the run's meter and close its runner."""
+def _close(worker: Any) -> None:
+    """Close a worker's runner (its browser, its clients)."""
     try:
-        ctx.meter.merge(ray.get(worker.usage.remote(), timeout=30))
         ray.get(worker.close.remote(), timeout=60)
     except (*WORKER_LOST, ray.exceptions.GetTimeoutError) as exc:
-        log.warning("could not collect usage from a worker: %s", exc)
+        log.warning("could not close a worker: %s", exc)
 
 
-def tasks_to_roll(ctx: RunContext) -> list[Task]:
+def split_tasks(ctx: RunContext) -> list[Task]:
+    """Every task of the split the stage plays (`limit` not applied)."""
     path = ctx.store.path("tasks", f"{ctx.cfg.rollouts.split}.parquet")
     if not path.exists():
         raise FileNotFoundError(f"{path} is missing: run the tasks stage first (stages=[tasks,rollouts])")
-    tasks = read_parquet(path, Task)
-    return tasks[: ctx.cfg.limit] if ctx.cfg.limit else tasks
+    return read_parquet(path, Task)
 
 
-def run_rollouts(ctx: RunContext) -> dict[str, Any]:
-    tasks = tasks_to_roll(ctx)
-    why = f"the tasks stage kept none for split {ctx.cfg.rollouts.split}; reasons in {ctx.store.path('tasks', 'stats.md')}"
-    require_input(ctx, STAGE, len(tasks), "tasks", why)
+def full_size(ctx: RunContext, split: list[Task]) -> int:
+    """How many tasks the split would hold in a run without `limit`: a `limit=N` pilot's tasks stage wrote N of
+    `tasks.count` drafts, so its split is scaled up by their ratio."""
+    done = ctx.store.load_map("stages", StageDone).get("tasks")
+    figures = json.loads(done.figures_json) if done else {}
+    return round(len(split) * ctx.cfg.tasks.count / figures["written"]) if figures.get("limited") and figures["written"] else len(split)
+
+
+def play(ctx: RunContext, tasks: list[Task], full: int) -> tuple[Feed, list[Rollout], float]:
+    """Play those of `tasks` not finished yet, within the run's spending cap; the driver's tally, the tasks' records,
+    the seconds it took. The cost of the stage's `full` rollouts (no `limit`) is projected before (and after a pilot)."""
     done = ctx.store.done(STAGE)
     todo = [t for t in tasks if t.task_id not in done]
     log.info("rollouts: %d tasks, %d already finished, %d to play", len(tasks), len(tasks) - len(todo), len(todo))
+    cap = spending_cap(ctx.cfg.run, ctx.store.root)
+    project_rollouts(ctx.store.root, STAGE, full, cap)
     started = time.monotonic()
-    feed = roll_out(ctx, todo) if todo else Feed()
+    feed = roll_out(ctx, todo, cap) if todo else Feed()
     elapsed = time.monotonic() - started
     ctx.store.compact(STAGE, Rollout)
+    if todo:
+        project_rollouts(ctx.store.root, STAGE, full, cap)  # a pilot's price of the full stage
     wanted = {t.task_id for t in tasks}
-    records = [r for r in ctx.store.load(STAGE, Rollout) if r.task_id in wanted]
+    return feed, [r for r in ctx.store.load(STAGE, Rollout) if r.task_id in wanted], elapsed
+
+
+def run_rollouts(ctx: RunContext) -> dict[str, Any]:
+    split = split_tasks(ctx)
+    tasks = split[: ctx.cfg.limit] if ctx.cfg.limit else split
+    why = f"the tasks stage kept none for split {ctx.cfg.rollouts.split}; reasons in {ctx.store.path('tasks', 'stats.md')}"
+    require_input(ctx, STAGE, len(tasks), "tasks", why)
+    feed, records, elapsed = play(ctx, tasks, full_size(ctx, split))
     stats = summarize(records, len(tasks), len(feed.finished), elapsed, str(ctx.cfg.critic.mode.value), describe(ctx.cfg.tools.sandbox))
     publish(ctx, stats | {"resubmitted": feed.resubmitted}, records)
     keys = ("tasks", "played", "done", "failed", "yield", "rollouts_per_hour", "cost_usd", "injections")

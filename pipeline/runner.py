@@ -1,7 +1,8 @@
 """The synthesis runner: one worker's renderer, models and research state; plays tasks with the critic on.
 
-Loaded by the rollout workers (`rollouts.runner`). Each rollout counts its own
-usage (agent and critic) so that its record carries its tokens and cost.
+Loaded by the rollout workers (`rollouts.runner`). Each rollout is a unit (core.metering):
+every model call it makes (agents, critic, research tools) counts into it, so that its record
+carries its tokens and cost by role.
 """
 
 from __future__ import annotations
@@ -17,10 +18,12 @@ from agents.brief import Brief
 from agents.policies.scripted import ScriptedPolicy
 from agents.renderer import Renderer
 from agents.research.runtime import Research, build_research
-from core.llm import ModelClient, UsageMeter, close_models
+from core.llm import ModelClient, close_models
+from core.metering import part_scope
 from core.models import role_client
 from core.protocols import Model
 from core.records import Rollout, Task, Trajectory
+from core.usage import RoleUsage
 from critic.critic import CriticHook, RulesCritic, make_critic_hook
 from critic.config import CriticMode
 from pipeline.config import SynthesizeConfig
@@ -29,9 +32,8 @@ SCRIPTED_CRITIC = "scripted-critic"
 
 
 class DeckRunner:
-    def __init__(self, cfg: SynthesizeConfig, meter: UsageMeter, run_dir: Path):
+    def __init__(self, cfg: SynthesizeConfig, run_dir: Path):
         self.cfg = cfg
-        self.meter = meter
         self.run_dir = run_dir
         self.renderer = Renderer(cfg.render, read_page=page_reader(cfg.deck))
         self.research: Research | None = None
@@ -40,53 +42,46 @@ class DeckRunner:
 
     async def start(self) -> None:
         await self.renderer.__aenter__()
-        self.research = build_research(self.cfg.tools, self.run_dir, self.cfg.llm, self.cfg.roles, self.meter)
-        self.agent_model = role_client(self.cfg.llm, self.cfg.roles, "agent", self.meter)
+        self.research = build_research(self.cfg.tools, self.run_dir, self.cfg.llm, self.cfg.roles)
+        self.agent_model = role_client(self.cfg.llm, self.cfg.roles, "agent")
         if self.agent_model is not None:
             await self.agent_model.list_models()  # reachable, and its context window where the server states it
         if CriticMode(self.cfg.critic.mode) is CriticMode.extrinsic:
-            self.critic_model = role_client(self.cfg.llm, self.cfg.roles, "critic", self.meter)
+            self.critic_model = role_client(self.cfg.llm, self.cfg.roles, "critic")
 
     async def close(self) -> None:
         await self.renderer.__aexit__(None, None, None)
         await close_models(self.agent_model, self.critic_model, *(self.research.models() if self.research else ()))
 
-    def _critic(self, language: str, meter: UsageMeter) -> CriticHook | None:
+    def _critic(self, language: str) -> CriticHook | None:
         mode, severity = CriticMode(self.cfg.critic.mode), self.cfg.critic.min_severity
         if mode is CriticMode.extrinsic and self.critic_model is None:  # a scripted critic reads the measurements
             return CriticHook(RulesCritic(SCRIPTED_CRITIC), severity, language)
-        model = self.critic_model.with_meter(meter) if self.critic_model else None
-        return make_critic_hook(mode, model, severity, language)
+        return make_critic_hook(mode, self.critic_model, severity, language)
 
-    def model(self, role: str, brief: Brief, meter: UsageMeter) -> Model:
-        """The model playing `role` in one rollout, counting into that rollout's meter."""
-        return ScriptedPolicy(role, brief) if self.agent_model is None else self.agent_model.with_meter(meter)
+    def model(self, role: str, brief: Brief) -> Model:
+        """The model playing `role` in one rollout (its calls count into the rollout's unit)."""
+        return ScriptedPolicy(role, brief) if self.agent_model is None else self.agent_model
 
     async def rollout(self, task: Task, workspace: Path) -> Rollout:
-        meter = UsageMeter()
         hooks: list[CriticHook] = []
 
-        def model_for(role: str, brief: Brief) -> Model:
-            return self.model(role, brief, meter)
-
         def hooks_for(role: str) -> Sequence[StepHook]:
-            hook = self._critic(task.language, meter)
+            hook = self._critic(task.language)
             hooks.extend([hook] if hook else [])
             return [hook] if hook else []
 
-        env = environment(self.cfg, self.renderer, self.research, model_for, hooks_for)
-        try:
+        with part_scope() as unit:  # the worker's unit for this rollout (a unit of its own when played alone)
+            env = environment(self.cfg, self.renderer, self.research, self.model, hooks_for)
             outcome = await generate_deck(task, workspace, env)
-        finally:
-            self.meter.merge(meter.snapshot())
-        return rollout_record(task, workspace.relative_to(self.run_dir), outcome, meter, hooks, env.policy)
+        return rollout_record(task, workspace.relative_to(self.run_dir), outcome, unit.usage(), hooks, env.policy)
 
 
-def rollout_record(task: Task, folder: Path, outcome: DeckOutcome, meter: UsageMeter, hooks: list[CriticHook], policy: str) -> Rollout:
+def rollout_record(task: Task, folder: Path, outcome: DeckOutcome, usage: dict[str, RoleUsage], hooks: list[CriticHook],
+                   policy: str) -> Rollout:  # fmt: skip
     """The Rollout row: status, artifacts (run-relative), steps, tools, injections, tokens and cost per role."""
-    usage = meter.snapshot()
-    prompt = {role: d["prompt_tokens"] for role, d in usage.items()}
-    completion = {role: d["completion_tokens"] for role, d in usage.items()}
+    prompt = {role: u.prompt_tokens for role, u in usage.items()}
+    completion = {role: u.completion_tokens for role, u in usage.items()}
     for t in outcome.trajectories:  # the scripted policy makes no model calls: count its estimated tokens
         if t.policy == "scripted":
             prompt[t.agent] = t.usage.prompt_tokens
@@ -105,8 +100,9 @@ def rollout_record(task: Task, folder: Path, outcome: DeckOutcome, meter: UsageM
         findings=dict(findings),
         prompt_tokens=prompt,
         completion_tokens=completion,
-        cost_usd=sum(d["cost_usd"] for d in usage.values()),
+        cost_usd=sum(u.cost_usd for u in usage.values()),
         policy=policy,
+        usage=usage,
     )
 
 

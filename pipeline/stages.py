@@ -13,9 +13,11 @@ from typing import Any, Callable, Mapping, Sequence
 from omegaconf import DictConfig
 
 from core.config import ConfigError
+from core.ledger import BudgetExhausted
 from core.local_server import LocalServerError, serving
 from core.run import RunContext, open_run
 from core.store import ConfigMismatch
+from pipeline.spending import publish_usage
 
 StageFn = Callable[[RunContext], dict[str, Any]]
 
@@ -51,8 +53,11 @@ def chosen(recipe: Mapping[str, StageFn], names: Sequence[str] | None) -> dict[s
 def run_stages(
     cfg: DictConfig, recipe: Mapping[str, StageFn], job_type: str, validate: Callable[[DictConfig], None], names: Sequence[str] | None = None
 ) -> None:
-    """Validate, open the run, then run the stages of `recipe` that `names` picks (None: all), in order;
-    config errors (also those a stage finds as it starts) exit 2 with one line."""
+    """Validate, open the run, then run the stages of `recipe` that `names` picks (None: all), in order,
+    rewriting stats/usage.json after each.
+
+    Exits with one line: 2 for a config error (also one a stage finds as it starts), 1 for a stage
+    that received nothing, 3 when the run's spending cap stopped a stage."""
     try:
         validate(cfg)
         stages = chosen(recipe, names)
@@ -66,10 +71,16 @@ def run_stages(
                 figures = run(ctx)
                 ctx.tracker.log({f"{name}/{k}": v for k, v in figures.items() if isinstance(v, (int, float))})
                 log.info("stage %s: %s", name, figures)
+                publish_usage(ctx.store.root)
+    except BudgetExhausted as exc:
+        log.warning("%s", exc)
+        print(f"stopped: {exc}", file=sys.stderr)
+        sys.exit(3)
     # ConfigError: found as a stage starts (e.g. a worker on a node that cannot run the commands' jail, a missing model file)
     except (ConfigError, LocalServerError, EmptyStage) as exc:
         log.error("%s", exc)
         print(f"error: {exc}", file=sys.stderr)
         sys.exit(1 if isinstance(exc, EmptyStage) else 2)
     finally:
+        publish_usage(ctx.store.root, ctx.tracker)
         ctx.close()

@@ -30,8 +30,8 @@ def run_filters(ctx: RunContext) -> dict[str, Any]:
         finished = [r for r in read_parquet(rollouts, Rollout) if r.status == "done"]
         why = f"every rollout failed; failures by category in {ctx.store.path('stats', 'rollouts.json')} and the report"
         require_input(ctx, "filters", len(finished), "finished rollouts", why)
-    cfg = FilterRunConfig(ctx.cfg.filters, ctx.cfg.llm, ctx.cfg.roles)
-    return asyncio.run(judge_rollouts(ctx.store, cfg, ctx.meter))
+    cfg = FilterRunConfig(ctx.cfg.filters, ctx.cfg.llm, ctx.cfg.roles, ctx.cfg.run)
+    return asyncio.run(judge_rollouts(ctx.store, cfg))
 
 
 def run_export(ctx: RunContext) -> dict[str, Any]:

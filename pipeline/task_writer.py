@@ -20,13 +20,16 @@ import pydantic
 
 from core.json_reply import JSONReplyError, ask_json
 from core.llm_types import ModelError
+from core.metering import note_model
 from core.prompts import render
 from core.protocols import Model
-from core.records import Message, Record
+from core.records import SCHEMA_VERSION, Message, ModelUse, Origin, Record
+from core.usage import RoleUsage
 from pipeline.personas import parse_persona
 from pipeline.sources import SourceDoc
 
 PROMPTS = Path(__file__).parent / "prompts"
+ROLE = "task_writer"
 
 ZH_AUDIENCES = {
     "beginners": "初学者",
@@ -62,7 +65,9 @@ class TaskDraft(Record):
     attachments: tuple[str, ...] = ()
     provenance: dict[str, str] = field(default_factory=dict)
     dropped: Optional[str] = None  # why the draft is unusable (malformed_json, model_error:..., ...)
-    schema_version: int = 1
+    usage: dict[str, RoleUsage] = field(default_factory=dict)  # the writer's calls for this draft
+    origin: Origin = field(default_factory=Origin)  # the writer's templates and model
+    schema_version: int = SCHEMA_VERSION
 
 
 class TaskWriter(Protocol):
@@ -149,12 +154,14 @@ class ScriptedTaskWriter:
     """
 
     name = "scripted"
+    use = ModelUse("scripted-task-writer", "scripted")
 
     def __init__(self, min_chars: int = 30, max_chars: int = 3000, library: Sequence[SourceDoc] = ()):
         self.min_chars, self.max_chars = min_chars, max_chars
         self.library = list(library)
 
     async def write(self, job: WriteJob) -> TaskDraft:
+        note_model(ROLE, self.use)
         doc = job.doc
         if job.mode == "document":
             lang = "zh" if job.language == "zh" else "en"
@@ -181,6 +188,7 @@ class ScriptedTaskWriter:
         return max(enumerate(docs), key=lambda kd: (len(words & set(re.findall(r"[a-z]{4,}", kd[1].text.lower()))), (kd[0] + salt) % len(docs)))[1]
 
     async def keep(self, instruction: str, attached: bool) -> tuple[bool, str]:
+        note_model(ROLE, self.use)
         if not self.min_chars <= len(instruction) <= self.max_chars:
             return False, f"length {len(instruction)} outside [{self.min_chars}, {self.max_chars}]"
         return True, "rule checks passed (scripted gate)"

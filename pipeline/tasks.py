@@ -4,8 +4,8 @@
 
 Writes `tasks/train.parquet`, `tasks/eval.parquet` (Task records; loadable as a
 `datasets.DatasetDict`) and `tasks/stats.md` (the task mix and the cleaning funnel).
-Every written draft and every quality-gate verdict is a unit of the run store, so a
-rerun after a crash repeats no model call.
+Every written draft and every quality-gate verdict is a unit of the run store (with its
+usage and the templates and model that made it), so a rerun after a crash repeats no model call.
 """
 
 from __future__ import annotations
@@ -23,6 +23,7 @@ import hydra
 from omegaconf import DictConfig
 from rich.progress import Progress
 
+from core.ledger import SpendingCap, play_unit, spending_cap
 from core.llm import close_models
 from core.models import role_client
 from core.logs import console
@@ -34,7 +35,7 @@ from pipeline.cleaning import contamination_groups, drop_near_duplicates, langua
 from pipeline.config import SynthesizeConfig, validate
 from pipeline.sources import DOCUMENT_SOURCES, LoadReport, SourceDoc, load_source
 from pipeline.stages import require_input, run_stages
-from pipeline.task_writer import LLMTaskWriter, ScriptedTaskWriter, TaskDraft, TaskWriter, WriteJob
+from pipeline.task_writer import ROLE, LLMTaskWriter, ScriptedTaskWriter, TaskDraft, TaskWriter, WriteJob
 
 log = logging.getLogger(__name__)
 R = TypeVar("R", bound=Record)
@@ -87,29 +88,32 @@ def library(cfg: SynthesizeConfig) -> list[SourceDoc]:
 
 def make_writer(ctx: RunContext) -> TaskWriter:
     cfg: SynthesizeConfig = ctx.cfg
-    model = role_client(cfg.llm, cfg.roles, "task_writer", ctx.meter)
+    model = role_client(cfg.llm, cfg.roles, ROLE)
     if model is None:
         return ScriptedTaskWriter(cfg.tasks.min_chars, cfg.tasks.max_chars, library(cfg))
     return LLMTaskWriter(model, cfg.tasks.json_retries)
 
 
 async def _units(
-    ctx: RunContext, stage_name: str, ids: Sequence[str], make: Callable[[str], Awaitable[R]], cls: type[R], label: str
+    ctx: RunContext, stage_name: str, ids: Sequence[str], make: Callable[[str], Awaitable[R]], cls: type[R], label: str,
+    cap: SpendingCap | None,
 ) -> dict[str, R]:
-    """Run `make` for each id not yet done (bounded, with progress), committing each result as a unit."""
+    """Run `make` for each id not yet done (bounded, with progress), committing each result as a unit;
+    once the run's spending cap is reached no new one starts, and the stage stops with BudgetExhausted."""
     done = ctx.store.done(stage_name)
     todo = [i for i in ids if i not in done]
     slots = asyncio.Semaphore(ctx.cfg.llm.max_concurrency)
 
     async def one(unit_id: str) -> None:
         async with slots:
-            record = await make(unit_id)
-        ctx.store.commit(stage_name, unit_id, record)
+            await play_unit(ctx.store, stage_name, unit_id, lambda: make(unit_id), cap)
         progress.advance(bar)
 
     with Progress(console=console, transient=True) as progress:
         bar = progress.add_task(label, total=len(ids), completed=len(ids) - len(todo))
         await asyncio.gather(*(one(i) for i in todo))
+    if cap is not None and cap.held_back:
+        raise cap.stop("tasks")
     finished = ctx.store.load_map(stage_name, cls)
     return {i: finished[i] for i in ids}
 
@@ -131,7 +135,8 @@ async def _build_tasks(ctx: RunContext, writer: TaskWriter) -> dict[str, Any]:
     require_input(ctx, "tasks", len(jobs), "source documents", f"no enabled source yielded one (sources.*; {skipped})")
     if isinstance(writer, LLMTaskWriter):
         await writer.model.list_models()  # a reachable endpoint before any spending
-    drafts = await _units(ctx, "task_drafts", list(jobs), lambda i: writer.write(jobs[i]), TaskDraft, "writing tasks")
+    cap = spending_cap(cfg.run, ctx.store.root)
+    drafts = await _units(ctx, "task_drafts", list(jobs), lambda i: writer.write(jobs[i]), TaskDraft, "writing tasks", cap)
 
     funnel = Funnel()
     funnel.dropped.update(report.skipped)
@@ -149,6 +154,7 @@ async def _build_tasks(ctx: RunContext, writer: TaskWriter) -> dict[str, Any]:
     funnel.dropped["near_duplicate"] += len(duplicates)
     kept = [d for i, d in enumerate(kept) if i not in duplicates]
     funnel.step("deduplicated", len(kept))
+    gate: dict[str, Verdict] = {}
     if cfg.tasks.quality_gate:
         by_id = {d.draft_id: d for d in kept}
 
@@ -156,12 +162,12 @@ async def _build_tasks(ctx: RunContext, writer: TaskWriter) -> dict[str, Any]:
             ok, reason = await writer.keep(by_id[draft_id].instruction, bool(by_id[draft_id].attachments))
             return Verdict(task_id=draft_id, gate="task_quality", passed=ok, category=None if ok else "quality", reasons=(reason,))
 
-        verdicts = await _units(ctx, "task_gate", list(by_id), judge, Verdict, "quality gate")
-        funnel.dropped["quality_gate"] += sum(not v.passed for v in verdicts.values())
-        kept = [d for d in kept if verdicts[d.draft_id].passed]
+        gate = await _units(ctx, "task_gate", list(by_id), judge, Verdict, "quality gate", cap)
+        funnel.dropped["quality_gate"] += sum(not v.passed for v in gate.values())
+        kept = [d for d in kept if gate[d.draft_id].passed]
         funnel.step("quality gate", len(kept))
 
-    tasks = [_task(cfg, d) for d in kept]
+    tasks = [_task(cfg, d, gate.get(d.draft_id)) for d in kept]
     groups = contamination_groups(tasks, [d.doc_id for d in kept], cfg.tasks.decontam_threshold)
     eval_size = round(cfg.tasks.eval_size * len(tasks) / cfg.tasks.count) if tasks else 0
     train_idx, eval_idx = stratified_group_split(
@@ -176,12 +182,13 @@ async def _build_tasks(ctx: RunContext, writer: TaskWriter) -> dict[str, Any]:
     atomic_write_parquet(train, folder / "train.parquet", Task)
     atomic_write_parquet(held_out, folder / "eval.parquet", Task)
     atomic_write_text(folder / "stats.md", stats_markdown(train, held_out, funnel, cfg, writer.name))
-    figures = {"written": len(drafts), "train": len(train), "eval": len(held_out), "dropped": sum(funnel.dropped.values())}
+    figures = {"written": len(drafts), "train": len(train), "eval": len(held_out), "dropped": sum(funnel.dropped.values()),
+               "limited": total < cfg.tasks.count}  # fmt: skip
     ctx.store.commit("stages", "tasks", StageDone(stage="tasks", figures_json=json.dumps(figures)))
     return figures
 
 
-def _task(cfg: SynthesizeConfig, draft: TaskDraft) -> Task:
+def _task(cfg: SynthesizeConfig, draft: TaskDraft, gate: Verdict | None) -> Task:
     rng = random.Random(f"{cfg.run.seed}:constraints:{draft.draft_id}")
     constraints = draw_constraints(rng, cfg.tasks.constraints, draft.language)
     extra = constraint_text(constraints, draft.language)
@@ -193,6 +200,7 @@ def _task(cfg: SynthesizeConfig, draft: TaskDraft) -> Task:
         attachments=draft.attachments,
         constraints=constraints,
         provenance=draft.provenance | {"writer": draft.writer, "doc_id": draft.doc_id},
+        origin=draft.origin | gate.origin if gate is not None else draft.origin,
     )
 
 

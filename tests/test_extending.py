@@ -87,7 +87,7 @@ class EchoEndpoint:
 
     context_window = 4096
 
-    def __init__(self, cfg: LLMConfig, role: str, meter: object) -> None:
+    def __init__(self, cfg: LLMConfig, role: str) -> None:
         self.name = cfg.model
 
     async def chat(self, messages: Sequence[Message], tools: Sequence[dict] | None = None, image_root: Path | None = None) -> ChatResult:

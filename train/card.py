@@ -1,4 +1,5 @@
-"""The dataset card (README.md) of an export: counts, token lengths, sources, licences, the pipeline config."""
+"""The dataset card (README.md) of an export: counts, token lengths, what it cost, which prompts and models made it,
+sources, licences, the pipeline config."""
 
 from __future__ import annotations
 
@@ -8,7 +9,10 @@ from itertools import pairwise
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from core.ledger import read_ledger
 from core.prompts import render
+from core.provenance import breakdown, table
+from core.usage import RoleUsage
 from train.throughput import PAPER_EPOCHS, PAPER_GPUS, TOKENS_PER_S_PER_GPU, TOKENS_PER_S_SOURCE
 
 if TYPE_CHECKING:
@@ -63,6 +67,27 @@ def training_estimate(report: ExportReport) -> dict[str, Any]:
             "gpu_hours": f"{hours:,.1f}", "gpus": PAPER_GPUS, "wall_hours": f"{hours / PAPER_GPUS:,.1f}"}  # fmt: skip
 
 
+def _usd(value: float | None) -> str:
+    return "unknown" if value is None else f"${value:,.4f}"
+
+
+def spending(report: ExportReport, run_dir: Path) -> dict[str, Any]:
+    """What the run spent (its ledger: every stage's model calls), per accepted rollout and per million exported tokens."""
+    ledger = read_ledger(run_dir)
+    total: RoleUsage = ledger.total()
+    tokens = sum(e.tokens.total for e in report.samples)
+    rows = [{"stage": stage, "role": role, "calls": f"{u.calls:,}", "tokens": f"{u.tokens:,}", "cost": _usd(u.cost)}
+            for stage, usage in ledger.stages.items() for role, u in sorted(usage.items())]  # fmt: skip
+    rows += [{"stage": f"{stage} (attempts that left no unit)", "role": role, "calls": f"{u.calls:,}", "tokens": f"{u.tokens:,}", "cost": _usd(u.cost)}
+             for stage, usage in ledger.unfinished.items() for role, u in sorted(usage.items())]  # fmt: skip
+    cost = total.cost
+    return {
+        "total": _usd(cost), "calls": f"{total.calls:,}", "tokens": f"{total.tokens:,}", "unpriced": total.unpriced_calls, "rows": rows,
+        "per_accepted": _usd(cost / report.accepted) if cost is not None and report.accepted else ("unknown" if report.accepted else "n/a"),
+        "per_mtok": _usd(cost * 1e6 / tokens) if cost is not None and tokens else ("unknown" if tokens else "n/a"),
+    }  # fmt: skip
+
+
 def render_card(report: ExportReport, run_dir: Path) -> str:
     samples = report.samples
     lengths = [e.tokens.total for e in samples]
@@ -90,7 +115,8 @@ def render_card(report: ExportReport, run_dir: Path) -> str:
         trained_share=f"{trained / tokens:.1%}" if tokens else "n/a",
         mean=round(statistics.mean(lengths)) if lengths else 0, median=round(statistics.median(lengths)) if lengths else 0,
         longest=max(lengths, default=0), histogram=histogram(lengths, report.max_length),
-        sources=_sources(report), training=training_estimate(report),
+        sources=_sources(report), training=training_estimate(report), cost=spending(report, run_dir),
+        provenance=table(breakdown([report.origin(e) for e in samples])) if samples else "",
         config_hash=hash_file.read_text().strip() if hash_file.is_file() else "unknown",
         config_yaml=config_file.read_text(encoding="utf-8").strip() if config_file.is_file() else "# no config.yaml in the run directory",
     )  # fmt: skip

@@ -31,7 +31,7 @@ from pathlib import Path
 from typing import Any, Optional
 
 from core.logs import setup_logging
-from core.records import RecordError, Rollout, Task, Trajectory, Verdict, read_parquet
+from core.records import Origin, RecordError, Rollout, Task, Trajectory, Verdict, read_parquet
 from core.store import RunStore, atomic_write_text
 from filters.acceptance import UNDECIDED, outcomes, run_gates
 from train.card import render_card
@@ -75,6 +75,12 @@ class ExportReport:
     val: list[Exported] = field(default_factory=list)
     skipped: list[Skipped] = field(default_factory=list)
     tasks: dict[str, Task] = field(default_factory=dict)
+    judged: dict[str, Origin] = field(default_factory=dict)  # task_id -> what its verdicts were made by
+
+    def origin(self, exported: Exported) -> Origin:
+        """What made a sample: its trajectory's, its task's and its verdicts' templates and models."""
+        task = self.tasks.get(exported.sample.task_id)
+        return exported.sample.origin | (task.origin if task else Origin()) | self.judged.get(exported.sample.task_id, Origin())
 
     @property
     def samples(self) -> list[Exported]:
@@ -235,6 +241,8 @@ def export_run(run_dir: Path, cfg: ExportConfig) -> ExportReport:
     verdicts_path = run_dir / "verdicts.parquet"
     verdicts = read_parquet(verdicts_path, Verdict) if verdicts_path.is_file() else None
     report.rollouts = len(rollouts)
+    for verdict in verdicts or ():
+        report.judged[verdict.task_id] = report.judged.get(verdict.task_id, Origin()) | verdict.origin
     accepted = accepted_rollouts(rollouts, verdicts, run_gates(run_dir), cfg.include_undecided, report)
     report.accepted = len(accepted)
     exported: list[Exported] = []
@@ -258,6 +266,8 @@ def export_run(run_dir: Path, cfg: ExportConfig) -> ExportReport:
     write_split(report.train, out_dir, "train.jsonl", rollouts_dir, cfg.link_images)
     write_split(report.val, out_dir, "val.jsonl", rollouts_dir, cfg.link_images)
     atomic_write_text(out_dir / "README.md", render_card(report, run_dir))
+    (run_dir / "stats").mkdir(exist_ok=True)  # the run's cost per SFT token reads it (stats/usage.json)
+    atomic_write_text(run_dir / "stats" / "export.json", json.dumps(report.figures() | {"out_dir": str(out_dir)}, indent=1))
     log.info("exported %s to %s", report.figures(), out_dir)
     if cfg.push_to_hub:
         push_to_hub(out_dir, cfg.push_to_hub, cfg.hub_private)

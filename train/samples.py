@@ -17,11 +17,11 @@ from __future__ import annotations
 
 import json
 import re
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Callable, Optional
 
-from core.records import Message, ToolCall, Trajectory
+from core.records import Message, Origin, ToolCall, Trajectory
 
 IMAGE_TAG = "<image>"
 # MS-SWIFT's Template.special_tokens, and `<img>` of its legacy `<img>path</img>` form.
@@ -55,6 +55,7 @@ class Sample:
     policy: str
     tools_json: str
     messages: tuple[SwiftMessage, ...]
+    origin: Origin = field(default_factory=Origin)  # the trajectory's templates and models
 
     @property
     def images(self) -> tuple[Path, ...]:
@@ -154,7 +155,7 @@ def to_sample(trajectory: Trajectory, workspace: Path, mask_critic: bool = False
     messages: list[SwiftMessage] = []
     for index, message in enumerate(trajectory.messages):
         messages += _convert(message, index, workspace, mask_critic)
-    sample = Sample(trajectory.task_id, trajectory.agent, trajectory.policy, trajectory.tools_json, tuple(messages))
+    sample = Sample(trajectory.task_id, trajectory.agent, trajectory.policy, trajectory.tools_json, tuple(messages), trajectory.origin)
     if not any(m.role == "user" for m in sample.messages):
         raise SampleError("no user message")
     cuts = sample.cut_points()

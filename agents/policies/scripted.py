@@ -30,9 +30,11 @@ from agents.policies.designs import Design, design_for, design_plan, slide_html
 from core.language import detect_language
 from core.llm import estimate_prompt_tokens
 from core.llm_types import ChatResult
-from core.records import Message, ToolCall, Usage
+from core.metering import note_model
+from core.records import Message, ModelUse, ToolCall, Usage
 
 NAME = "scripted-policy"
+USE = ModelUse(NAME, "scripted")
 DEFAULT_SLIDES = 6
 MAX_SLIDE_FIXES = 4
 Calls = list[tuple[str, dict[str, Any]]]
@@ -61,6 +63,7 @@ class ScriptedPolicy:
         self._turn = 0
 
     async def chat(self, messages: Sequence[Message], tools: Sequence[dict] | None = None, image_root: Path | None = None) -> ChatResult:
+        note_model("agent", USE)
         observations = _latest_observations(messages)
         try:
             reasoning, calls = next(self._plan) if self._turn == 0 else self._plan.send(observations)

@@ -26,7 +26,6 @@ from agents.research.imagelib import ImageLibrary, build_library
 from agents.research.index import SCHEMA_VERSION, CorpusIndex, build_index
 from agents.tools.registry import ToolContext, ToolError
 from core.config import PROJECT_ROOT, ConfigError, LLMConfig, RoleConfig
-from core.llm import UsageMeter
 from core.models import role_client
 from core.protocols import Model
 
@@ -114,24 +113,19 @@ def research_of(ctx: ToolContext) -> Research:
         raise ToolError(f"research tools are not set up here (no ToolContext.resources[{RESOURCE_KEY!r}])") from None
 
 
-def _model(llm: Optional[LLMConfig], roles: Mapping[str, RoleConfig], role: str, meter: Optional[UsageMeter]) -> Optional[Model]:
-    """A client for `role` when the config names it and it resolves to a real endpoint."""
+def _model(llm: Optional[LLMConfig], roles: Mapping[str, RoleConfig], role: str) -> Optional[Model]:
+    """A client for `role` when the config names it and it resolves to a real endpoint (its calls count
+    into the rollout that makes them, core.metering)."""
     if llm is None or role not in roles:
         return None
-    return role_client(llm, roles, role, meter)
+    return role_client(llm, roles, role)
 
 
-def build_research(
-    config: ToolsConfig,
-    run_dir: Path,
-    llm: Optional[LLMConfig] = None,
-    roles: Mapping[str, RoleConfig] = {},
-    meter: Optional[UsageMeter] = None,
-) -> Research:
+def build_research(config: ToolsConfig, run_dir: Path, llm: Optional[LLMConfig] = None, roles: Mapping[str, RoleConfig] = {}) -> Research:
     """The research state of one worker; the tool cache goes to `config.cache_dir` or `<run_dir>/tool_cache`."""
     validate_tools_config(config)
     cache = ToolCache(Path(config.cache_dir).expanduser() if config.cache_dir else run_dir / "tool_cache", config.cache)
-    return Research(config, cache, _model(llm, roles, ANALYZER_ROLE, meter), _model(llm, roles, CAPTIONER_ROLE, meter))
+    return Research(config, cache, _model(llm, roles, ANALYZER_ROLE), _model(llm, roles, CAPTIONER_ROLE))
 
 
 def validate_tools_config(config: ToolsConfig) -> None:

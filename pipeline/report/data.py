@@ -15,9 +15,11 @@ from typing import Any, TypeVar
 
 import yaml
 
+from core.ledger import Ledger, read_ledger
 from core.records import Record, Rollout, StageDone, Task, Verdict, read_parquet
 from core.store import RunStore
 from filters.acceptance import configured_gates
+from pipeline.spending import PROJECTION, USAGE, sft_tokens
 
 R = TypeVar("R", bound=Record)
 SFT_SPLITS = ("train", "val")
@@ -55,6 +57,9 @@ class RunData:
     gates: list[str]
     stages: dict[str, dict[str, Any]]  # each stage's own figures (StageDone records, stats/<stage>.json)
     sft_samples: dict[str, int] | None  # split -> samples; None: no export yet
+    ledger: Ledger  # every model call of every stage (core.ledger)
+    sft_tokens: int | None  # tokens of the exported samples; None: no export yet
+    projection: dict[str, Any] | None  # the rollouts stage's projected cost (stats/projection.json), when it was made
 
 
 def check_run(root: Path) -> None:
@@ -71,7 +76,7 @@ def load_run(root: Path) -> RunData:
     config = yaml.safe_load(config_text) or {}
     hash_file = root / "config.hash"
     verdicts_present = (root / "units" / "verdicts").is_dir() or (root / "verdicts.parquet").is_file()
-    rollouts = _records(store, "rollouts", "rollouts.parquet", Rollout)
+    rollouts = stage_records(store, "rollouts", "rollouts.parquet", Rollout)
     return RunData(
         root=root,
         config=config,
@@ -81,14 +86,24 @@ def load_run(root: Path) -> RunData:
         rollouts=rollouts,
         decks={r.task_id: read_deck(root, r) for r in rollouts},
         pptx={r.task_id: pptx for r in rollouts if (pptx := read_pptx(root, r)) is not None},
-        verdicts=_records(store, "verdicts", "verdicts.parquet", Verdict) if verdicts_present else None,
+        verdicts=stage_records(store, "verdicts", "verdicts.parquet", Verdict) if verdicts_present else None,
         gates=configured_gates(config),
         stages=_stage_figures(store),
         sft_samples=_sft_samples(root / "sft"),
+        ledger=read_ledger(root),
+        sft_tokens=sft_tokens(root),
+        projection=_json(root.joinpath(*PROJECTION)),
     )
 
 
-def _records(store: RunStore, stage: str, parquet: str, cls: type[R]) -> list[R]:
+def _json(path: Path) -> dict[str, Any] | None:
+    try:
+        return json.loads(path.read_text(encoding="utf-8")) if path.is_file() else None
+    except (OSError, json.JSONDecodeError):
+        return None
+
+
+def stage_records(store: RunStore, stage: str, parquet: str, cls: type[R]) -> list[R]:
     """The finished units of `stage` (the truth while a stage runs), else its Parquet view, else none."""
     if store.done(stage):
         return store.load(stage, cls)
@@ -99,7 +114,7 @@ def _records(store: RunStore, stage: str, parquet: str, cls: type[R]) -> list[R]
 def _stage_figures(store: RunStore) -> dict[str, dict[str, Any]]:
     """Each stage's own figures: its StageDone record (units/stages), then its stats/<stage>.json."""
     found = {name: json.loads(done.figures_json) for name, done in store.load_map("stages", StageDone).items()}
-    for path in sorted(store.path("stats").glob("*.json")):
+    for path in sorted(p for p in store.path("stats").glob("*.json") if p.name not in (USAGE[-1], PROJECTION[-1])):  # the cost section's
         try:
             found[path.stem] = found.get(path.stem, {}) | json.loads(path.read_text(encoding="utf-8"))
         except (OSError, json.JSONDecodeError) as exc:

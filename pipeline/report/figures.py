@@ -2,7 +2,8 @@
 
 `compute_figures` turns a loaded run into `Figures` (funnel, yield, tokens and cost,
 throughput, failure, outcome and defect distributions, task mix, one row per rollout);
-`metrics` flattens them into the scalar names logged to wandb.
+`metrics` flattens them into the scalar names logged to wandb. Cost is the ledger's
+(core.ledger: every stage's model calls), as in stats/usage.json.
 """
 
 from __future__ import annotations
@@ -11,11 +12,14 @@ import statistics
 from collections import Counter
 from dataclasses import dataclass
 
+from typing import Any
+
 from core.records import Rollout, Task
 from filters.acceptance import ENVIRONMENT, outcomes
 from pipeline.augment import slide_bucket
 from pipeline.config import ConstraintMix
 from pipeline.report.data import DeckSlide, RunData
+from pipeline.spending import spending
 
 ACCEPTED = "accepted"
 NOT_FILTERED = "not filtered"
@@ -87,8 +91,10 @@ class MixTable:
 class Figures:
     funnel: tuple[FunnelStep, ...]
     rows: tuple[RolloutRow, ...]
-    usage: tuple[RoleUsage, ...]  # rollout tokens by role (agents, critic)
-    cost_usd: float
+    usage: tuple[RoleUsage, ...]  # rollout tokens by role (agents, critic; the scripted policy's estimates included)
+    cost_usd: float | None  # every stage's model calls (the ledger); None: a price is unknown
+    spending: dict[str, Any]  # stats/usage.json as it stands: the ledger by stage and role, per accepted, per SFT token
+    projection: dict[str, Any] | None  # the rollouts stage's projected cost, when it was made
     accepted: int | None  # None: the filters have not run
     headline: dict[str, float | None]  # yield, tokens and cost per accepted trajectory, throughput
     failures: Counter[str]  # failed rollouts by failure kind
@@ -105,8 +111,9 @@ def compute_figures(run: RunData) -> Figures:
     outcome_of = _outcome_by_task(run)
     rows = tuple(_row(r, run.tasks.get(r.task_id), outcome_of[r.task_id], decks[r.task_id]) for r in run.rollouts)
     usage = _usage(run.rollouts)
-    cost = sum(r.cost_usd for r in run.rollouts)
     accepted = None if run.verdicts is None else sum(row.outcome == ACCEPTED for row in rows)
+    spent = spending(run.ledger, accepted, run.sft_tokens)
+    cost = spent["total"]["cost_usd"]
     defects: Counter[tuple[str, str]] = Counter(
         (str(d.get("code", "?")), str(d.get("severity", "?"))) for slides in decks.values() for s in slides for d in s.defects
     )
@@ -115,6 +122,8 @@ def compute_figures(run: RunData) -> Figures:
         rows=rows,
         usage=usage,
         cost_usd=cost,
+        spending=spent,
+        projection=run.projection,
         accepted=accepted,
         headline=_headline(run, rows, sum(u.total for u in usage), cost, accepted),
         failures=Counter(r.failure or "unknown" for r in run.rollouts if r.status != "done"),
@@ -193,14 +202,14 @@ def _ratio(numerator: float, denominator: float | None) -> float | None:
     return numerator / denominator if denominator else None
 
 
-def _headline(run: RunData, rows: tuple[RolloutRow, ...], tokens: int, cost: float, accepted: int | None) -> dict[str, float | None]:
+def _headline(run: RunData, rows: tuple[RolloutRow, ...], tokens: int, cost: float | None, accepted: int | None) -> dict[str, float | None]:
     walls = sorted(row.wall_s for row in rows if row.wall_s > 0)
     return {
         "yield": _ratio(accepted, len(rows)) if accepted is not None else None,
         "tokens_per_rollout": _ratio(tokens, len(rows)),
         "tokens_per_accepted": _ratio(tokens, accepted),
         "cost_usd": cost,
-        "cost_per_accepted_usd": _ratio(cost, accepted),
+        "cost_per_accepted_usd": _ratio(cost, accepted) if cost is not None else None,
         "rollouts_per_hour": (run.stages.get("rollouts") or {}).get("rollouts_per_hour"),
         "rollouts_per_hour_per_slot": _ratio(3600 * len(walls), sum(walls)),
         "wall_s_median": statistics.median(walls) if walls else None,
@@ -241,6 +250,9 @@ def metrics(figures: Figures) -> dict[str, float]:
     found |= {f"report/{k}": v for k, v in figures.headline.items()}
     for u in figures.usage:
         found |= {f"tokens/{u.role}/prompt": u.prompt_tokens, f"tokens/{u.role}/completion": u.completion_tokens}
+    for stage, spent in figures.spending["stages"].items():
+        for role, u in spent["roles"].items():
+            found |= {f"usage/{stage}/{role}/{k}": u[k] for k in ("calls", "prompt_tokens", "completion_tokens", "cost_usd")}
     found |= {f"failures/{k}": v for k, v in figures.failures.items()}
     found |= {f"outcomes/{k}": v for k, v in (figures.outcomes or {}).items()}
     found |= {f"defects/{code}/{severity}": n for (code, severity), n in figures.defects.items()}

@@ -31,6 +31,7 @@ HERE = Path(__file__).parent
 AGENT_ORDER = ("researcher", "presenter", "single")
 NONE = "–"  # what a figure that does not exist yet shows
 FILTERS = ("source", "language", "status", "category")  # the task table's filters (RolloutRow attributes)
+STAGE_LABELS = {"task_drafts": "tasks: drafts", "task_gate": "tasks: quality gate", "verdicts": "filters", "eval_scores": "eval: scores"}
 
 
 @dataclass(frozen=True)
@@ -98,7 +99,8 @@ def _index_page(run: RunData, figures: Figures, covers: dict[str, str]) -> str:
         options=options,
         covers=covers,
         generated=dt.datetime.now().astimezone().strftime("%Y-%m-%d %H:%M %Z"),
-        files={name: (run.root / name).exists() for name in ("tasks/stats.md", "filters/failures.md")},
+        files={name: (run.root / name).exists() for name in ("tasks/stats.md", "filters/failures.md", "stats/usage.json")},
+        stage_labels=STAGE_LABELS,
     )
 
 

@@ -51,3 +51,19 @@ def test_everything_generated_for_one_reply_shares_max_tokens() -> None:
     reply = bounded_chatml_function_calling(llama, messages=MESSAGES, tools=TOOLS, tool_choice="auto", max_tokens=64)
     assert [c["max_tokens"] for c in llama.calls] == [64, 62]  # llama-cpp-python's own handler asks for None (no limit)
     assert reply["choices"][0]["finish_reason"] == "length"
+
+
+def test_the_state_cache_weighs_the_logits_each_entry_copies() -> None:
+    """llama-cpp-python's RAM cache counts llama.cpp's state only; each entry also holds a logits buffer
+    (96 MiB for SmolLM2), and the uncounted copies grew the server to 20 GB in CI."""
+    import llama_cpp
+    import numpy as np
+
+    cache = llama_cpp.LlamaRAMCache(capacity_bytes=3 << 20)  # the name the server builds its cache from
+    for first_token in range(4):
+        cache[(first_token, 1, 2)] = llama_cpp.LlamaState(
+            input_ids=np.zeros(8, dtype=np.intc), scores=np.zeros((1 << 18,), dtype=np.single),  # 1 MiB
+            n_tokens=3, llama_state=b"x" * 1024, llama_state_size=1024, seed=0,
+        )  # fmt: skip
+    assert len(cache.cache_state) == 2  # each entry weighs just over 1 MiB: two fit, the older ones went
+    assert (3, 1, 2) in cache

@@ -71,14 +71,20 @@ def test_an_error_inside_stops_the_server(tmp_path: Path) -> None:
 
 
 def test_a_killed_entry_point_leaves_no_server(tmp_path: Path) -> None:
+    """Killed while the server generates a long reply: the server goes at once, not when the reply is done."""
     script = textwrap.dedent(f"""
-        import os, signal, sys
+        import os, signal, sys, threading, time
+        import httpx
         sys.path.insert(0, {str(PROJECT_ROOT)!r}); sys.path.insert(0, {str(Path(__file__).parent)!r})
         from pathlib import Path
         from test_local_server import Cfg
         from core.local_server import serving
-        with serving(Cfg(), Path({str(tmp_path)!r})) as servers:
+        cfg = Cfg()
+        with serving(cfg, Path({str(tmp_path)!r})) as servers:
             print(servers[0].process.pid, flush=True)
+            story = {{"model": "smol", "messages": [{{"role": "user", "content": "Tell a long story. " * 300}}], "max_tokens": 4000}}
+            threading.Thread(target=httpx.post, args=(cfg.llm.base_url + "/chat/completions",), kwargs={{"json": story, "timeout": 600}}, daemon=True).start()
+            time.sleep(3)
             os.kill(os.getpid(), signal.SIGKILL)
     """)
     done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=300)

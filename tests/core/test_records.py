@@ -8,19 +8,23 @@ import typing
 from pathlib import Path
 
 import numpy as np
+import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
 import core.records
 from core.records import (
-    SCHEMA_VERSION, Constraints, CriticInjection, Message, Record, RecordError, Rollout, Step, Task, ToolCall, Trajectory,
-    Usage, Verdict, _fields, read_parquet, write_parquet,
+    SCHEMA_VERSION, Constraints, CriticInjection, Message, ModelUse, Origin, Record, RecordError, Rollout, Step, Task, ToolCall,
+    Trajectory, Usage, Verdict, _fields, read_parquet, write_parquet,
 )
+from core.usage import RoleUsage
+
+ORIGIN = Origin({"critic/prompts/slide_review.j2": "0123456789ab"}, {"critic": ModelUse("gpt-4o", "openai", 0.7, 0.95, 8192)})
 
 TASK = Task(
     task_id="persona-0001", source="persona", instruction="做一个关于数值分析的报告 😀", language="zh",
     attachments=("data/a.pdf",), constraints=Constraints(slides_min=8, slides_max=8, aspect_ratio="16:9", language="zh"),
-    provenance={"source_id": "p1", "licence": "CC BY-NC-SA 4.0"}, split="train",
+    provenance={"source_id": "p1", "licence": "CC BY-NC-SA 4.0"}, split="train", origin=ORIGIN,
 )
 TRAJECTORY = Trajectory(
     task_id="persona-0001", agent="presenter", model="glm",
@@ -37,9 +41,11 @@ TRAJECTORY = Trajectory(
 ROLLOUT = Rollout(
     task_id="persona-0001", status="failed", failure="environment/timeout", artifacts={"pdf": "rollouts/x/deck.pdf"},
     steps={"researcher": 3}, tool_counts={"write_file": 2}, prompt_tokens={"agent": 10}, completion_tokens={"agent": 1},
-    cost_usd=0.25, wall_s=12.5,
+    cost_usd=0.25, wall_s=12.5, usage={"agent": RoleUsage(calls=2, prompt_tokens=10, completion_tokens=1, cost_usd=0.25, failures={"server": 1})},
+    origin=ORIGIN,
 )
-VERDICT = Verdict(task_id="persona-0001", gate="constraint", passed=False, category="constraint", score=0.5, reasons=("3 pages, expected 8",))
+VERDICT = Verdict(task_id="persona-0001", gate="constraint", passed=False, category="constraint", score=0.5, reasons=("3 pages, expected 8",),
+                  usage={"judge": RoleUsage(calls=1, unpriced_calls=1)})  # fmt: skip
 ALL = [TASK, TRAJECTORY, ROLLOUT, VERDICT]
 
 
@@ -83,7 +89,8 @@ def test_json_and_arrow_encode_the_same_fields() -> None:
 
 def test_schema_is_stable() -> None:
     names = [f.name for f in Task.arrow_schema()]
-    assert names == ["task_id", "source", "instruction", "language", "attachments", "constraints", "provenance", "split", "schema_version"]
+    assert names == ["task_id", "source", "instruction", "language", "attachments", "constraints", "provenance", "split", "origin",
+                     "schema_version"]  # fmt: skip
     assert str(Trajectory.arrow_schema().field("steps").type).startswith("list<item: struct<index: int64")
 
 
@@ -91,6 +98,24 @@ def test_other_schema_version_is_refused(tmp_path: Path) -> None:
     data = json.loads(TASK.to_json()) | {"schema_version": SCHEMA_VERSION + 1}
     with pytest.raises(RecordError, match="schema_version"):
         Task.from_dict(data)
+
+
+ADDED_IN_2 = {"origin", "usage"}
+
+
+@pytest.mark.parametrize("record", ALL, ids=lambda r: type(r).__name__)
+def test_a_version_1_record_reads_with_the_new_fields_at_their_defaults(record, tmp_path: Path) -> None:
+    """A run directory written before version 2 (no origin, no usage) stays readable, as JSON units and as Parquet."""
+    cls = type(record)
+    old = {k: v for k, v in json.loads(record.to_json()).items() if k not in ADDED_IN_2} | {"schema_version": 1}
+    expected = dataclasses.replace(record, **{f.name: f.default_factory() for f in dataclasses.fields(cls) if f.name in ADDED_IN_2})
+    assert cls.from_json(json.dumps(old)) == expected
+    schema = cls.arrow_schema()
+    fields = [f for f in schema if f.name not in ADDED_IN_2]
+    row = {k: v for k, v in core.records._encode(record, arrow=True).items() if k not in ADDED_IN_2} | {"schema_version": 1}
+    table = pa.Table.from_pylist([row], schema=pa.schema(fields, metadata={"schema_version": "1", "record": cls.kind}))
+    pq.write_table(table, tmp_path / "v1.parquet")
+    assert read_parquet(tmp_path / "v1.parquet", cls) == [expected]
 
 
 def test_unknown_and_mistyped_fields_are_refused() -> None:

@@ -11,7 +11,6 @@ from typing import Any
 import pytest
 
 from core.config import LLMConfig
-from core.llm import UsageMeter
 from eval.config import JudgeConfig
 from eval.judge import DeckJudgement
 from eval.judging import build_judging
@@ -51,7 +50,7 @@ def judge_config(url: str, model: str = "fake-judge", retries: int = 2) -> Judge
 def judge_deck(cfg: JudgeConfig, slides: list[SlideView], cache: Path) -> DeckJudgement:
     async def go() -> DeckJudgement:
         async with AsyncExitStack() as stack:
-            return await build_judging(cfg, UsageMeter(), cache, stack).deck(slides)
+            return await build_judging(cfg, cache, stack).deck(slides)
 
     return asyncio.run(go())
 

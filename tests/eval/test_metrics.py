@@ -8,7 +8,6 @@ from pathlib import Path
 
 import pytest
 
-from core.llm import UsageMeter
 from core.records import Rollout
 from eval.config import JudgeConfig
 from eval.judging import build_judging
@@ -46,7 +45,7 @@ def test_mixed_page_sizes_fail_the_aspect_check(tmp_path: Path) -> None:
 def _score(root: Path, t, rollout: Rollout | None) -> DeckScore:
     async def go() -> DeckScore:
         async with AsyncExitStack() as stack:
-            judging = build_judging(JudgeConfig(), UsageMeter(), root / "cache", stack)
+            judging = build_judging(JudgeConfig(), root / "cache", stack)
             return (await score_deck(t, rollout, root, judging, root / "pages")).score
 
     return asyncio.run(go())

@@ -30,6 +30,7 @@ class Reply:
     reasoning: Optional[str] = None
     prompt_tokens: Optional[int] = None
     completion_tokens: Optional[int] = None
+    cached_tokens: Optional[int] = None  # prompt tokens served from the prompt cache (usage.prompt_tokens_details)
     report_usage: bool = True  # some servers send no usage block
     finish_reason: Optional[str] = None  # None: "tool_calls" when there are calls, else "stop"; "length": cut at max_tokens
     delay_s: float = 0.0  # this reply takes that long (a slow turn), on top of the server's latency
@@ -219,7 +220,7 @@ class FakeOpenAIServer:
     def _completion(self, body: dict[str, Any], reply: Reply, malformed: bool) -> dict[str, Any]:
         calls = [
             {
-                "id": f"call_{self.served}_{i}",
+                "id": f"call_{len(body.get('messages', []))}_{i}",  # unique in its conversation, the same for the same request
                 "type": "function",
                 "function": {"name": name, "arguments": args if isinstance(args, str) else json.dumps(args, ensure_ascii=False)},
             }
@@ -249,6 +250,8 @@ class FakeOpenAIServer:
         }
         if reply.report_usage:
             payload["usage"] = {"prompt_tokens": prompt, "completion_tokens": completion, "total_tokens": prompt + completion}
+            if reply.cached_tokens is not None:
+                payload["usage"]["prompt_tokens_details"] = {"cached_tokens": reply.cached_tokens}
         return payload
 
     async def _truncated(self, request: web.Request, payload: dict[str, Any]) -> web.StreamResponse:

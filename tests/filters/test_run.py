@@ -14,7 +14,6 @@ import pytest
 import yaml
 
 from core.config import ConfigError
-from core.llm import UsageMeter
 from core.records import Rollout, Verdict, read_parquet
 from core.store import RunStore
 from filters.acceptance import outcomes
@@ -29,7 +28,7 @@ REJECTED_BY_RULES = {"zh-169-count", "en-no-deck", "en-169-junk"}  # no judge ca
 
 
 def judge(root: Path, *overrides: str) -> dict[str, Any]:
-    return asyncio.run(judge_rollouts(RunStore(root), load_config(root, overrides), UsageMeter()))
+    return asyncio.run(judge_rollouts(RunStore(root), load_config(root, overrides)))
 
 
 def verdicts(root: Path) -> dict[str, dict[str, Verdict]]:

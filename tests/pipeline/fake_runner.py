@@ -14,14 +14,13 @@ from pathlib import Path
 from typing import Any
 
 from agents.jail import JailUnavailable
-from core.llm import UsageMeter
-from core.records import Rollout, Task, Usage
+from core.metering import current_unit
+from core.records import Rollout, Task
 
 
 class ScriptedRunner:
-    def __init__(self, cfg: Any, meter: UsageMeter, run_dir: Path):
+    def __init__(self, cfg: Any, run_dir: Path):
         self.cfg = cfg
-        self.meter = meter
         self.started = False
 
     async def start(self) -> None:
@@ -33,7 +32,8 @@ class ScriptedRunner:
         started = time.time()
         worker_thread = await asyncio.to_thread(lambda: threading.current_thread().name)  # where a CPU-bound step runs
         loop_thread = threading.current_thread().name
-        (workspace / "trace.txt").write_text(f"pid {os.getpid()}\nstarted {started}\nthread {worker_thread}\nloop {loop_thread}\n")
+        cap = current_unit().max_cost_usd  # rollouts.max_cost_usd: what the rollout's model calls may spend
+        (workspace / "trace.txt").write_text(f"pid {os.getpid()}\nstarted {started}\nthread {worker_thread}\nloop {loop_thread}\ncap {cap}\n")
         if "DIE" in words:
             marker = workspace.parents[1] / f"died-{task.task_id}"
             if not marker.exists():
@@ -42,7 +42,7 @@ class ScriptedRunner:
         if "CRASH" in words:
             raise RuntimeError("scripted crash")
         await asyncio.sleep(60 if "SLOW" in words else 0.3)
-        self.meter.record_call("agent", Usage(100, 10), 0.001, 0.05, False)
+        current_unit().meter.record_call("agent", 100, 10, 0, 0.001, 0.05, False)  # as a model call would count
         if "FAIL" in words:
             return Rollout(task_id=task.task_id, status="failed", failure="environment/model_error:server")
         return Rollout(task_id=task.task_id, status="done", prompt_tokens={"agent": 100}, completion_tokens={"agent": 10}, cost_usd=0.001)

@@ -35,12 +35,14 @@ from core.records import (
     read_parquet,
 )
 from core.store import RunStore, atomic_write_parquet, atomic_write_text
+from core.usage import RoleUsage
 
 SIZES = {"16:9": (1280, 720), "4:3": (960, 720)}
 PALETTE = ((37, 99, 235), (22, 163, 74), (192, 57, 43), (124, 58, 237), (234, 88, 12), (15, 118, 110))
 INJECTED_FINDING = {"category": "layout", "severity": "critical", "evidence": "overflow at h1.title: the title runs past the right edge",
                     "fix": "shrink or split the content so every element fits inside the slide box"}  # fmt: skip
 GATES = ("constraint", "consistency", "quality")
+ROLLOUT_COST, JUDGE_COST = 0.0125, 0.001  # what each rollout's and each judge verdict's calls cost, as their usage says
 
 
 @cache
@@ -153,6 +155,7 @@ def write_rollout(root: Path, task: Task, spec: RolloutSpec) -> Rollout:
     _save(ws, presenter.build(), artifacts)
     _save(ws, researcher.build(), artifacts)
     trajectories = (researcher, presenter)
+    prompt, completion = (sum(getattr(s.usage, k) for t in trajectories for s in t.steps) for k in ("prompt_tokens", "completion_tokens"))
     return Rollout(
         task_id=task.task_id,
         status="done",
@@ -163,9 +166,11 @@ def write_rollout(root: Path, task: Task, spec: RolloutSpec) -> Rollout:
         findings={"layout": 1} if spec.injected else {},
         prompt_tokens={t.agent: sum(s.usage.prompt_tokens for s in t.steps) for t in trajectories},
         completion_tokens={t.agent: sum(s.usage.completion_tokens for s in t.steps) for t in trajectories},
-        cost_usd=0.0125,
+        cost_usd=ROLLOUT_COST,
         wall_s=60.0 + 10 * spec.slides,
         policy="scripted",
+        usage={"agent": RoleUsage(calls=sum(len(t.steps) for t in trajectories), prompt_tokens=prompt, completion_tokens=completion,
+                                  cost_usd=ROLLOUT_COST, latency_s=1.5)},  # fmt: skip
     )
 
 
@@ -187,9 +192,10 @@ def verdicts_for(rollout: Rollout, rng: random.Random) -> list[Verdict]:
 
 
 def _gate_verdict(task_id: str, gate: str, passed: bool) -> Verdict:
+    usage = {} if gate == "constraint" else {"judge": RoleUsage(calls=1, prompt_tokens=900, completion_tokens=60, cost_usd=JUDGE_COST)}
     if passed:
-        return Verdict(task_id, gate, True, None, 1.0)
-    return Verdict(task_id, gate, False, gate, 0.0, (f"{gate} failed: <slide 3> & more",))
+        return Verdict(task_id, gate, True, None, 1.0, usage=usage)
+    return Verdict(task_id, gate, False, gate, 0.0, (f"{gate} failed: <slide 3> & more",), usage=usage)
 
 
 def add_rollout(root: Path, task: Task, spec: RolloutSpec) -> Rollout:

@@ -43,8 +43,9 @@ def ended_properly(trajectory: Trajectory) -> None:
     assert since <= limit + 2, f"{trajectory.agent}: {since} turns after its last progress ({trajectory.failure})"
 
 
-def usage_of(path: Path) -> dict[str, dict]:
-    usage = json.loads(path.read_text())
+def usage_of(folder: Path) -> dict[str, dict]:
+    """The model calls by role in `folder`/stats/usage.json (a run's ledger, or agents.run's one deck)."""
+    usage = json.loads((folder / "stats" / "usage.json").read_text())["roles"]
     assert usage and all(u["estimated_calls"] == 0 and u["cost_usd"] == 0 for u in usage.values()), usage  # the server's counts, free
     return usage
 
@@ -59,7 +60,7 @@ def test_one_deck_from_the_command_line(tmp_path: Path) -> None:
     for trajectory in trajectories:
         ended_properly(trajectory)
         assert trajectory.model == "smollm2-135m-instruct" and trajectory.policy == "model"
-    assert usage_of(out / "logs" / "usage.json")["agent"]["calls"] == sum(len(t.steps) for t in trajectories)
+    assert usage_of(out)["agent"]["calls"] == sum(len(t.steps) for t in trajectories)
     assert "cost $0.0000" in done.stdout + done.stderr
     assert not servers_running()
 
@@ -77,7 +78,7 @@ def test_synthesize_with_scripted_tasks_and_judges(tmp_path: Path) -> None:
             continue
         for path in root.glob(f"rollouts/{rollout.task_id}/trajectory_*.json"):
             ended_properly(Trajectory.from_json(path.read_text()))
-    usage = usage_of(next((root / "logs").glob("usage_synthesize_*.json")))
+    usage = usage_of(root)
     assert usage["agent"]["calls"] > 0 and "task_writer" not in usage and "judge" not in usage  # scripted roles make no calls
     stats = json.loads((root / "stats" / "rollouts.json").read_text())
     assert sum(stats["failures_by_category"].values()) == stats["failed"] and stats["cost_usd"] == 0
@@ -97,6 +98,6 @@ def test_eval_on_one_task(tmp_path: Path) -> None:
     assert rollout.cost_usd == 0 and (rollout.status == "done" or rollout.failure.split("/")[0] in ("agent", "environment"))
     for path in root.glob("rollouts/persona-1/trajectory_*.json"):
         ended_properly(Trajectory.from_json(path.read_text()))
-    usage_of(next((root / "logs").glob("usage_eval_*.json")))
+    usage_of(root)
     assert (root / "scores" / "decks.csv").is_file()
     assert not servers_running()

@@ -20,14 +20,17 @@ from agents.config import RenderConfig
 from agents.renderer import CHROMIUM_ARGS
 from core.config import PROJECT_ROOT, TrackingConfig
 from core.records import CriticInjection, Message, Rollout, Step, ToolCall, Trajectory, Usage, Verdict
+from core.ledger import read_ledger
 from core.store import RunStore
+from core.usage import RoleUsage
 from core.tracking import Tracker
 from pipeline.report import make_report, run_report
 from pipeline.report.data import load_run
 from pipeline.report.figures import ACCEPTED, NOT_FILTERED, compute_figures, metrics
 from pipeline.report.steps import WARNING_MARK, view
+from pipeline.spending import project_rollouts
 from pipeline.synthesize import STAGES
-from tests.pipeline.report_run import INJECTED_FINDING, RolloutSpec, add_rollout, build_run, make_task
+from tests.pipeline.report_run import JUDGE_COST, INJECTED_FINDING, RolloutSpec, add_rollout, build_run, make_task
 
 PYTHON = sys.executable
 ENV = {**os.environ, "WANDB_MODE": "disabled", "RAY_AUTH_MODE": "disabled"}
@@ -59,7 +62,10 @@ def test_figures_count_the_funnel_outcomes_and_defects(synthetic: Path) -> None:
     assert figures.failures == {"environment/timeout": len(run.rollouts) - len(done)}
     assert figures.defects[("low_contrast", "major")] == len(done)  # slide 2 of every deck
     assert figures.headline["yield"] == pytest.approx(len(accepted) / 12)
-    assert figures.headline["cost_per_accepted_usd"] == pytest.approx(sum(r.cost_usd for r in run.rollouts) / len(accepted))
+    spent = sum(r.cost_usd for r in run.rollouts) + JUDGE_COST * sum(v.gate != "constraint" and v.gate != "environment" for v in run.verdicts)
+    assert figures.cost_usd == pytest.approx(spent)  # every stage's calls (the ledger), the judges' too
+    assert figures.headline["cost_per_accepted_usd"] == pytest.approx(spent / len(accepted))
+    assert figures.spending["stages"]["verdicts"]["roles"]["judge"]["cost_usd"] == pytest.approx(spent - sum(r.cost_usd for r in run.rollouts))
     by_role = {u.role: u for u in figures.usage}
     assert by_role["presenter"].prompt_tokens == sum(r.prompt_tokens.get("presenter", 0) for r in run.rollouts)
     flat = metrics(figures)
@@ -160,6 +166,25 @@ def test_site_escapes_text_and_every_local_link_resolves(synthetic: Path) -> Non
     html = injected.read_text(encoding="utf-8")
     assert "&lt;script&gt;alert(1)&lt;/script&gt;" in html and "overflow at h1.title" in html
     assert not re.search(r"https?://", (report / "index.html").read_text(encoding="utf-8").replace(str(synthetic), ""))
+
+
+def test_the_report_shows_every_stage_s_calls_and_an_unknown_price_as_unknown(synthetic: Path) -> None:
+    ledger = read_ledger(synthetic)
+    per_rollout = ledger.stages["rollouts"]["agent"].cost / ledger.units["rollouts"]
+    project_rollouts(synthetic, "rollouts", 24, None)  # 12 of 24 finished
+    (synthetic / "stats" / "export.json").write_text(json.dumps({"tokens": 2_000_000}))
+    make_report(synthetic)
+    html = (synthetic / "report" / "index.html").read_text(encoding="utf-8")
+    cost = html[html.index('id="cost"') : html.index('id="throughput"')]
+    assert "<td>rollouts</td><td>agent</td>" in cost and "<td>filters</td><td>judge</td>" in cost and "cost <b>$" in cost
+    assert re.search(rf"projected cost of the rollouts stage</th><td>\${24 * per_rollout:,.4f}\s", cost)
+    assert f"cost per million SFT tokens</th><td>${ledger.total().cost / 2:,.4f} " in cost
+    RunStore(synthetic).spent_unfinished("verdicts", "persona-00000__quality", {"judge": RoleUsage(calls=1, unpriced_calls=1)}, "no result")
+    make_report(synthetic)
+    html = (synthetic / "report" / "index.html").read_text(encoding="utf-8")
+    cost = html[html.index('id="cost"') : html.index('id="throughput"')]
+    assert "filters: attempts that left no unit" in cost and "cost <b>unknown</b>" in cost and "1 calls of a model whose price is unknown" in cost
+    assert '<div class="big">unknown</div><div>cost per accepted trajectory</div>' in html
 
 
 def test_thumbnails_are_made_once_and_remade_when_a_slide_changes(synthetic: Path) -> None:

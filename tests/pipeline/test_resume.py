@@ -1,4 +1,5 @@
-"""A synthesis run SIGKILLed at random points, then rerun: every task exactly once, no corrupt file."""
+"""A synthesis run SIGKILLed at random points, then rerun: every task exactly once, no corrupt file, every
+finished rollout's model calls in the ledger once."""
 
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ from pathlib import Path
 
 import pytest
 
+from core.ledger import read_ledger
 from core.records import Rollout, Task, read_parquet
 
 RUNNER = "rollouts.runner=tests.pipeline.fake_runner:ScriptedRunner"
@@ -53,3 +55,7 @@ def test_kill_and_rerun_plays_every_task_once(tmp_path: Path) -> None:
         Rollout.from_json(unit.read_text())  # no torn file
     assert not list(run.rglob(".*.tmp"))
     assert json.loads((run / "stats" / "rollouts.json").read_text())["finished"] == len(train)
+    # each fake rollout makes one call of 100 + 10 tokens: killed attempts left nothing, finished ones count once
+    usage = json.loads((run / "stats" / "usage.json").read_text())["stages"]["rollouts"]["roles"]["agent"]
+    assert (usage["calls"], usage["prompt_tokens"], usage["completion_tokens"]) == (len(train), 100 * len(train), 10 * len(train))
+    assert read_ledger(run).total().calls == len(train)

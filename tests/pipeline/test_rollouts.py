@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import asyncio
+import json
 import threading
 
 import pytest
 
-from core.records import Rollout, Task, read_parquet
+from core.ledger import BudgetExhausted, read_ledger
+from core.records import Rollout, StageDone, Task, read_parquet
 from core.store import atomic_write_parquet
 from pipeline.rollouts import RunAborted, _bound_threads, run_rollouts
 
@@ -30,19 +32,24 @@ def rollouts(ctx) -> dict[str, Rollout]:
 
 
 def test_every_task_once_and_a_rerun_plays_nothing(make_run) -> None:
-    ctx = make_run(*FAST)
+    ctx = make_run(*FAST, "rollouts.max_cost_usd=0.5")
     write_tasks(ctx, ["ok"] * 12)
     figures = run_rollouts(ctx)
     assert (figures["played"], figures["done"], figures["failed"]) == (12, 12, 0)
     assert set(rollouts(ctx)) == {f"t{i:02d}" for i in range(12)}
-    assert ctx.meter.snapshot()["agent"]["calls"] == 12  # usage gathered from the workers
-    assert run_rollouts(make_run(*FAST))["played"] == 0
+    assert all(r.usage["agent"].calls == 1 for r in rollouts(ctx).values())  # each rollout's calls, counted in its worker
+    assert {trace(ctx, i)["cap"] for i in range(12)} == {"0.5"}  # each rollout plays as a unit capped at rollouts.max_cost_usd
+    assert run_rollouts(make_run(*FAST, "rollouts.max_cost_usd=0.5"))["played"] == 0
+
+
+def trace(ctx, i: int) -> dict[str, str]:
+    """What the fake runner noted while playing task `i`."""
+    return dict(line.split(" ", 1) for line in (ctx.store.root / "rollouts" / f"t{i:02d}" / "trace.txt").read_text().splitlines())
 
 
 def step_threads(ctx, count: int) -> list[tuple[str, str]]:
     """(thread of the rollout's CPU-bound step, thread of its event loop) per rollout, from the fake runner's traces."""
-    traces = [dict(line.split(" ", 1) for line in (ctx.store.root / "rollouts" / f"t{i:02d}" / "trace.txt").read_text().splitlines()) for i in range(count)]
-    return [(trace["thread"], trace["loop"]) for trace in traces]
+    return [(trace(ctx, i)["thread"], trace(ctx, i)["loop"]) for i in range(count)]
 
 
 def test_cpu_bound_steps_run_on_the_workers_bounded_threads(make_run) -> None:
@@ -119,15 +126,39 @@ def test_early_stop_on_error_rate(make_run) -> None:
     assert 4 <= len(ctx.store.done("rollouts")) < 10
 
 
-def started_at(ctx, task_id: str) -> float:
-    trace = (ctx.store.root / "rollouts" / task_id / "trace.txt").read_text()
-    return float(trace.split("started ")[1].split()[0])
-
-
 @pytest.mark.parametrize("ramp_up_s, least, most", [(0.0, 0.0, 0.5), (1.2, 0.8, 1.6)])
 def test_ramp_up_spreads_the_first_wave(make_run, ramp_up_s: float, least: float, most: float) -> None:
     ctx = make_run(*FAST, f"ray.ramp_up_s={ramp_up_s}")
     write_tasks(ctx, ["ok"] * 4)  # fewer than the 8 slots: the wave is these 4, starting 0.3 s apart
     run_rollouts(ctx)
-    starts = [started_at(ctx, f"t{i:02d}") for i in range(4)]
+    starts = [float(trace(ctx, i)["started"]) for i in range(4)]
     assert least <= max(starts) - min(starts) <= most
+
+
+def test_the_run_s_cost_cap_stops_the_stage_and_a_higher_cap_finishes_the_rest(make_run) -> None:
+    """Each fake rollout costs $0.001; one in flight, so the stage stops within one rollout's cost of the cap."""
+    one_at_a_time = [RUNNER, "ray.num_workers=1", "ray.rollouts_per_worker=1", "ray.num_cpus_per_worker=0.5"]
+    ctx = make_run(*one_at_a_time, "run.max_cost_usd=0.0035")
+    write_tasks(ctx, ["ok"] * 8)
+    with pytest.raises(BudgetExhausted, match=r"stage rollouts stopped: run.max_cost_usd=0.0035 reached: \$0.0040 spent") as stop:
+        run_rollouts(ctx)
+    assert "4 unit(s) not finished" in str(stop.value) and "rerun" in str(stop.value)
+    first = {p.stem for p in (ctx.store.root / "units" / "rollouts").glob("*.json")}
+    assert len(first) == 4 and read_ledger(ctx.store.root).total().cost == pytest.approx(0.004)
+    figures = run_rollouts(make_run(*one_at_a_time, "run.max_cost_usd=1"))
+    assert figures["played"] == 4 and len(rollouts(ctx)) == 8  # the rest, none of the first four again
+    assert all(r.attempt == 1 for r in rollouts(ctx).values()) and read_ledger(ctx.store.root).total().calls == 8
+    projection = json.loads((ctx.store.root / "stats" / "projection.json").read_text())
+    assert (projection["finished"], projection["per_rollout_cost_usd"], projection["projected_cost_usd"]) == (4, 0.001, pytest.approx(0.008))
+
+
+def test_a_limit_pilot_projects_the_cost_of_the_stage_without_limit(make_run) -> None:
+    """The pilot's tasks stage wrote 4 of tasks.count=20 drafts: the full stage has 5 times its 4 train tasks."""
+    ctx = make_run(*FAST, "limit=2", "tasks.count=20", "tasks.eval_size=2")
+    write_tasks(ctx, ["ok"] * 4)
+    ctx.store.commit("stages", "tasks", StageDone(stage="tasks", figures_json=json.dumps({"written": 4, "train": 4, "limited": True})))
+    run_rollouts(ctx)
+    projection = json.loads((ctx.store.root / "stats" / "projection.json").read_text())
+    assert (projection["tasks"], projection["finished"], projection["to_play"]) == (20, 2, 18)
+    assert projection["projected_cost_usd"] == pytest.approx(0.02)  # $0.001 a rollout
+    assert "$0.02 for the stage's 20 rollouts without limit" in (ctx.store.root / "logs" / "test.log").read_text()

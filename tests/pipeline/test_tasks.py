@@ -10,6 +10,7 @@ from pathlib import Path
 import datasets
 import pytest
 
+from core.ledger import read_ledger
 from core.records import Constraints, Task, read_parquet
 from pipeline.augment import constraint_text, draw_constraints, slide_bucket
 from pipeline.cleaning import contamination_groups, stratified_group_split
@@ -102,7 +103,7 @@ def test_llm_writer_against_the_fake_server(make_run, tmp_path: Path) -> None:
     assert figures["train"] + figures["eval"] == len(train) + len(held_out) == 6 and len(held_out) == 1
     assert all(t.provenance["writer"] == "model:fake" for t in train + held_out)
     assert any("bicycle" in t.instruction for t in train + held_out)  # recovered after the re-ask
-    assert ctx.meter.snapshot()["task_writer"]["calls"] == len(srv.requests)
+    assert read_ledger(ctx.store.root).by_role()["task_writer"].calls == len(srv.requests)
 
 
 def test_constraint_mix_matches_the_configured_probabilities() -> None:
@@ -188,4 +189,5 @@ def test_a_scripted_task_writer_while_the_agents_use_a_model(make_run) -> None:
     figures = run_tasks(ctx)
     train, held_out = tasks_of(ctx.store.root)
     assert figures["written"] == 6 and all(t.provenance["writer"] == "scripted" for t in train + held_out)
-    assert ctx.meter.snapshot() == {}
+    assert read_ledger(ctx.store.root).by_role() == {}  # no model call counted
+    assert all(t.origin.models["task_writer"].backend == "scripted" for t in train + held_out)

@@ -16,7 +16,9 @@ from pathlib import Path
 
 from PIL import Image
 
-from core.records import CriticInjection, Message, Rollout, Task, ToolCall, Trajectory, Verdict, write_parquet
+from core.records import CriticInjection, Message, ModelUse, Origin, Rollout, Task, ToolCall, Trajectory, Verdict, write_parquet
+from core.store import RunStore
+from core.usage import RoleUsage
 
 TOOLS = {
     "researcher": ["search", "fetch_url", "write_file", "inspect_manuscript", "thinking", "finalize"],
@@ -26,6 +28,9 @@ WORDS = ("slide", "layout", "contrast", "figure", "revenue", "growth", "研究",
          "design", "title", "text", "audience", "summary", "method", "result", "conclusion")  # fmt: skip
 CRITIC_THOUGHT = "The title overlaps the chart; move it up."
 GATES = ("constraint", "consistency", "quality")
+ROLLOUT_COST = 0.01  # what each finished rollout's calls cost, as its unit's usage says
+MADE_BY = {"researcher": Origin({"agents/roles/prompts/researcher.en.j2": "aaaaaaaaaaaa"}, {"agent": ModelUse("test-model", "openai", 0.7, 0.95, 8192)}),
+           "presenter": Origin({"agents/roles/prompts/presenter.en.j2": "bbbbbbbbbbbb"}, {"agent": ModelUse("test-model", "openai", 0.7, 0.95, 8192)})}  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -83,7 +88,11 @@ def trajectory(task_id: str, agent: str, workspace: Path, shape: RunShape, rng: 
     msgs.append(Message("assistant", "", reasoning="All slides are fixed.", tool_calls=(done,)))
     msgs.append(Message("tool", "Finalized.", tool_call_id=done.id, name="finalize", kind="tool"))
     return Trajectory(task_id=task_id, agent=agent, model="test-model", messages=tuple(msgs), injections=tuple(injections),
-                      tools_json=json.dumps([schema(n) for n in TOOLS[agent]]), status="finalized", outcome="slides")  # fmt: skip
+                      tools_json=json.dumps([schema(n) for n in TOOLS[agent]]), status="finalized", outcome="slides", origin=MADE_BY[agent])  # fmt: skip
+
+
+def steps_of(shape: RunShape) -> int:
+    return shape.steps_max or shape.steps
 
 
 def build_run(root: Path, shape: RunShape = RunShape()) -> Path:
@@ -113,7 +122,9 @@ def build_run(root: Path, shape: RunShape = RunShape()) -> Path:
             path.write_text(record.to_json(), encoding="utf-8")
             artifacts[f"trajectory:{agent}"] = path.relative_to(root).as_posix()
             injections += len(record.injections)
-        rollouts.append(Rollout(task_id=task_id, status="done", artifacts=artifacts, injections=injections))
+        rollouts.append(Rollout(task_id=task_id, status="done", artifacts=artifacts, injections=injections,
+                                usage={"agent": RoleUsage(calls=2 * steps_of(shape), cost_usd=ROLLOUT_COST)}))  # fmt: skip
+        RunStore(root).commit("rollouts", task_id, rollouts[-1])
         rejected = i % shape.rejected_every == shape.rejected_every - 1
         for gate in GATES:
             passed = not (rejected and gate == "quality")

@@ -9,7 +9,9 @@ from pathlib import Path
 
 from core.config import PROJECT_ROOT
 from core.records import Verdict, read_parquet, write_parquet
-from tests.train.runs import RunShape, build_run
+from core.store import RunStore
+from core.usage import RoleUsage
+from tests.train.runs import ROLLOUT_COST, RunShape, build_run
 from train.config import ExportConfig, Truncation
 from train.export import ExportReport, export_run, val_tasks
 from train.hub import hub_dataset
@@ -57,6 +59,18 @@ def test_the_card_reports_counts_sources_and_config(exported: ExportReport) -> N
     epochs_tokens = sum(e.tokens.total for e in exported.train) * 5
     hours = epochs_tokens / 830 / 3600
     assert f"trains {epochs_tokens:,} tokens:\nabout {hours:,.1f} GPU-hours ({hours / 8:,.1f} h on 8 GPUs) at 830 tokens/s" in card
+
+
+def test_the_card_states_the_run_s_cost_and_which_templates_and_models_made_the_samples(exported: ExportReport, run_dir: Path) -> None:
+    card = (exported.out_dir / "README.md").read_text(encoding="utf-8")
+    finished = sum(1 for p in (run_dir / "units" / "rollouts").glob("*.json"))
+    assert f"**${finished * ROLLOUT_COST:,.4f}**" in card and f"${finished * ROLLOUT_COST / exported.accepted:,.4f} per accepted rollout" in card
+    assert "| `agents/roles/prompts/presenter.en.j2` | `bbbbbbbbbbbb` | 3 | 50.0% |" in card  # 6 samples, 3 of them presenters'
+    assert "| agent: test-model [openai; t=0.7, top_p=0.95, max_tokens=8192] | 6 | 100.0% |" in card
+    RunStore(run_dir).spent_unfinished("verdicts", "task-0000__quality", {"quality_judge": RoleUsage(calls=1, unpriced_calls=1)}, "no result")
+    unknown = export_run(run_dir, ExportConfig(val_fraction=0.34, out_dir=str(run_dir / "again")))
+    card = (unknown.out_dir / "README.md").read_text(encoding="utf-8")
+    assert "**unknown**" in card and "(1 calls of a model whose price is unknown)" in card and "unknown per accepted rollout" in card
 
 
 def test_without_verdicts_nothing_is_exported_unless_undecided_rollouts_are_asked_for(tmp_path: Path) -> None:

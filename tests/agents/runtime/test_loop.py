@@ -14,8 +14,9 @@ from agents.hooks import Injection, StepState
 from agents.guards import NUDGE
 from agents.loop import Agent
 from agents.tools import Tool, ToolContext, Toolset, toolset_for
-from core.config import LLMConfig
+from core.config import LLMConfig, PriceConfig
 from core.llm import ModelClient
+from core.metering import Unit, unit_scope
 from core.records import Trajectory
 from tests.fakes.openai_server import ErrorReply, FakeOpenAIServer, FaultPlan, Reply, replay
 
@@ -231,3 +232,17 @@ async def test_a_crash_leaves_a_readable_partial_record(ctx: ToolContext) -> Non
     (partial,) = saves
     assert Trajectory.from_json(partial.to_json()) == partial
     assert (partial.status, partial.failure, len(partial.steps)) == ("failed", "environment/crash", 1)
+
+
+async def test_a_rollout_at_its_cost_cap_ends_as_agent_budget(ctx: ToolContext) -> None:
+    """rollouts.max_cost_usd: the unit's next model call is refused, and the agent ends with its own category."""
+    priced = PriceConfig(input_per_mtok=1000.0, output_per_mtok=0.0)  # $1 per 1,000 prompt tokens
+    turns = [Reply(tool_calls=[("write_file", {"path": f"slides/slide_0{n}.html", "content": SLIDE})], prompt_tokens=1000) for n in range(1, 6)]
+    with FakeOpenAIServer(replay(turns)) as srv:
+        unit, client = Unit(max_cost_usd=2.5), model(srv, price=priced)
+        with unit_scope(unit):
+            result = await Agent(client, toolset_for(ctx.role), ctx, AgentConfig(), "t1").run(SYSTEM, USER)
+        await client.aclose()
+        assert len(srv.requests) == 3  # $3 spent: the call that crosses the cap completes, the next is not made
+    assert (result.status, result.failure) == ("failed", "agent/budget")
+    assert unit.usage()["agent"].cost == pytest.approx(3.0) and unit.usage()["agent"].failures == {"budget": 1}
