@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Sequence
 
-from core.llm import estimate_prompt_tokens
+from core.wire import estimate_prompt_tokens
 from core.records import Message, Usage
 
 CONTEXT_WARNING = (
@@ -40,4 +40,6 @@ class ContextBudget:
             return ""
         self.warned = crossed
         used, window = self.counted, self.window
-        return CONTEXT_WARNING.format(used=used, window=window, percent=round(100 * used / window), remaining=max(0, window - used))
+        return CONTEXT_WARNING.format(
+            used=used, window=window, percent=round(100 * used / window), remaining=max(0, window - used)
+        )

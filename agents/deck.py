@@ -55,11 +55,7 @@ def slide_files(slides_dir: Path) -> list[Path]:
     """The `slide_NN.html` files of a folder, by slide number."""
     if not slides_dir.is_dir():
         raise ValueError(f"{slides_dir}: not a folder")
-    numbered = [
-        (int(m.group(1)), p)
-        for p in slides_dir.iterdir()
-        if (m := _SLIDE_FILE.fullmatch(p.name))
-    ]
+    numbered = [(int(m.group(1)), p) for p in slides_dir.iterdir() if (m := _SLIDE_FILE.fullmatch(p.name))]
     if not numbered:
         raise ValueError(f"{slides_dir}: no slide_NN.html files")
     return [path for _, path in sorted(numbered)]
@@ -121,7 +117,9 @@ def pptx_sources(results: Sequence[RenderResult], mode: PptxMode, manuscript: st
     if mode is PptxMode.editable:
         missing = [r.html_path.name for r in results if not isinstance(r.page_data, SlideLayout)]
         if missing:
-            raise ValueError(f"no layout was read for {', '.join(missing)}: an editable PPTX needs Renderer(read_page=read_slide_layout)")
+            raise ValueError(
+                f"no layout was read for {', '.join(missing)}: an editable PPTX needs Renderer(read_page=read_slide_layout)"
+            )
         layouts = [r.page_data for r in results]
     titles = [layout.data.get("title", "") if layout else "" for layout in layouts]
     notes = slide_sections(manuscript, titles) if manuscript.strip() else [""] * len(results)
@@ -185,19 +183,26 @@ def main(argv: list[str] | None = None) -> int:
     png_dir = args.png_dir or args.slides_dir.parent / "previews"
     deck = DeckConfig(pptx_mode=PptxMode(args.pptx_mode), check=args.check and args.pptx is not None)
     try:
-        export = asyncio.run(_export(args.slides_dir, args.aspect, args.pdf, png_dir, args.pptx, args.workspace, deck, manuscript))
+        export = asyncio.run(
+            _export(args.slides_dir, args.aspect, args.pdf, png_dir, args.pptx, args.workspace, deck, manuscript)
+        )
     except RenderError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 1
     extra = f", {export.pptx} ({deck.pptx_mode.value})" if export.pptx else ""
-    print(f"wrote {export.pdf} ({export.pages} pages){extra} and {len(export.pngs)} PNGs in {png_dir}; {export.defects} defects measured")
+    print(
+        f"wrote {export.pdf} ({export.pages} pages){extra} and {len(export.pngs)} PNGs in {png_dir}; {export.defects} defects measured"
+    )
     if export.fidelity is not None:
         print(_summary(export.fidelity))
     return 0
 
 
 def _check_main(argv: list[str]) -> int:
-    parser = OneLineParser(prog="python -m agents.deck check", description="How faithfully a PPTX reproduces its deck's PDF (rendered with LibreOffice).")
+    parser = OneLineParser(
+        prog="python -m agents.deck check",
+        description="How faithfully a PPTX reproduces its deck's PDF (rendered with LibreOffice).",
+    )
     parser.add_argument("pptx", type=Path)
     parser.add_argument("--against", type=Path, required=True, metavar="PDF", help="the deck's PDF")
     parser.add_argument("--json", action="store_true", help="print the figures as JSON")
@@ -220,16 +225,35 @@ def _summary(figures: dict[str, Any]) -> str:
     rows = [(str(s["slide"]), s) for s in figures["slides"]] + [("deck", figures["deck"])]
     for name, s in rows:
         spread = s["displacement_px"]
-        lines.append(f"{name:>5} {s['words']:>6} {s['words_kept']:>6.1%} {spread['median']:>9.2f} {spread['max']:>7.2f} {s['line_count_changed']:>13} {s['ssim']:>6.3f}")
-    return "\n".join(lines) + f"\n{figures['renderer']}, {figures['seconds']} s; within targets: {figures['deck']['within_targets']}"
+        lines.append(
+            f"{name:>5} {s['words']:>6} {s['words_kept']:>6.1%} {spread['median']:>9.2f} {spread['max']:>7.2f} {s['line_count_changed']:>13} {s['ssim']:>6.3f}"
+        )
+    return (
+        "\n".join(lines) + f"\n{figures['renderer']}, {figures['seconds']} s; within targets: {figures['deck']['within_targets']}"
+    )
 
 
 async def _export(
-    slides_dir: Path, aspect: str, pdf: Path, png_dir: Path, pptx: Path | None, workspace: Path | None, deck: DeckConfig, manuscript: str
+    slides_dir: Path,
+    aspect: str,
+    pdf: Path,
+    png_dir: Path,
+    pptx: Path | None,
+    workspace: Path | None,
+    deck: DeckConfig,
+    manuscript: str,
 ) -> DeckExport:
     async with Renderer(RenderConfig(), read_page=page_reader(deck)) as renderer:
         return await export_deck(
-            renderer, slides_dir, aspect, pdf, png_dir=png_dir, pptx_path=pptx, workspace=workspace, deck=deck, manuscript=manuscript
+            renderer,
+            slides_dir,
+            aspect,
+            pdf,
+            png_dir=png_dir,
+            pptx_path=pptx,
+            workspace=workspace,
+            deck=deck,
+            manuscript=manuscript,
         )
 
 

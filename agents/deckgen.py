@@ -68,16 +68,28 @@ class GenerationEnv:
 
 
 def environment(
-    cfg: Any, renderer: Renderer, research: Any, model_for: Callable[[str, Brief], Model], hooks_for: Callable[[str], Sequence[StepHook]]
+    cfg: Any,
+    renderer: Renderer,
+    research: Any,
+    model_for: Callable[[str, Brief], Model],
+    hooks_for: Callable[[str], Sequence[StepHook]],
 ) -> GenerationEnv:
     """The environment a config describes (a GenerateConfig, SynthesizeConfig, ...: llm, agent, tools, agents, reflection)."""
     agent = resolve_role(cfg.llm, cfg.roles, "agent")
     return GenerationEnv(
-        agent=cfg.agent, sandbox=cfg.tools.sandbox, renderer=renderer, model_for=model_for,
-        resources={RESEARCH: research}, removed_tools=frozenset(research.unavailable_tools()), hooks_for=hooks_for,
-        agents=Agents(cfg.agents), reflection=Reflection(cfg.reflection), policy="scripted" if is_scripted(agent) else "model", vision=agent.vision,
+        agent=cfg.agent,
+        sandbox=cfg.tools.sandbox,
+        renderer=renderer,
+        model_for=model_for,
+        resources={RESEARCH: research},
+        removed_tools=frozenset(research.unavailable_tools()),
+        hooks_for=hooks_for,
+        agents=Agents(cfg.agents),
+        reflection=Reflection(cfg.reflection),
+        policy="scripted" if is_scripted(agent) else "model",
+        vision=agent.vision,
         deck=cfg.deck,
-    )  # fmt: skip
+    )
 
 
 @dataclass
@@ -93,7 +105,9 @@ class DeckOutcome:
 def brief_for(task: Task, workspace: Path, attachments: tuple[str, ...]) -> Brief:
     aspect = task.constraints.aspect_ratio or "16:9"
     width, height = aspect_size(aspect)
-    return Brief(task.task_id, task.instruction, task.language, aspect, width, height, task.constraints.slides_min, attachments, workspace)
+    return Brief(
+        task.task_id, task.instruction, task.language, aspect, width, height, task.constraints.slides_min, attachments, workspace
+    )
 
 
 def copy_attachments(task: Task, workspace: Path) -> tuple[str, ...]:
@@ -128,9 +142,14 @@ def prompts(role: str, brief: Brief, can_inspect: bool, assets: list[dict[str, o
     variables = _prompt_variables(brief, can_inspect)
     system = render(PROMPTS, f"{role}.{lang}.j2", **variables)
     user = render(
-        PROMPTS, f"task.{lang}.j2", instruction=brief.instruction, slides=brief.slides, attachments=brief.attachments,
-        assets=assets, **(variables | {"manuscript": brief.manuscript if role == "presenter" else None}),
-    )  # fmt: skip
+        PROMPTS,
+        f"task.{lang}.j2",
+        instruction=brief.instruction,
+        slides=brief.slides,
+        attachments=brief.attachments,
+        assets=assets,
+        **(variables | {"manuscript": brief.manuscript if role == "presenter" else None}),
+    )
     return system, user
 
 
@@ -172,7 +191,9 @@ async def generate_deck(task: Task, workspace: Path, env: GenerationEnv) -> Deck
     workspace.mkdir(parents=True, exist_ok=True)
     can_inspect = env.reflection != Reflection.none
     brief = replace(
-        brief_for(task, workspace, copy_attachments(task, workspace)), can_inspect=can_inspect, calls_per_turn=env.agent.max_tool_calls_per_turn
+        brief_for(task, workspace, copy_attachments(task, workspace)),
+        can_inspect=can_inspect,
+        calls_per_turn=env.agent.max_tool_calls_per_turn,
     )
     removed = set(env.removed_tools) | (set() if can_inspect else set(INSPECT_TOOLS))
     resources = {RENDERER: env.renderer, CONSTRAINTS: task.constraints, ASPECT: brief.aspect, VISION: env.vision, **env.resources}
@@ -188,7 +209,9 @@ async def generate_deck(task: Task, workspace: Path, env: GenerationEnv) -> Deck
             def save(trajectory: Trajectory) -> None:
                 _save(workspace, replace(trajectory, policy=env.policy, origin=part.origin()))
 
-            agent = Agent(env.model_for(role, brief), toolset_for(role, removed), ctx, env.agent, task.task_id, env.hooks_for(role), save)
+            agent = Agent(
+                env.model_for(role, brief), toolset_for(role, removed), ctx, env.agent, task.task_id, env.hooks_for(role), save
+            )
             trajectory = replace(await agent.run(system, user), policy=env.policy, origin=part.origin())
         trajectories.append(trajectory)
         artifacts[f"trajectory:{role}"] = f"trajectory_{role}.json"
@@ -200,19 +223,31 @@ async def generate_deck(task: Task, workspace: Path, env: GenerationEnv) -> Deck
     return await _export(workspace, brief, env, trajectories, artifacts)
 
 
-async def _export(workspace: Path, brief: Brief, env: GenerationEnv, trajectories: list[Trajectory], artifacts: dict[str, str]) -> DeckOutcome:
+async def _export(
+    workspace: Path, brief: Brief, env: GenerationEnv, trajectories: list[Trajectory], artifacts: dict[str, str]
+) -> DeckOutcome:
     manuscript = workspace / brief.manuscript
     try:
         deck = await export_deck(
-            env.renderer, workspace / "slides", brief.aspect, workspace / "deck.pdf",
-            png_dir=workspace / "previews", pptx_path=workspace / "deck.pptx", workspace=workspace, deck=env.deck,
+            env.renderer,
+            workspace / "slides",
+            brief.aspect,
+            workspace / "deck.pdf",
+            png_dir=workspace / "previews",
+            pptx_path=workspace / "deck.pptx",
+            workspace=workspace,
+            deck=env.deck,
             manuscript=manuscript.read_text(encoding="utf-8", errors="replace") if manuscript.is_file() else "",
-        )  # fmt: skip
+        )
     except (ValueError, RuntimeError) as exc:
         log.warning("%s: deck export failed: %s", brief.task_id, exc)
         return DeckOutcome("failed", "environment/export_failed", trajectories, artifacts)
     slides = [
-        {"file": f"slides/{Path(r.html_path).name}", "png": f"previews/{Path(r.png_path).name}", "defects": [d.to_dict() for d in r.defects]}
+        {
+            "file": f"slides/{Path(r.html_path).name}",
+            "png": f"previews/{Path(r.png_path).name}",
+            "defects": [d.to_dict() for d in r.defects],
+        }
         for r in deck.results
     ]
     pptx: dict[str, object] = {"mode": PptxMode(env.deck.pptx_mode).value}
@@ -222,5 +257,11 @@ async def _export(workspace: Path, brief: Brief, env: GenerationEnv, trajectorie
             slide["pptx"] = {k: v for k, v in figures.items() if k != "slide"}
     report = {"aspect": brief.aspect, "slides": slides, "pptx": pptx}
     (workspace / "deck_defects.json").write_text(json.dumps(report, ensure_ascii=False, indent=1))
-    artifacts |= {"slides": "slides", "pdf": "deck.pdf", "pptx": "deck.pptx", "previews": "previews", "defects": "deck_defects.json"}
+    artifacts |= {
+        "slides": "slides",
+        "pdf": "deck.pdf",
+        "pptx": "deck.pptx",
+        "previews": "previews",
+        "defects": "deck_defects.json",
+    }
     return DeckOutcome("done", None, trajectories, artifacts, deck.pages, sum(len(s["defects"]) for s in slides))

@@ -24,4 +24,3 @@ class Injection:
     critic_model: str
     findings_json: str
     observation_ref: str
-

@@ -40,14 +40,24 @@ from core.config import ConfigError
 log = logging.getLogger(__name__)
 
 JAILS = ("bubblewrap", "none")
-RECORDS = (".outputs", ".research", "renders")  # folders the worker keeps (tool outputs, the attachments index, renders): read-only inside, made first
+RECORDS = (
+    ".outputs",
+    ".research",
+    "renders",
+)  # folders the worker keeps (tool outputs, the attachments index, renders): read-only inside, made first
 RECORD_FILES = "trajectory_*.json"  # read-only inside once they exist
 # Debian reserves 65000-65533; all lie within the 65,536 uids a rootless container maps.
 JAIL_UIDS = range(65000, 65534)
 SANDBOX_UID = 65534  # what a non-root worker's commands are inside their user namespace
 PROBE_TIMEOUT_S = 30.0
 _SYSTEM_DIRS = ("bin", "sbin", "lib", "lib32", "lib64", "libx32")  # symlinks into /usr on a merged-/usr system
-_KINDS = {stat.S_IFLNK: "symbolic link", stat.S_IFIFO: "FIFO", stat.S_IFSOCK: "socket", stat.S_IFCHR: "device", stat.S_IFBLK: "device"}
+_KINDS = {
+    stat.S_IFLNK: "symbolic link",
+    stat.S_IFIFO: "FIFO",
+    stat.S_IFSOCK: "socket",
+    stat.S_IFCHR: "device",
+    stat.S_IFBLK: "device",
+}
 
 
 class JailUnavailable(ConfigError):
@@ -84,8 +94,13 @@ def _probe(network: bool) -> None:
         raise JailUnavailable(f"tools.sandbox.jail=bubblewrap: bwrap is not on PATH; {fix}")
     with tempfile.TemporaryDirectory(prefix="deckforge-jail-") as tmp:
         try:
-            done = subprocess.run(prepare(SandboxConfig(command_network=network), Path(tmp), ["true"]),
-                                  capture_output=True, text=True, timeout=PROBE_TIMEOUT_S, check=False)  # fmt: skip
+            done = subprocess.run(
+                prepare(SandboxConfig(command_network=network), Path(tmp), ["true"]),
+                capture_output=True,
+                text=True,
+                timeout=PROBE_TIMEOUT_S,
+                check=False,
+            )
         except (OSError, subprocess.TimeoutExpired) as exc:
             raise JailUnavailable(f"tools.sandbox.jail=bubblewrap: a jail did not start ({exc}); {fix}") from exc
     if done.returncode != 0:
@@ -133,8 +148,16 @@ def prepare(cfg: SandboxConfig, root: Path, command: list[str]) -> list[str]:
         return [bwrap, *_binds(cfg, root), *who, "--", *limited]
     uid = str(jail_uid(root))
     _hand_over(root, int(uid))
-    drop = [shutil.which("setpriv") or "setpriv", f"--reuid={uid}", f"--regid={uid}", "--clear-groups",
-            "--inh-caps=-all", "--bounding-set=-all", "--no-new-privs", "--"]  # fmt: skip
+    drop = [
+        shutil.which("setpriv") or "setpriv",
+        f"--reuid={uid}",
+        f"--regid={uid}",
+        "--clear-groups",
+        "--inh-caps=-all",
+        "--bounding-set=-all",
+        "--no-new-privs",
+        "--",
+    ]
     return [bwrap, *_binds(cfg, root), "--cap-add", "CAP_SETUID", "--cap-add", "CAP_SETGID", "--", *drop, *limited]
 
 
@@ -164,8 +187,16 @@ def _binds(cfg: SandboxConfig, root: Path) -> list[str]:
     options += [*_parents(root, made), "--bind", str(root), str(root), "--chdir", str(root)]
     for record in _records(root):
         options += ["--ro-bind", str(record), str(record)]
-    options += ["--remount-ro", "/", "--unshare-pid", "--unshare-ipc", "--unshare-uts", "--unshare-cgroup-try",
-                "--die-with-parent", "--new-session"]  # fmt: skip
+    options += [
+        "--remount-ro",
+        "/",
+        "--unshare-pid",
+        "--unshare-ipc",
+        "--unshare-uts",
+        "--unshare-cgroup-try",
+        "--die-with-parent",
+        "--new-session",
+    ]
     return options if cfg.command_network else [*options, "--unshare-net"]
 
 

@@ -52,15 +52,25 @@ class BudgetSpent(AgentEnded):
 class Agent:
     """One agent on one task: `await Agent(...).run(system, user)` returns its trajectory."""
 
-    def __init__(self, model: Model, toolset: Toolset, ctx: ToolContext, config: AgentConfig, task_id: str,
-                 hooks: Sequence[StepHook] = (), save: Callable[[Trajectory], None] | None = None):  # fmt: skip
+    def __init__(
+        self,
+        model: Model,
+        toolset: Toolset,
+        ctx: ToolContext,
+        config: AgentConfig,
+        task_id: str,
+        hooks: Sequence[StepHook] = (),
+        save: Callable[[Trajectory], None] | None = None,
+    ):
         self.model, self.toolset, self.ctx, self.config, self.hooks, self.save = model, toolset, ctx, config, hooks, save
         self.schemas = toolset.schemas()
         self.record = Trajectory(task_id=task_id, agent=ctx.role, model=model.name, tools_json=json.dumps(self.schemas))
         self.messages: list[Message] = []
         self.steps: list[Step] = []
         self.injections: list[CriticInjection] = []
-        self.budget = ContextBudget(min(config.context_window, model.context_window or config.context_window), config.warn_fractions)
+        self.budget = ContextBudget(
+            min(config.context_window, model.context_window or config.context_window), config.warn_fractions
+        )
         self.guards = Guards(config.guards, ctx.workspace.root, list(toolset.tools))
         self.started = time.monotonic()
         self.saved_at = -float("inf")
@@ -118,7 +128,9 @@ class Agent:
     def trajectory(self, end: AgentEnded | None = None) -> Trajectory:
         status, failure, outcome = (end.status, end.failure, end.outcome) if end else ("running", None, None)
         messages, steps, injections = tuple(self.messages), tuple(self.steps), tuple(self.injections)
-        return replace(self.record, messages=messages, steps=steps, injections=injections, status=status, failure=failure, outcome=outcome)
+        return replace(
+            self.record, messages=messages, steps=steps, injections=injections, status=status, failure=failure, outcome=outcome
+        )
 
     def _check_limits(self) -> None:
         cfg = self.config
@@ -163,9 +175,13 @@ class Agent:
 
     def _inject(self, step: int, injections: list[Injection]) -> None:
         for injection in injections:
-            call = ToolCall(f"critic_{len(self.messages)}", "thinking", json.dumps({"thought": injection.thought}, ensure_ascii=False))
+            call = ToolCall(
+                f"critic_{len(self.messages)}", "thinking", json.dumps({"thought": injection.thought}, ensure_ascii=False)
+            )
             self.injections.append(
-                CriticInjection(step, len(self.messages), injection.critic_model, injection.findings_json, injection.observation_ref)
+                CriticInjection(
+                    step, len(self.messages), injection.critic_model, injection.findings_json, injection.observation_ref
+                )
             )
             self.messages.append(Message("assistant", tool_calls=(call,), kind="critic"))
             self.messages.append(Message("tool", injection.thought, tool_call_id=call.id, name="thinking", kind="critic"))

@@ -18,9 +18,7 @@ from urllib.parse import unquote, urlparse
 from core.language import detect_language
 
 _FENCE = re.compile(r"^ {0,3}(`{3,}|~{3,})")
-_MD_IMAGE = re.compile(
-    r"!\[(?P<alt>[^\]]*)\]\(\s*(?P<src><[^>]*>|[^)\s]+)(?:\s+(?:\"[^\"]*\"|'[^']*'))?\s*\)"
-)
+_MD_IMAGE = re.compile(r"!\[(?P<alt>[^\]]*)\]\(\s*(?P<src><[^>]*>|[^)\s]+)(?:\s+(?:\"[^\"]*\"|'[^']*'))?\s*\)")
 _HTML_IMAGE = re.compile(r"<img\b[^>]*>", re.IGNORECASE)
 _ATTR = re.compile(r"([a-zA-Z-]+)\s*=\s*(?:\"([^\"]*)\"|'([^']*)'|([^\s>]+))")
 _INLINE_CODE = re.compile(r"`[^`\n]*`")
@@ -37,23 +35,17 @@ _LANGUAGE_NAMES = {"english": "en", "chinese": "zh", "中文": "zh", "英文": "
 class ManuscriptConstraints:
     slides_min: int | None = None
     slides_max: int | None = None
-    language: str | None = (
-        None  # ISO 639-1 code ("en", "zh"); "zh-CN" and "Chinese" are accepted
-    )
+    language: str | None = None  # ISO 639-1 code ("en", "zh"); "zh-CN" and "Chinese" are accepted
 
     @classmethod
-    def of(
-        cls, value: ManuscriptConstraints | Mapping[str, Any] | None
-    ) -> ManuscriptConstraints:
+    def of(cls, value: ManuscriptConstraints | Mapping[str, Any] | None) -> ManuscriptConstraints:
         if value is None:
             return cls()
         if isinstance(value, ManuscriptConstraints):
             return value
         unknown = set(value) - {"slides_min", "slides_max", "language"}
         if unknown:
-            raise ValueError(
-                f"unknown manuscript constraints: {', '.join(sorted(unknown))}"
-            )
+            raise ValueError(f"unknown manuscript constraints: {', '.join(sorted(unknown))}")
         return cls(**value)
 
 
@@ -166,31 +158,19 @@ def _fence_after(line: str, fence: str | None) -> str | None:
 
 def _images(markdown: str) -> list[_Image]:
     """Markdown and HTML images, in reading order."""
-    found = [
-        (m.start(), _Image(src=m.group("src").strip("<>"), alt=m.group("alt")))
-        for m in _MD_IMAGE.finditer(markdown)
-    ]
+    found = [(m.start(), _Image(src=m.group("src").strip("<>"), alt=m.group("alt"))) for m in _MD_IMAGE.finditer(markdown)]
     for tag in _HTML_IMAGE.finditer(markdown):
-        attrs = {
-            m.group(1).lower(): next(g for g in m.groups()[1:] if g is not None)
-            for m in _ATTR.finditer(tag.group(0))
-        }
-        found.append(
-            (tag.start(), _Image(src=attrs.get("src", ""), alt=attrs.get("alt")))
-        )
+        attrs = {m.group(1).lower(): next(g for g in m.groups()[1:] if g is not None) for m in _ATTR.finditer(tag.group(0))}
+        found.append((tag.start(), _Image(src=attrs.get("src", ""), alt=attrs.get("alt"))))
     return [image for _, image in sorted(found, key=lambda pair: pair[0])]
 
 
-def _image_issues(
-    image: _Image, slide: int, base: Path, root: Path, first_use: dict[str, int]
-) -> list[dict[str, Any]]:
+def _image_issues(image: _Image, slide: int, base: Path, root: Path, first_use: dict[str, int]) -> list[dict[str, Any]]:
     issues = []
     src = image.src
     scheme = urlparse(src).scheme.lower()
     if not image.alt or not image.alt.strip():
-        issues.append(
-            _issue("missing_alt", slide, f"image {src or '(no src)'} has no alt text")
-        )
+        issues.append(_issue("missing_alt", slide, f"image {src or '(no src)'} has no alt text"))
     if scheme in ("http", "https"):
         issues.append(
             _issue(
@@ -208,15 +188,9 @@ def _image_issues(
             issues.append(_issue("missing_asset", slide, "image has no src"))
             return issues
         if not path.is_relative_to(root):
-            issues.append(
-                _issue("missing_asset", slide, f"image {src} is outside the workspace")
-            )
+            issues.append(_issue("missing_asset", slide, f"image {src} is outside the workspace"))
         elif not path.is_file():
-            issues.append(
-                _issue(
-                    "missing_asset", slide, f"image {src} not found in the workspace"
-                )
-            )
+            issues.append(_issue("missing_asset", slide, f"image {src} not found in the workspace"))
         key = str(path)
     if key in first_use:
         issues.append(
@@ -239,20 +213,12 @@ def _local_path(src: str, base: Path) -> Path | None:
     return (base / raw).resolve()
 
 
-def _constraint_issues(
-    wanted: ManuscriptConstraints, count: int, language: str
-) -> list[dict[str, Any]]:
+def _constraint_issues(wanted: ManuscriptConstraints, count: int, language: str) -> list[dict[str, Any]]:
     issues = []
     low, high = wanted.slides_min, wanted.slides_max
     if (low is not None and count < low) or (high is not None and count > high):
-        expected = (
-            f"{low}"
-            if low == high
-            else f"{low if low is not None else 0}-{high if high is not None else 'any'}"
-        )
-        issues.append(
-            _issue("slide_count", None, f"{count} slides; the task asks for {expected}")
-        )
+        expected = f"{low}" if low == high else f"{low if low is not None else 0}-{high if high is not None else 'any'}"
+        issues.append(_issue("slide_count", None, f"{count} slides; the task asks for {expected}"))
     if wanted.language:
         code = _LANGUAGE_NAMES.get(
             wanted.language.strip().lower(),

@@ -83,15 +83,27 @@ def render_pptx(pptx: Path, out_dir: Path, soffice: str = "soffice", timeout_s: 
     with tempfile.TemporaryDirectory(prefix="lo-profile-") as profile:
         (Path(profile) / "user").mkdir()
         (Path(profile) / "user" / "registrymodifications.xcu").write_text(_PROFILE, encoding="utf-8")
-        command = [found, f"-env:UserInstallation={Path(profile).as_uri()}", "--headless", "--norestore", "--nologo",
-                   "--convert-to", "pdf", "--outdir", str(out_dir), str(pptx)]  # fmt: skip
+        command = [
+            found,
+            f"-env:UserInstallation={Path(profile).as_uri()}",
+            "--headless",
+            "--norestore",
+            "--nologo",
+            "--convert-to",
+            "pdf",
+            "--outdir",
+            str(out_dir),
+            str(pptx),
+        ]
         try:
             done = subprocess.run(command, capture_output=True, text=True, timeout=timeout_s)
         except subprocess.TimeoutExpired as exc:
             raise CheckError(f"LibreOffice did not convert {pptx} within {timeout_s:.0f} s") from exc
     pdf = out_dir / f"{pptx.stem}.pdf"
     if done.returncode != 0 or not pdf.is_file():
-        raise CheckError(f"LibreOffice could not convert {pptx} (exit {done.returncode}): {(done.stderr or done.stdout).strip()[:300]}")
+        raise CheckError(
+            f"LibreOffice could not convert {pptx} (exit {done.returncode}): {(done.stderr or done.stdout).strip()[:300]}"
+        )
     return pdf
 
 
@@ -122,9 +134,13 @@ def check(pptx: Path, pdf: Path, soffice: str = "soffice", timeout_s: float = 12
     for slide in slides:
         del slide["_distances"]
     return {
-        "pptx": str(pptx), "pdf": str(pdf), "renderer": libreoffice_version(soffice),
-        "seconds": round(time.perf_counter() - started, 2), "deck": deck, "slides": slides,
-    }  # fmt: skip
+        "pptx": str(pptx),
+        "pdf": str(pdf),
+        "renderer": libreoffice_version(soffice),
+        "seconds": round(time.perf_counter() - started, 2),
+        "deck": deck,
+        "slides": slides,
+    }
 
 
 def _compare(number: int, reference: pymupdf.Page, candidate: pymupdf.Page, objects: dict[str, int]) -> dict[str, Any]:
@@ -162,9 +178,10 @@ def _deck(slides: list[dict[str, Any]]) -> dict[str, Any]:
         "pictures": sum(s["objects"]["pictures"] for s in slides),
     }
     deck["within_targets"] = (
-        deck["words_kept"] >= TARGETS["words_kept"] and deck["displacement_px"]["median"] <= TARGETS["median_px"]
+        deck["words_kept"] >= TARGETS["words_kept"]
+        and deck["displacement_px"]["median"] <= TARGETS["median_px"]
         and deck["line_count_changed"] <= TARGETS["line_count_changed"]
-    )  # fmt: skip
+    )
     return deck
 
 
@@ -189,7 +206,9 @@ def words(page: pymupdf.Page) -> list[Word]:
                 if split and current:
                     text = _trim(unicodedata.normalize("NFKC", "".join(ch["c"] for ch, _ in current)))
                     if text:
-                        first = next((ch for ch, _ in current if unicodedata.category(ch["c"][:1] or " ")[0] in "LN"), current[0][0])
+                        first = next(
+                            (ch for ch, _ in current if unicodedata.category(ch["c"][:1] or " ")[0] in "LN"), current[0][0]
+                        )
                         x, y = first["origin"]
                         found.append(Word(text, x * scale, y * scale, current[0][1] * scale, block_no))
                     current = []
@@ -270,7 +289,9 @@ def _changed_blocks(want: list[Word], got: list[Word], pairs: list[tuple[int, in
 
 
 def _grey(page: pymupdf.Page) -> np.ndarray:
-    pixmap = page.get_pixmap(matrix=pymupdf.Matrix(WIDTH / page.rect.width, WIDTH / page.rect.width), colorspace=pymupdf.csGRAY, alpha=False)
+    pixmap = page.get_pixmap(
+        matrix=pymupdf.Matrix(WIDTH / page.rect.width, WIDTH / page.rect.width), colorspace=pymupdf.csGRAY, alpha=False
+    )
     return np.frombuffer(pixmap.samples, np.uint8).reshape(pixmap.height, pixmap.width).astype(np.float64)
 
 

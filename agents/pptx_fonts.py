@@ -19,8 +19,19 @@ from dataclasses import dataclass
 
 from fontTools.ttLib import TTFont
 
-GENERIC = {"serif", "sans-serif", "monospace", "cursive", "fantasy", "system-ui", "ui-sans-serif",
-           "ui-serif", "ui-monospace", "math", "emoji"}  # fmt: skip
+GENERIC = {
+    "serif",
+    "sans-serif",
+    "monospace",
+    "cursive",
+    "fantasy",
+    "system-ui",
+    "ui-sans-serif",
+    "ui-serif",
+    "ui-monospace",
+    "math",
+    "emoji",
+}
 _CJK_PROBE = "4e00"  # fontconfig charset of 一
 
 
@@ -56,7 +67,9 @@ def _installed() -> dict[str, str]:
 
 @functools.cache
 def _cjk_families() -> frozenset[str]:
-    return frozenset(n.strip().lower() for line in _fc("list", f":charset={_CJK_PROBE}", "family").splitlines() for n in line.split(","))
+    return frozenset(
+        n.strip().lower() for line in _fc("list", f":charset={_CJK_PROBE}", "family").splitlines() for n in line.split(",")
+    )
 
 
 @functools.cache
@@ -101,10 +114,27 @@ def face(family: str, bold: bool = False, italic: bool = False) -> Face:
     try:
         descent = -font["hhea"].descent / font["head"].unitsPerEm
         os2 = font["OS/2"] if "OS/2" in font else None
-        panose = bytes(
-            getattr(os2.panose, f) for f in ("bFamilyType", "bSerifStyle", "bWeight", "bProportion", "bContrast",
-                                             "bStrokeVariation", "bArmStyle", "bLetterForm", "bMidline", "bXHeight")
-        ).hex().upper() if os2 else ""  # fmt: skip
+        panose = (
+            bytes(
+                getattr(os2.panose, f)
+                for f in (
+                    "bFamilyType",
+                    "bSerifStyle",
+                    "bWeight",
+                    "bProportion",
+                    "bContrast",
+                    "bStrokeVariation",
+                    "bArmStyle",
+                    "bLetterForm",
+                    "bMidline",
+                    "bXHeight",
+                )
+            )
+            .hex()
+            .upper()
+            if os2
+            else ""
+        )
         monospace = bool(os2 and os2.panose.bProportion == 9) or font["post"].isFixedPitch
         serif = bool(os2 and 2 <= os2.panose.bSerifStyle <= 10)
         chars = frozenset(font.getBestCmap() or ())

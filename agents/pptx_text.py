@@ -208,9 +208,13 @@ _BREAK = '<a:br><a:rPr lang="en-US" dirty="0"/></a:br>'
 def _bullet(bullet: dict[str, Any], first: dict[str, Any], book: FontBook) -> str:
     text_size = first["runs"][0]["s"]
     font = book[bullet["f"]].latin
-    xml = f'<a:buClr>{colour_xml(bullet["c"], bullet["a"])}</a:buClr>'
+    xml = f"<a:buClr>{colour_xml(bullet['c'], bullet['a'])}</a:buClr>"
     xml += f'<a:buSzPct val="{round(100000 * bullet["size"] / text_size)}"/>' if text_size else ""
-    xml += f'<a:buFont typeface={quoteattr(font.family)} panose="{font.panose}" pitchFamily="{font.pitch_family}" charset="0"/>' if font.panose else f"<a:buFont typeface={quoteattr(font.family)}/>"
+    xml += (
+        f'<a:buFont typeface={quoteattr(font.family)} panose="{font.panose}" pitchFamily="{font.pitch_family}" charset="0"/>'
+        if font.panose
+        else f"<a:buFont typeface={quoteattr(font.family)}/>"
+    )
     if "char" in bullet:
         return xml + f"<a:buChar char={quoteattr(bullet['char'] or '•')}/>"
     return xml + f'<a:buAutoNum type="{bullet["scheme"]}" startAt="{bullet["start"]}"/>'

@@ -33,9 +33,11 @@ from agents.slide_layout import SlideLayout
 
 log = logging.getLogger(__name__)
 
-_NS = ('xmlns:a="http://schemas.openxmlformats.org/drawingml/2006/main" '
-       'xmlns:r="http://schemas.openxmlformats.org/officeDocument/2006/relationships" '
-       'xmlns:p="http://schemas.openxmlformats.org/presentationml/2006/main"')  # fmt: skip
+_NS = (
+    'xmlns:a="http://schemas.openxmlformats.org/drawingml/2006/main" '
+    'xmlns:r="http://schemas.openxmlformats.org/officeDocument/2006/relationships" '
+    'xmlns:p="http://schemas.openxmlformats.org/presentationml/2006/main"'
+)
 _NO_STYLE_TABLE = "{2D5ABB26-0587-4C30-8999-92F81FD0307C}"  # "No Style, No Grid": nothing inherited
 _PPTX_IMAGES = {"PNG", "JPEG", "GIF", "BMP", "TIFF"}
 _DASH = {"dashed": "dash", "dotted": "sysDot"}
@@ -102,7 +104,15 @@ class _SlideWriter:
                 self._image(group[0])
             elif kind == "shot" and group[0]["id"] in self.shots:
                 item = group[0]
-                _picture(self.slide, self.ids, io.BytesIO(self.shots[item["id"]]), item["rect"], None, item["alt"] or f"Picture of {item['name']}", item["name"])
+                _picture(
+                    self.slide,
+                    self.ids,
+                    io.BytesIO(self.shots[item["id"]]),
+                    item["rect"],
+                    None,
+                    item["alt"] or f"Picture of {item['name']}",
+                    item["name"],
+                )
             elif kind == "table":
                 self._table(group[0])
             elif kind == "rotated":
@@ -113,7 +123,11 @@ class _SlideWriter:
         tree.insert_element_before(parse_xml(xml), "p:extLst")
 
     def _background(self, background: dict[str, Any]) -> None:
-        fill = _gradient_xml(background["gradient"]) if background.get("gradient") else f"<a:solidFill>{colour_xml(background['fill'])}</a:solidFill>"
+        fill = (
+            _gradient_xml(background["gradient"])
+            if background.get("gradient")
+            else f"<a:solidFill>{colour_xml(background['fill'])}</a:solidFill>"
+        )
         bg = parse_xml(f"<p:bg {_NS}><p:bgPr>{fill}<a:effectLst/></p:bgPr></p:bg>")
         self.slide._element.cSld.insert(0, bg)
 
@@ -128,7 +142,7 @@ class _SlideWriter:
         name = " + ".join(dict.fromkeys(item["name"] for item in group))
         self._add(
             f'<p:sp {_NS}><p:nvSpPr><p:cNvPr id="{self.ids.next()}" name={quoteattr("Text: " + name)}/><p:cNvSpPr txBox="1"/><p:nvPr/></p:nvSpPr>'
-            f"<p:spPr>{_xfrm(tf.left, tf.top, tf.width, tf.height)}<a:prstGeom prst=\"rect\"><a:avLst/></a:prstGeom><a:noFill/></p:spPr>"
+            f'<p:spPr>{_xfrm(tf.left, tf.top, tf.width, tf.height)}<a:prstGeom prst="rect"><a:avLst/></a:prstGeom><a:noFill/></p:spPr>'
             f"<p:txBody>{_BODY}{tf.xml}</p:txBody></p:sp>"
         )
 
@@ -150,15 +164,20 @@ class _SlideWriter:
         border = item.get("border")
         inset = border["w"] / 2 if border else 0.0
         fill = (
-            _gradient_xml(item["gradient"], item.get("opacity", 1.0)) if item.get("gradient")
-            else f"<a:solidFill>{colour_xml(item['fill'], item['alpha'])}</a:solidFill>" if item.get("fill") else "<a:noFill/>"
-        )  # fmt: skip
+            _gradient_xml(item["gradient"], item.get("opacity", 1.0))
+            if item.get("gradient")
+            else f"<a:solidFill>{colour_xml(item['fill'], item['alpha'])}</a:solidFill>"
+            if item.get("fill")
+            else "<a:noFill/>"
+        )
         line = "<a:ln><a:noFill/></a:ln>"
         if border:
             dash = f'<a:prstDash val="{_DASH[border["style"]]}"/>' if border["style"] in _DASH else ""
             line = f'<a:ln w="{emu(border["w"])}"><a:solidFill>{colour_xml(border["color"], border["alpha"])}</a:solidFill>{dash}</a:ln>'
         effect = _shadow_xml(item["shadow"]) if item.get("shadow") else "<a:effectLst/>"
-        geometry = _geometry(w - 2 * inset, h - 2 * inset, max(0.0, (item.get("radius") or 0) - inset), item.get("ellipse", False))
+        geometry = _geometry(
+            w - 2 * inset, h - 2 * inset, max(0.0, (item.get("radius") or 0) - inset), item.get("ellipse", False)
+        )
         self._add(
             f'<p:sp {_NS}><p:nvSpPr><p:cNvPr id="{self.ids.next()}" name={quoteattr("Box: " + item["name"])}/><p:cNvSpPr/><p:nvPr/></p:nvSpPr>'
             f"<p:spPr>{_xfrm(x + inset, y + inset, w - 2 * inset, h - 2 * inset)}{geometry}{fill}{line}{effect}</p:spPr></p:sp>"
@@ -177,18 +196,33 @@ class _SlideWriter:
             return
         crop = ((left - ix) / iw, (top - iy) / ih, (ix + iw - right) / iw, (iy + ih - bottom) / ih)
         name = Path(unquote(urlparse(item["src"]).path)).name or "image"
-        pic = _picture(self.slide, self.ids, source, (left, top, right - left, bottom - top), crop, item["alt"] or name, f"Image: {name}", item.get("alpha", 1.0))
+        pic = _picture(
+            self.slide,
+            self.ids,
+            source,
+            (left, top, right - left, bottom - top),
+            crop,
+            item["alt"] or name,
+            f"Image: {name}",
+            item.get("alpha", 1.0),
+        )
         if item.get("radius"):
             radius = min(item["radius"], (right - left) / 2, (bottom - top) / 2)
             geometry = pic.find(".//{http://schemas.openxmlformats.org/drawingml/2006/main}prstGeom")
-            geometry.getparent().replace(geometry, parse_xml(f"<a:x {_NS}>{_geometry(right - left, bottom - top, radius, False)}</a:x>")[0])
+            geometry.getparent().replace(
+                geometry, parse_xml(f"<a:x {_NS}>{_geometry(right - left, bottom - top, radius, False)}</a:x>")[0]
+            )
 
     def _image_file(self, src: str) -> Path | io.BytesIO | None:
         """The image's file (inside the workspace), as a format PowerPoint reads."""
         url = urlparse(src)
         try:
             if url.scheme == "data":
-                raw = io.BytesIO(base64.b64decode(src.split(",", 1)[1]) if ";base64" in src.split(",", 1)[0] else unquote(src.split(",", 1)[1]).encode())
+                raw = io.BytesIO(
+                    base64.b64decode(src.split(",", 1)[1])
+                    if ";base64" in src.split(",", 1)[0]
+                    else unquote(src.split(",", 1)[1]).encode()
+                )
             elif url.scheme == "file":
                 path = Path(url2pathname(url.path)).resolve()
                 if not path.is_relative_to(self.workspace) or not path.is_file():
@@ -224,7 +258,8 @@ class _SlideWriter:
             top, left = item["y"] + sum(rows[:r]), item["x"] + sum(cols[:c])
             grid[r][c] = self._cell(cell, left, top, sum(cols[c : c + cs]), sum(rows[r : r + rs]))
         body = "".join(
-            f'<a:tr h="{emu(h)}">' + "".join(tc or f"<a:tc>{_EMPTY_CELL}</a:tc>" for tc in row) + "</a:tr>" for h, row in zip(rows, grid)
+            f'<a:tr h="{emu(h)}">' + "".join(tc or f"<a:tc>{_EMPTY_CELL}</a:tc>" for tc in row) + "</a:tr>"
+            for h, row in zip(rows, grid)
         )
         columns = "".join(f'<a:gridCol w="{emu(w)}"/>' for w in cols)
         self._add(
@@ -249,7 +284,9 @@ class _SlideWriter:
                 margins[3], margins[1] = max(0.0, tf.left - left), 0.0
             elif text["align"] == "r":
                 margins[3], margins[1] = 0.0, max(0.0, left + width - (tf.left + tf.width))
-        borders = "".join(_cell_line(tag, cell["borders"][key]) for tag, key in (("lnL", "l"), ("lnR", "r"), ("lnT", "t"), ("lnB", "b")))
+        borders = "".join(
+            _cell_line(tag, cell["borders"][key]) for tag, key in (("lnL", "l"), ("lnR", "r"), ("lnT", "t"), ("lnB", "b"))
+        )
         fill = f"<a:solidFill>{colour_xml(cell['fill'], cell['alpha'])}</a:solidFill>" if cell["fill"] else "<a:noFill/>"
         mar = " ".join(f'{k}="{emu(v)}"' for k, v in zip(("marT", "marR", "marB", "marL"), margins))
         return f'<a:tc{span}><a:txBody><a:bodyPr/><a:lstStyle/>{paragraphs}</a:txBody><a:tcPr {mar} anchor="t">{borders}{fill}</a:tcPr></a:tc>'
@@ -274,10 +311,13 @@ def _groups(items: list[dict[str, Any]]) -> Iterator[list[dict[str, Any]]]:
 
 def _same_column(a: dict[str, Any], b: dict[str, Any]) -> bool:
     return (
-        a["type"] == b["type"] == "text" and a.get("parent", -1) == b.get("parent", -2) and a["align"] == b["align"]
-        and abs(a["rect"][0] - b["rect"][0]) <= 1 and abs(a["rect"][2] - b["rect"][2]) <= 1
+        a["type"] == b["type"] == "text"
+        and a.get("parent", -1) == b.get("parent", -2)
+        and a["align"] == b["align"]
+        and abs(a["rect"][0] - b["rect"][0]) <= 1
+        and abs(a["rect"][2] - b["rect"][2]) <= 1
         and b["paras"][0]["lines"][0]["top"] >= a["paras"][-1]["lines"][-1]["bottom"] - 1
-    )  # fmt: skip
+    )
 
 
 def _links(data: dict[str, Any]) -> str:
@@ -315,7 +355,10 @@ def _geometry(w: float, h: float, radius: float, ellipse: bool) -> str:
 
 def _gradient_xml(gradient: dict[str, Any], opacity: float = 1.0) -> str:
     """A CSS linear-gradient as DrawingML: CSS 0deg points up, DrawingML 0 points right."""
-    stops = "".join(f'<a:gs pos="{round(100000 * min(1.0, max(0.0, pos)))}">{colour_xml(c, a * opacity)}</a:gs>' for pos, c, a in gradient["stops"])
+    stops = "".join(
+        f'<a:gs pos="{round(100000 * min(1.0, max(0.0, pos)))}">{colour_xml(c, a * opacity)}</a:gs>'
+        for pos, c, a in gradient["stops"]
+    )
     angle = round(((gradient["angle"] - 90) % 360) * 60000)
     return f'<a:gradFill rotWithShape="1"><a:gsLst>{stops}</a:gsLst><a:lin ang="{angle}" scaled="0"/></a:gradFill>'
 
@@ -330,15 +373,21 @@ def _shadow_xml(shadow: dict[str, Any]) -> str:
 
 
 def _picture(
-    slide: Slide, ids: _Ids, image: str | Path | io.BytesIO, rect: tuple[float, ...] | list[float],
-    crop: tuple[float, float, float, float] | None, alt: str, name: str, alpha: float = 1.0,
-) -> Any:  # fmt: skip
+    slide: Slide,
+    ids: _Ids,
+    image: str | Path | io.BytesIO,
+    rect: tuple[float, ...] | list[float],
+    crop: tuple[float, float, float, float] | None,
+    alt: str,
+    name: str,
+    alpha: float = 1.0,
+) -> Any:
     """A picture shape: the image's file embedded once per deck, cropped to the part that shows."""
     _, rid = slide.part.get_or_add_image_part(image if not isinstance(image, Path) else str(image))
     x, y, w, h = rect
     src = ""
     if crop and any(v > 1e-4 for v in crop):
-        src = '<a:srcRect ' + " ".join(f'{k}="{round(v * 100000)}"' for k, v in zip("ltrb", crop)) + "/>"
+        src = "<a:srcRect " + " ".join(f'{k}="{round(v * 100000)}"' for k, v in zip("ltrb", crop)) + "/>"
     fade = f'<a:alphaModFix amt="{round(alpha * 100000)}"/>' if alpha < 0.999 else ""
     xml = (
         f'<p:pic {_NS}><p:nvPicPr><p:cNvPr id="{ids.next()}" name={quoteattr(name)} descr={quoteattr(alt)}/>'
@@ -349,4 +398,3 @@ def _picture(
     pic = parse_xml(xml)
     slide.shapes._spTree.insert_element_before(pic, "p:extLst")
     return pic
-

@@ -26,8 +26,22 @@ log = logging.getLogger(__name__)
 
 KEPT = 512  # recent renders with a PDF page
 _OUTPUT_DIRS = {"renders", "previews", "tool_cache"}  # what renders and tools write: not inputs of a render
-_PAGE_RESOURCES = (".css", ".js", ".png", ".jpg", ".jpeg", ".gif", ".webp", ".svg", ".bmp", ".ico",
-                   ".woff", ".woff2", ".ttf", ".otf")  # fmt: skip
+_PAGE_RESOURCES = (
+    ".css",
+    ".js",
+    ".png",
+    ".jpg",
+    ".jpeg",
+    ".gif",
+    ".webp",
+    ".svg",
+    ".bmp",
+    ".ico",
+    ".woff",
+    ".woff2",
+    ".ttf",
+    ".otf",
+)
 
 Key = tuple[Path, str, str]  # the HTML file, the aspect, the digest of what its render depends on
 

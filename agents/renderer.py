@@ -36,9 +36,19 @@ from agents.page_pool import BLOCKED_EXTERNAL, BLOCKED_OUTSIDE, PagePool, Slot, 
 from agents.print_cache import Printed, PrintCache
 
 __all__ = [  # what importers use; the parts live in the modules named in the docstring
-    "BLOCKED_EXTERNAL", "BLOCKED_OUTSIDE", "CHROMIUM_ARGS", "KNOWN_SIZES", "SLIDE_SIZES", "PageReader", "RenderError",
-    "RenderResult", "RenderTimeout", "Renderer", "aspect_size", "blocked_reason",
-]  # fmt: skip
+    "BLOCKED_EXTERNAL",
+    "BLOCKED_OUTSIDE",
+    "CHROMIUM_ARGS",
+    "KNOWN_SIZES",
+    "SLIDE_SIZES",
+    "PageReader",
+    "RenderError",
+    "RenderResult",
+    "RenderTimeout",
+    "Renderer",
+    "aspect_size",
+    "blocked_reason",
+]
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
@@ -69,7 +79,9 @@ class RenderTimeout(RenderError):
     """The slide did not finish loading within the render timeout while the browser kept answering: the slide hangs."""
 
     def __init__(self, html: Path, timeout_s: float):
-        super().__init__(f"{html}: did not finish rendering within the {timeout_s:g} s render timeout (a script that never ends?)")
+        super().__init__(
+            f"{html}: did not finish rendering within the {timeout_s:g} s render timeout (a script that never ends?)"
+        )
 
 
 @dataclass(frozen=True)
@@ -168,7 +180,9 @@ class Renderer:
             for attempt in (1, 2):
                 used = self.chromium.current
                 try:
-                    captured = await asyncio.wait_for(self._capture(html, (width, height), root, printing), self.cfg.timeout_s + CLOSE_S)
+                    captured = await asyncio.wait_for(
+                        self._capture(html, (width, height), root, printing), self.cfg.timeout_s + CLOSE_S
+                    )
                     printed_page = await captured[2] if want_pdf else None  # printing: the print's future is there
                 except (TimeoutError, PlaywrightError) as exc:
                     if attempt == 2:

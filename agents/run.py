@@ -62,7 +62,9 @@ class ShowSteps:
 def parse_args(argv: list[str]) -> tuple[argparse.Namespace, list[str]]:
     parser = argparse.ArgumentParser(prog="python -m agents.run", description=__doc__.splitlines()[0])
     parser.add_argument("instruction")
-    parser.add_argument("--attach", action="append", default=[], type=Path, metavar="FILE", help="a file to attach (repeat for more)")
+    parser.add_argument(
+        "--attach", action="append", default=[], type=Path, metavar="FILE", help="a file to attach (repeat for more)"
+    )
     parser.add_argument("--aspect", choices=sorted(SLIDE_SIZES), default="16:9")
     parser.add_argument("--slides", type=int)
     parser.add_argument("--lang", help="en, zh, ...; default: the instruction's language")
@@ -120,11 +122,15 @@ async def generate(task: Task, cfg: GenerateConfig, out: Path) -> int:
     if totals.calls:
         estimated = f" ({totals.estimated_calls} estimated: the server sent no usage)" if totals.estimated_calls else ""
         cost = "unknown (no price for the model: llm.price.*)" if totals.cost is None else f"${totals.cost:.4f}"
-        console.print(f"model calls {totals.calls}, tokens {totals.prompt_tokens}+{totals.completion_tokens}{estimated}, cost {cost}")
+        console.print(
+            f"model calls {totals.calls}, tokens {totals.prompt_tokens}+{totals.completion_tokens}{estimated}, cost {cost}"
+        )
     if outcome.status != "done":
         console.print(f"[red]failed[/]: {outcome.failure}; trajectories in {out}")
         return 1
-    console.print(f"[green]deck[/]: {out / 'deck.pdf'} ({outcome.slides} slides, {outcome.defects} measured defects), {out / 'deck.pptx'}")
+    console.print(
+        f"[green]deck[/]: {out / 'deck.pdf'} ({outcome.slides} slides, {outcome.defects} measured defects), {out / 'deck.pptx'}"
+    )
     console.print(f"trajectories: {', '.join(str(out / p) for k, p in outcome.artifacts.items() if k.startswith('trajectory:'))}")
     return 0
 

@@ -20,7 +20,8 @@ import time
 import openai
 
 from core.config import LLMConfig
-from core.llm import ModelClient, to_wire
+from core.llm import ModelClient
+from core.wire import to_wire
 from core.metering import Unit, unit_scope
 from core.records import Message, ToolCall
 from benchmarks.endpoint import fake_endpoint, percentile as _pct
@@ -80,7 +81,9 @@ def main() -> None:
     args = parser.parse_args()
     with fake_endpoint(REPLY) as url:
         asyncio.run(_ours(url, 50, 8))  # warm-up
-        print(f"{'concurrency':>11} {'bare SDK median':>16} {'ours median':>12} {'ours p95':>9} {'overhead median':>16} {'overhead p95':>13}")
+        print(
+            f"{'concurrency':>11} {'bare SDK median':>16} {'ours median':>12} {'ours p95':>9} {'overhead median':>16} {'overhead p95':>13}"
+        )
         for concurrency in (1, 64):
             bare = asyncio.run(_bare(url, args.calls, concurrency))
             totals, overheads = asyncio.run(_ours(url, args.calls, concurrency))

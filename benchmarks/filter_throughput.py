@@ -56,7 +56,9 @@ def _defects(pages: int, rng: random.Random) -> dict[str, object]:
     slides = []
     for n in range(1, pages + 1):
         pool = DEFECTS if critical else DEFECTS[:3]
-        found = [{"code": c, "severity": s, "element": e, "detail": "measured"} for c, s, e in rng.sample(pool, rng.randint(0, 2))]
+        found = [
+            {"code": c, "severity": s, "element": e, "detail": "measured"} for c, s, e in rng.sample(pool, rng.randint(0, 2))
+        ]
         slides.append({"file": f"slides/slide_{n:02d}.html", "png": f"previews/slide_{n:02d}.png", "defects": found})
     return {"aspect": "16:9", "slides": slides}
 
@@ -77,7 +79,9 @@ def _build(root: Path, count: int, rng: random.Random) -> list[Candidate]:
             aspect_ratio=rng.choice((None, shape, *SHAPES)),
             language=rng.choice((None, lang, "en", "zh")),
         )
-        task = Task(task_id=task_id, source="manual", instruction="benchmark deck", language=lang, constraints=asked, split="train")
+        task = Task(
+            task_id=task_id, source="manual", instruction="benchmark deck", language=lang, constraints=asked, split="train"
+        )
         artifacts = {"pdf": f"rollouts/{task_id}/deck.pdf", "defects": f"rollouts/{task_id}/deck_defects.json"}
         candidates.append(Candidate(task, Rollout(task_id=task_id, status="done", artifacts=artifacts), root))
     (root / "tasks").mkdir()
@@ -116,7 +120,9 @@ def main() -> None:
         started = time.perf_counter()
         candidates = _build(root, args.decks, random.Random(args.seed))
         megabytes = sum(c.path("pdf").stat().st_size for c in candidates) / 1e6
-        print(f"built {len(candidates)} decks ({megabytes:.1f} MB) in {time.perf_counter() - started:.1f} s (not measured); {os.cpu_count()} CPUs")
+        print(
+            f"built {len(candidates)} decks ({megabytes:.1f} MB) in {time.perf_counter() - started:.1f} s (not measured); {os.cpu_count()} CPUs"
+        )
 
         _warm()
         started = time.perf_counter()

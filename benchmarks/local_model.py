@@ -91,12 +91,16 @@ async def measure(cfg: LLMConfig, calls: int) -> None:
     runs = {  # in this order: "cached" re-sends the first cold prompt, which the server's state cache holds
         "prompt, cold (1 new token)": await timed_calls(reader, long_prompt, [], calls),
         "prompt, cached (1 new token)": await timed_calls(reader, lambda i: long_prompt(0), [], calls),
-        "generation (128 new tokens)": await timed_calls(writer, lambda i: [Message("user", "Write a long story about the sea.")], [], calls),
+        "generation (128 new tokens)": await timed_calls(
+            writer, lambda i: [Message("user", "Write a long story about the sea.")], [], calls
+        ),
         "researcher's first turn": await timed_calls(agent, lambda i: researcher[0], researcher[1], max(1, calls // 4)),
     }
     for c in (reader, writer, agent):
         await c.aclose()
-    print(f"{'call':<30} {'n':>3} {'prompt tok':>10} {'new tok':>8} {'wall s':>7} {'prompt tok/s':>12} {'new tok/s':>9} {'overhead ms':>11} {'our CPU ms':>10}")
+    print(
+        f"{'call':<30} {'n':>3} {'prompt tok':>10} {'new tok':>8} {'wall s':>7} {'prompt tok/s':>12} {'new tok/s':>9} {'overhead ms':>11} {'our CPU ms':>10}"
+    )
     for name, t in runs.items():
         wall = statistics.median(t.wall_s)
         prompt, new = statistics.median(t.prompt_tokens), statistics.median(t.completion_tokens)

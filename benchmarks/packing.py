@@ -34,7 +34,9 @@ from train.export import export_run
 from train.throughput import PAPER_EPOCHS, PAPER_GPU_HOURS, PAPER_ROLLOUTS
 from train.tokens import image_root, make_counter
 
-SYNTHETIC = RunShape(tasks=40, failed=0, rejected_every=10**9, steps=8, steps_max=16, observation_chars=3000, slide_size=(1280, 720))
+SYNTHETIC = RunShape(
+    tasks=40, failed=0, rejected_every=10**9, steps=8, steps_max=16, observation_chars=3000, slide_size=(1280, 720)
+)
 
 
 def load(export: Path, model_dir: Optional[str]) -> tuple[list[tuple[str, int]], str]:

@@ -38,7 +38,10 @@ _ASPECT = '<meta name="aspect" content="'
 def decks() -> dict[str, list[Path]]:
     """Deck name -> its slides: the fixtures' clean slides and the labelled set, by aspect."""
     found: dict[str, list[Path]] = {}
-    for name, files in (("fixtures", sorted((FIXTURES / "slides").glob("clean_*.html"))), ("labelled", sorted((FIXTURES / "pptx").glob("*.html")))):
+    for name, files in (
+        ("fixtures", sorted((FIXTURES / "slides").glob("clean_*.html"))),
+        ("labelled", sorted((FIXTURES / "pptx").glob("*.html"))),
+    ):
         for html in files:
             text = html.read_text(encoding="utf-8")
             aspect = text.split(_ASPECT, 1)[1].split('"', 1)[0] if _ASPECT in text else "16:9"
@@ -74,7 +77,9 @@ async def export(slides: list[Path], aspect: str, mode: PptxMode, root: Path) ->
     deck = DeckConfig(pptx_mode=mode)
     async with Renderer(RenderConfig(), read_page=page_reader(deck)) as renderer:
         started, cpu = time.perf_counter(), cpu_seconds()
-        done = await export_deck(renderer, ws / "slides", aspect, ws / "deck.pdf", png_dir=ws / "previews", workspace=ws, deck=deck)
+        done = await export_deck(
+            renderer, ws / "slides", aspect, ws / "deck.pdf", png_dir=ws / "previews", workspace=ws, deck=deck
+        )
         rendered = time.perf_counter()
         write_pptx(pptx_sources(done.results, mode), aspect_size(aspect), ws / "deck.pptx", ws)
         written, cpu = time.perf_counter(), cpu_seconds() - cpu
@@ -105,7 +110,9 @@ def main() -> None:
                 print(f"{name:<16} {len(slides):>6} {mode.value:>9} {wall:>16.0f} {cpu:>13.0f} {pptx:>14.1f}")
         if args.no_check:
             return
-        print(f"\n{'deck':<16} {'words':>6} {'kept':>7} {'median px':>9} {'max px':>7} {'lines changed':>13} {'ssim':>6} {'tables':>6} {'pictures':>8}")
+        print(
+            f"\n{'deck':<16} {'words':>6} {'kept':>7} {'median px':>9} {'max px':>7} {'lines changed':>13} {'ssim':>6} {'tables':>6} {'pictures':>8}"
+        )
         for name, root in kept.items():
             figures = check(root / "deck.pptx", root / "deck.pdf")["deck"]
             spread = figures["displacement_px"]

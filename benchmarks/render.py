@@ -45,18 +45,13 @@ BULLETS = [
 
 def _body(i: int, fg: str, accent: str) -> str:
     kind = i % 5
-    items = "".join(
-        f"<li>{BULLETS[(i + k) % len(BULLETS)]}</li>" for k in range(3 + i % 3)
-    )
+    items = "".join(f"<li>{BULLETS[(i + k) % len(BULLETS)]}</li>" for k in range(3 + i % 3))
     if kind == 0:
         return f"<ul>{items}</ul>"
     if kind == 1:
         return f'<div style="display:flex;gap:48px"><ul style="flex:1">{items}</ul><ul style="flex:1">{items}</ul></div>'
     if kind == 2:
-        rows = "".join(
-            f"<tr><td>Item {r}</td><td>{r * 17 % 100}%</td><td>{r * 31 % 97} ms</td></tr>"
-            for r in range(1, 6)
-        )
+        rows = "".join(f"<tr><td>Item {r}</td><td>{r * 17 % 100}%</td><td>{r * 31 % 97} ms</td></tr>" for r in range(1, 6))
         return f'<table style="border-collapse:collapse;width:100%;font-size:22px" border="1"><tr><th>Name</th><th>Share</th><th>Time</th></tr>{rows}</table>'
     if kind == 3:
         bars = "".join(
@@ -84,20 +79,14 @@ h2{{margin:0 0 28px;font-size:44px;color:{accent}}} li{{font-size:24px;line-heig
     return paths
 
 
-async def bench_interleaved(
-    paths: list[Path], root: Path, out: Path
-) -> tuple[list[float], list[float], list[float]]:
+async def bench_interleaved(paths: list[Path], root: Path, out: Path) -> tuple[list[float], list[float], list[float]]:
     """(a) our inspect_slide, (a') the same with a script in each slide, (c) bare Playwright: slide by
     slide in turn, so that load from other processes hits all three alike."""
     width, height = aspect_size("16:9")
     scripted = []
     for path in paths:
         twin = path.with_name(f"{path.stem}_js.html")
-        twin.write_text(
-            path.read_text(encoding="utf-8").replace(
-                "</body>", "<script>document.title = 'x';</script></body>"
-            )
-        )
+        twin.write_text(path.read_text(encoding="utf-8").replace("</body>", "<script>document.title = 'x';</script></body>"))
         scripted.append(twin)
     ours, ours_js, bare = [], [], []
     cfg = RenderConfig(max_concurrent=8, max_pages=8)
@@ -106,17 +95,11 @@ async def bench_interleaved(
         Renderer(cfg) as renderer_js,
         async_playwright() as pw,
     ):
-        browser = await pw.chromium.launch(
-            executable_path=RenderConfig().chromium_path, args=CHROMIUM_ARGS
-        )
+        browser = await pw.chromium.launch(executable_path=RenderConfig().chromium_path, args=CHROMIUM_ARGS)
         page = await browser.new_page(viewport={"width": width, "height": height})
-        await page.set_content(
-            paths[0].read_text(encoding="utf-8")
-        )  # warm-up, as for the renderer
+        await page.set_content(paths[0].read_text(encoding="utf-8"))  # warm-up, as for the renderer
         await inspect_slide(renderer, root, str(paths[0].relative_to(root)), "16:9")
-        await inspect_slide(
-            renderer_js, root, str(scripted[0].relative_to(root)), "16:9"
-        )
+        await inspect_slide(renderer_js, root, str(scripted[0].relative_to(root)), "16:9")
         for path, twin in zip(paths, scripted):
             start = time.perf_counter()
             await inspect_slide(renderer, root, str(path.relative_to(root)), "16:9")
@@ -164,9 +147,7 @@ async def bench_browser_per_slide(paths: list[Path], out: Path) -> list[float]:
     async with async_playwright() as pw:
         for path in paths:
             start = time.perf_counter()
-            browser = await pw.chromium.launch(
-                executable_path=RenderConfig().chromium_path, args=CHROMIUM_ARGS
-            )
+            browser = await pw.chromium.launch(executable_path=RenderConfig().chromium_path, args=CHROMIUM_ARGS)
             page = await browser.new_page(viewport={"width": width, "height": height})
             await page.goto(path.as_uri())
             await page.screenshot(path=str(out / f"{path.stem}.b.png"))

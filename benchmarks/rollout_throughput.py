@@ -86,7 +86,9 @@ class PacedModel:
         self.policy, self.client, self.name = policy, client, "scripted-behind-http"
         self.context_window = policy.context_window
 
-    async def chat(self, messages: Sequence[Message], tools: Sequence[dict] | None = None, image_root: Path | None = None) -> ChatResult:
+    async def chat(
+        self, messages: Sequence[Message], tools: Sequence[dict] | None = None, image_root: Path | None = None
+    ) -> ChatResult:
         await self.client.chat(list(messages[-2:]), image_root=image_root)
         return await self.policy.chat(messages, tools, image_root)
 
@@ -132,7 +134,9 @@ class BusyCPU:
 
     def between(self, start: float, end: float) -> float:
         """Busy CPU-seconds from `start` to `end` (time.time()), to the nearest samples."""
-        first, last = (min(bisect.bisect_left(self.samples, x, key=lambda sample: sample[0]), len(self.samples) - 1) for x in (start, end))
+        first, last = (
+            min(bisect.bisect_left(self.samples, x, key=lambda sample: sample[0]), len(self.samples) - 1) for x in (start, end)
+        )
         return self.samples[last][1] - self.samples[first][1]
 
 
@@ -184,7 +188,16 @@ async def render_capacity(decks: Sequence[Path], cpu: BusyCPU, deck: DeckConfig,
                 async with slots:
                     slides = sorted((root / "slides").glob("*.html"))
                     await asyncio.gather(*(inspect_slide(renderer, root, f"slides/{html.name}", "16:9") for html in slides))
-                    await export_deck(renderer, root / "slides", "16:9", root / "deck.pdf", png_dir=root / "previews", pptx_path=root / "deck.pptx", workspace=root, deck=deck)
+                    await export_deck(
+                        renderer,
+                        root / "slides",
+                        "16:9",
+                        root / "deck.pdf",
+                        png_dir=root / "previews",
+                        pptx_path=root / "deck.pptx",
+                        workspace=root,
+                        deck=deck,
+                    )
                 finished.append((time.time(), len(slides)))
 
             cycle = itertools.cycle(decks)
@@ -204,7 +217,9 @@ def steady_span(finishes: int, in_flight: int) -> tuple[int, int]:
     and would flatter the rate (by 3-10% at 32 and 64 here)."""
     first, last = in_flight - 1, finishes - in_flight - 1
     if last <= first:
-        raise ValueError(f"{finishes} finishes at {in_flight} in flight: too few for a steady window (need at least {2 * in_flight + 1})")
+        raise ValueError(
+            f"{finishes} finishes at {in_flight} in flight: too few for a steady window (need at least {2 * in_flight + 1})"
+        )
     return first, last
 
 
@@ -222,22 +237,44 @@ def calls_per_rollout(rollouts: Sequence[Rollout]) -> float:
 
 
 def measure(
-    url: str, concurrency: int, rollouts: int, work: Path, cpu: BusyCPU, deck: DeckConfig, ramp_up_s: float = 0.0, jail: str = "bubblewrap"
+    url: str,
+    concurrency: int,
+    rollouts: int,
+    work: Path,
+    cpu: BusyCPU,
+    deck: DeckConfig,
+    ramp_up_s: float = 0.0,
+    jail: str = "bubblewrap",
 ) -> tuple[list[Rollout], Window, Path]:
     workers = min(2, -(-concurrency // 16))  # the default layout: a worker per 16 rollouts in flight, at most one per CPU
     overrides = [
-        f"run.dir={work / f'c{concurrency}'}", "tracking=disabled", "llm=scripted", f"llm.base_url={url}", "critic=rules",
-        "rollouts.runner=benchmarks.rollout_throughput:PacedRunner", f"ray.num_workers={workers}",
-        f"ray.rollouts_per_worker={max(1, concurrency // workers)}", "ray.num_cpus_per_worker=0.01", f"ray.ramp_up_s={ramp_up_s}",
-        f"tools.sandbox.jail={jail}", f"deck.pptx_mode={deck.pptx_mode.value}",
-    ]  # fmt: skip
+        f"run.dir={work / f'c{concurrency}'}",
+        "tracking=disabled",
+        "llm=scripted",
+        f"llm.base_url={url}",
+        "critic=rules",
+        "rollouts.runner=benchmarks.rollout_throughput:PacedRunner",
+        f"ray.num_workers={workers}",
+        f"ray.rollouts_per_worker={max(1, concurrency // workers)}",
+        "ray.num_cpus_per_worker=0.01",
+        f"ray.ramp_up_s={ramp_up_s}",
+        f"tools.sandbox.jail={jail}",
+        f"deck.pptx_mode={deck.pptx_mode.value}",
+    ]
     with initialize_config_dir(config_dir=str(PROJECT_ROOT / "configs"), version_base=None):
         ctx = open_run(compose("synthesize", overrides=overrides), job_type="benchmark")
     tasks = [
-        Task(f"b{i:04d}", "manual", f"A short talk about topic number {i} for a general audience.", "en", (),
-             Constraints(SLIDES, SLIDES, "16:9", None), split="train")
+        Task(
+            f"b{i:04d}",
+            "manual",
+            f"A short talk about topic number {i} for a general audience.",
+            "en",
+            (),
+            Constraints(SLIDES, SLIDES, "16:9", None),
+            split="train",
+        )
         for i in range(rollouts)
-    ]  # fmt: skip
+    ]
     (ctx.store.root / "tasks").mkdir(exist_ok=True)
     atomic_write_parquet(tasks, ctx.store.root / "tasks" / "train.parquet", Task)
     run_rollouts(ctx)
@@ -255,17 +292,39 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--latency", type=float, default=0.3)
     parser.add_argument("--concurrency", type=int, nargs="+", default=[1, 8, 32, 64])
-    parser.add_argument("--rounds", type=float, default=4.0, help="rollouts per measurement = rounds x concurrency (at least 6); the rate is taken over all but the first and last round")
-    parser.add_argument("--repeats", type=int, default=3, help="measurements per concurrency, each between two of the capacity; pooled")
-    parser.add_argument("--pptx-mode", choices=[m.value for m in PptxMode], default=PptxMode.editable.value, help="deck.pptx_mode of the rollouts and capacity decks")
-    parser.add_argument("--jail", nargs="+", default=["bubblewrap"], choices=["bubblewrap", "none"], help="the commands' jails to compare, in turn")
+    parser.add_argument(
+        "--rounds",
+        type=float,
+        default=4.0,
+        help="rollouts per measurement = rounds x concurrency (at least 6); the rate is taken over all but the first and last round",
+    )
+    parser.add_argument(
+        "--repeats", type=int, default=3, help="measurements per concurrency, each between two of the capacity; pooled"
+    )
+    parser.add_argument(
+        "--pptx-mode",
+        choices=[m.value for m in PptxMode],
+        default=PptxMode.editable.value,
+        help="deck.pptx_mode of the rollouts and capacity decks",
+    )
+    parser.add_argument(
+        "--jail",
+        nargs="+",
+        default=["bubblewrap"],
+        choices=["bubblewrap", "none"],
+        help="the commands' jails to compare, in turn",
+    )
     args = parser.parse_args()
     deck = DeckConfig(pptx_mode=PptxMode(args.pptx_mode))
     if args.repeats < 1:
         parser.error(f"--repeats {args.repeats}: need at least one measurement per concurrency")
     init_ray(RayConfig())
-    print(f"model latency {args.latency * 1000:.0f} ms per call; {os.cpu_count()} CPUs; PPTX {deck.pptx_mode.value}; {args.repeats} measurements per row, between measurements of this machine's render capacity on the rollouts' decks (its speed drifts)")
-    print(f"{'concurrency':>11} {'jail':>10} {'rollouts':>8} {'calls/r':>7} {'renders/r':>9} {'renders/s':>15} {'wall s':>7} {'r/hour':>8} {'ideal r/h':>9} {'bound':>7} {'of ideal':>8} {'each':>15} {'cpu ms/r':>8} {'/deck':>5} {'busy':>5} {'/cap':>5}")
+    print(
+        f"model latency {args.latency * 1000:.0f} ms per call; {os.cpu_count()} CPUs; PPTX {deck.pptx_mode.value}; {args.repeats} measurements per row, between measurements of this machine's render capacity on the rollouts' decks (its speed drifts)"
+    )
+    print(
+        f"{'concurrency':>11} {'jail':>10} {'rollouts':>8} {'calls/r':>7} {'renders/r':>9} {'renders/s':>15} {'wall s':>7} {'r/hour':>8} {'ideal r/h':>9} {'bound':>7} {'of ideal':>8} {'each':>15} {'cpu ms/r':>8} {'/deck':>5} {'busy':>5} {'/cap':>5}"
+    )
     try:
         with fake_endpoint(Reply("ok"), args.latency) as url, tempfile.TemporaryDirectory() as tmp, BusyCPU() as cpu:
             pool, _, pool_dir = measure(url, POOL_CONCURRENCY, POOL_DECKS, Path(tmp) / "deck-pool", cpu, deck)
@@ -279,7 +338,16 @@ def main() -> None:
                 capacities, played, started = [capacity()], {jail: [] for jail in args.jail}, time.monotonic()
                 for repeat in range(args.repeats):
                     for jail in args.jail:
-                        rows, window, _ = measure(url, c, max(6, 2 * c + 2, int(args.rounds * c)), Path(tmp) / f"r{repeat}-{jail}", cpu, deck, model_s, jail)
+                        rows, window, _ = measure(
+                            url,
+                            c,
+                            max(6, 2 * c + 2, int(args.rounds * c)),
+                            Path(tmp) / f"r{repeat}-{jail}",
+                            cpu,
+                            deck,
+                            model_s,
+                            jail,
+                        )
                         played[jail].append((rows, window, len(capacities) - 1))  # between capacities[i] and [i + 1]
                         capacities.append(capacity())
                 wall = time.monotonic() - started
@@ -289,7 +357,9 @@ def main() -> None:
         ray.shutdown()
 
 
-def _row(c: int, jail: str, runs: list[tuple[list[Rollout], Window, int]], capacities: list[Window], latency: float, wall: float) -> str:
+def _row(
+    c: int, jail: str, runs: list[tuple[list[Rollout], Window, int]], capacities: list[Window], latency: float, wall: float
+) -> str:
     """One printed row: the pooled measurements of one concurrency and jail, each against the capacities around it."""
     rows = [r for played, _, _ in runs for r in played]
     windows = [window for _, window, _ in runs]

@@ -24,16 +24,49 @@ from agents.research.index import CorpusIndex, build_index
 from core.config import PROJECT_ROOT
 
 ENGLISH = [
-    "attention is all you need", "transformer encoder decoder", "residual learning", "BERT pre-training", "masked language model",
-    "reinforcement learning from human feedback", "neural machine translation alignment", "probability density function",
-    "random variables expectation", "linear regression gradient descent", "recursion tower of hanoi", "merge sort recurrence",
-    "batch normalization", "ImageNet classification error", "self-attention complexity", "instruction following",
-    "conditional probability Bayes rule", "logistic regression", "divide and conquer", "positional encoding sine",
-]  # fmt: skip
+    "attention is all you need",
+    "transformer encoder decoder",
+    "residual learning",
+    "BERT pre-training",
+    "masked language model",
+    "reinforcement learning from human feedback",
+    "neural machine translation alignment",
+    "probability density function",
+    "random variables expectation",
+    "linear regression gradient descent",
+    "recursion tower of hanoi",
+    "merge sort recurrence",
+    "batch normalization",
+    "ImageNet classification error",
+    "self-attention complexity",
+    "instruction following",
+    "conditional probability Bayes rule",
+    "logistic regression",
+    "divide and conquer",
+    "positional encoding sine",
+]
 CHINESE = [
-    "数值分析", "误差分析", "绝对误差", "插值法", "牛顿迭代法", "线性方程组", "傅里叶变换", "频谱", "编译原理", "语法分析",
-    "词法分析", "符号表", "代码优化", "基本块", "常微分方程", "矩阵特征值", "最小二乘", "周期信号", "系统函数", "收敛性",
-]  # fmt: skip
+    "数值分析",
+    "误差分析",
+    "绝对误差",
+    "插值法",
+    "牛顿迭代法",
+    "线性方程组",
+    "傅里叶变换",
+    "频谱",
+    "编译原理",
+    "语法分析",
+    "词法分析",
+    "符号表",
+    "代码优化",
+    "基本块",
+    "常微分方程",
+    "矩阵特征值",
+    "最小二乘",
+    "周期信号",
+    "系统函数",
+    "收敛性",
+]
 _WORD = re.compile(r"[A-Za-z]{3,}")
 _HAN_RUN = re.compile(r"[\u4e00-\u9fff]{2,}")
 
@@ -88,8 +121,10 @@ def main() -> None:
         stats = build_index(load_documents(args.source), path)
         build_s = time.perf_counter() - started
         size_mb = path.stat().st_size / 1e6
-        print(f"index: {stats.documents} documents, {stats.passages} passages, {stats.papers} papers, {size_mb:.1f} MB; "
-              f"build {build_s:.2f} s (text extraction + indexing)")  # fmt: skip
+        print(
+            f"index: {stats.documents} documents, {stats.passages} passages, {stats.papers} papers, {size_mb:.1f} MB; "
+            f"build {build_s:.2f} s (text extraction + indexing)"
+        )
         half = args.queries // 2
         english, chinese = sampled_queries(path, half)
         queries = {"en": (ENGLISH + english)[:half], "zh": (CHINESE + chinese)[:half]}
@@ -101,7 +136,9 @@ def main() -> None:
         for lang, (seconds, empty) in results.items():
             count = len(seconds) // args.repeat
             ms = lambda v: f"{v * 1000:.2f} ms"  # noqa: E731
-            print(f"{lang:>10} {count:>6} {ms(statistics.median(seconds)):>9} {ms(_pct(seconds, 0.95)):>9} {ms(max(seconds)):>9} {empty:>7}")
+            print(
+                f"{lang:>10} {count:>6} {ms(statistics.median(seconds)):>9} {ms(_pct(seconds, 0.95)):>9} {ms(max(seconds)):>9} {empty:>7}"
+            )
 
 
 if __name__ == "__main__":

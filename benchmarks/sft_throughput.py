@@ -34,8 +34,16 @@ import torch
 from benchmarks.sft.data import Batches, DataError, load
 from benchmarks.sft.flops import Shape, peak_tflops
 from benchmarks.sft.model import (
-    FULL_LAYERS, Attention, ModelError, Size, apply_liger, attention_implementation, build_model, model_config, write_processor,
-)  # fmt: skip
+    FULL_LAYERS,
+    Attention,
+    ModelError,
+    Size,
+    apply_liger,
+    attention_implementation,
+    build_model,
+    model_config,
+    write_processor,
+)
 from benchmarks.sft.report import GIB, Step, Summary, record, table
 
 LEARNING_RATE = 1e-5
@@ -54,11 +62,15 @@ def parse(argv: Optional[list[str]]) -> argparse.Namespace:
     parser.add_argument("--size", type=Size, choices=list(Size), default=Size.tiny)
     parser.add_argument("--layers", type=int, help="decoder layers (default: the size's own: tiny 2, full 40)")
     parser.add_argument("--data", type=Path, default=Path("runs/demo/sft"), help="an export (train.jsonl, val.jsonl, images/)")
-    parser.add_argument("--max-length", type=int, help="tokens per pack (train.sft's max_length; default: full 51,200, tiny 2,048)")
+    parser.add_argument(
+        "--max-length", type=int, help="tokens per pack (train.sft's max_length; default: full 51,200, tiny 2,048)"
+    )
     parser.add_argument("--steps", type=int, default=5, help="timed steps")
     parser.add_argument("--warmup", type=int, default=1, help="untimed steps first")
     parser.add_argument("--attn", type=Attention, choices=list(Attention), default=Attention.auto)
-    parser.add_argument("--liger", action=argparse.BooleanOptionalAction, help="Liger kernels (default: when importable on a GPU)")
+    parser.add_argument(
+        "--liger", action=argparse.BooleanOptionalAction, help="Liger kernels (default: when importable on a GPU)"
+    )
     parser.add_argument("--peak-tflops", type=float, help="the device's bf16 peak for MFU (default: by GPU name)")
     parser.add_argument("--json", type=Path, help="where to write the results (default: runs/benchmarks/sft_throughput-*.json)")
     args = parser.parse_args(argv)
@@ -89,9 +101,11 @@ def check_memory(max_length: int, vocab: int, liger: bool, device: torch.device)
     free = torch.cuda.mem_get_info(device)[0] if device.type == "cuda" else psutil.virtual_memory().available
     need = max_length * vocab * LOGIT_BYTES
     if need > free:
-        raise BenchmarkError(f"--max-length {max_length}: the logits of one pack need about {need / GIB:,.0f} GiB "
-                             f"({max_length:,} tokens x {vocab:,} vocabulary, no fused loss without Liger on a GPU); "
-                             f"{free / GIB:,.0f} GiB are free: lower --max-length")  # fmt: skip
+        raise BenchmarkError(
+            f"--max-length {max_length}: the logits of one pack need about {need / GIB:,.0f} GiB "
+            f"({max_length:,} tokens x {vocab:,} vocabulary, no fused loss without Liger on a GPU); "
+            f"{free / GIB:,.0f} GiB are free: lower --max-length"
+        )
 
 
 def synchronize(device: torch.device) -> None:
@@ -139,11 +153,24 @@ def train(model: torch.nn.Module, batches: Batches, steps: int, warmup: int, sha
             optimizer.zero_grad(set_to_none=True)
         synchronize(device)
         seconds = time.perf_counter() - start
-        print(f"step {step + 1}/{warmup + steps}{' (warmup)' if step < warmup else ''}: {sum(pack.documents):,} tokens, "
-              f"{seconds:.2f} s, loss {loss.item():.3f}", flush=True)  # fmt: skip
+        print(
+            f"step {step + 1}/{warmup + steps}{' (warmup)' if step < warmup else ''}: {sum(pack.documents):,} tokens, "
+            f"{seconds:.2f} s, loss {loss.item():.3f}",
+            flush=True,
+        )
         if step >= warmup:
-            timed.append(Step(sum(pack.documents), len(pack.documents), len(grids), shape.step(pack.documents, grids),
-                              full.step(pack.documents, grids), seconds, data_seconds, loss.item()))  # fmt: skip
+            timed.append(
+                Step(
+                    sum(pack.documents),
+                    len(pack.documents),
+                    len(grids),
+                    shape.step(pack.documents, grids),
+                    full.step(pack.documents, grids),
+                    seconds,
+                    data_seconds,
+                    loss.item(),
+                )
+            )
     return timed
 
 
@@ -163,17 +190,37 @@ def main(argv: Optional[list[str]] = None) -> int:
     peak = args.peak_tflops or peak_tflops(device_name)
     shape = Shape.of(config)
     setting: dict[str, Any] = {
-        "size": args.size.value, "layers": args.layers, "max_length": args.max_length, "device": device_name,
-        "peak_tflops": peak, "attention": attn_label, "liger": liger, "dtype": "bfloat16", "gradient_checkpointing": True,
-        "frozen": "vision tower and aligner", "optimizer": "AdamW" if device.type == "cuda" else "SGD in backward",
-        "steps": args.steps, "warmup": args.warmup, "torch": torch.__version__,
+        "size": args.size.value,
+        "layers": args.layers,
+        "max_length": args.max_length,
+        "device": device_name,
+        "peak_tflops": peak,
+        "attention": attn_label,
+        "liger": liger,
+        "dtype": "bfloat16",
+        "gradient_checkpointing": True,
+        "frozen": "vision tower and aligner",
+        "optimizer": "AdamW" if device.type == "cuda" else "SGD in backward",
+        "steps": args.steps,
+        "warmup": args.warmup,
+        "torch": torch.__version__,
         "trainable_parameters": sum(p.numel() for p in model.parameters() if p.requires_grad),
-    }  # fmt: skip
-    data = {"export": str(args.data), "rows": batches.rows, "too_long": batches.too_long, "packs": len(batches.packs),
-            "fill": batches.fill, "longest": batches.longest, "tokens_per_rollout": batches.tokens_per_rollout}  # fmt: skip
+    }
+    data = {
+        "export": str(args.data),
+        "rows": batches.rows,
+        "too_long": batches.too_long,
+        "packs": len(batches.packs),
+        "fill": batches.fill,
+        "longest": batches.longest,
+        "tokens_per_rollout": batches.tokens_per_rollout,
+    }
     print(f"# {' '.join(f'{k}={v}' for k, v in setting.items())}")
-    print(f"# data: {args.data}: {batches.rows} rows, {batches.too_long} longer than {args.max_length:,} left out, "
-          f"{len(batches.packs)} packs, mean fill {batches.fill:.0%}", flush=True)  # fmt: skip
+    print(
+        f"# data: {args.data}: {batches.rows} rows, {batches.too_long} longer than {args.max_length:,} left out, "
+        f"{len(batches.packs)} packs, mean fill {batches.fill:.0%}",
+        flush=True,
+    )
     steps = train(model, batches, args.steps, args.warmup, shape, device)
     summary = Summary.of(steps, peak_memory(device), peak, batches.tokens_per_rollout)
     print(table(summary, args.layers, peak, "GPU" if device.type == "cuda" else "CPU (process RSS)", batches.tokens_per_rollout))

@@ -51,7 +51,9 @@ class Timed:
         self.inner, self.name = inner, inner.name
         self.latencies: list[float] = []
 
-    async def chat(self, messages: Sequence[Message], tools: Sequence[dict] | None = None, image_root: Path | None = None) -> ChatResult:
+    async def chat(
+        self, messages: Sequence[Message], tools: Sequence[dict] | None = None, image_root: Path | None = None
+    ) -> ChatResult:
         result = await self.inner.chat(messages, tools, image_root)
         self.latencies.append(result.latency_s)
         return result
@@ -117,7 +119,9 @@ def main() -> None:
         print(f"{'':>22} {'median':>10} {'p95':>10}")
         print(f"{'step':>22} {ms(statistics.median(totals)):>10} {ms(_pct(totals, 0.95)):>10}")
         print(f"{'model round trip':>22} {ms(statistics.median([t - o for t, o in zip(totals, overheads)])):>10}")
-        print(f"{'our overhead per step':>22} {ms(statistics.median(overheads)):>10} {ms(_pct(overheads, 0.95)):>10}  (target < 5 ms)")
+        print(
+            f"{'our overhead per step':>22} {ms(statistics.median(overheads)):>10} {ms(_pct(overheads, 0.95)):>10}  (target < 5 ms)"
+        )
         print(f"{'saving the trajectory':>22} {ms(statistics.median(saves)):>10} {ms(_pct(saves, 0.95)):>10}")
     if args.commands:
         with tempfile.TemporaryDirectory() as tmp:
@@ -126,7 +130,9 @@ def main() -> None:
         for jail, values in times.items():
             print(f"{'jail=' + jail:>22} {ms(statistics.median(values)):>10} {ms(_pct(values, 0.95)):>10}")
         jailed, unjailed = times["bubblewrap"], times["none"]
-        print(f"{'the jail adds':>22} {ms(statistics.median(jailed) - statistics.median(unjailed)):>10} {ms(_pct(jailed, 0.95) - _pct(unjailed, 0.95)):>10}")
+        print(
+            f"{'the jail adds':>22} {ms(statistics.median(jailed) - statistics.median(unjailed)):>10} {ms(_pct(jailed, 0.95) - _pct(unjailed, 0.95)):>10}"
+        )
 
 
 if __name__ == "__main__":

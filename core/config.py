@@ -170,7 +170,9 @@ def resolve_role(llm: LLMConfig, roles: Mapping[str, RoleConfig], role: str) -> 
     base = OmegaConf.structured(llm)
     override = roles.get(role)
     if override is not None:
-        patch = {k: v for k, v in OmegaConf.to_container(OmegaConf.structured(override)).items() if v is not None and k != "price"}
+        patch = {
+            k: v for k, v in OmegaConf.to_container(OmegaConf.structured(override)).items() if v is not None and k != "price"
+        }
         moved = any(k in patch and patch[k] != getattr(llm, k) for k in ("base_url", "model"))
         if override.price.given or moved:
             patch["price"] = OmegaConf.structured(override.price)
@@ -243,8 +245,12 @@ def check_price(key: str, p: PriceConfig) -> None:
     """ConfigError naming `key` (e.g. `roles.critic.price`) for a price that cannot work."""
     if (p.input_per_mtok is None) != (p.output_per_mtok is None):
         raise ConfigError(f"{key}: give both input_per_mtok and output_per_mtok (or neither)")
-    rates = {"input_per_mtok": p.input_per_mtok, "output_per_mtok": p.output_per_mtok,
-             "cached_input_per_mtok": p.cached_input_per_mtok, "gpu_hour": p.gpu_hour}  # fmt: skip
+    rates = {
+        "input_per_mtok": p.input_per_mtok,
+        "output_per_mtok": p.output_per_mtok,
+        "cached_input_per_mtok": p.cached_input_per_mtok,
+        "gpu_hour": p.gpu_hour,
+    }
     negative = [name for name, value in rates.items() if value is not None and value < 0]
     if negative or p.gpus < 1:
         raise ConfigError(f"{key}: {', '.join(negative) or 'gpus'} must be >= 0 (gpus >= 1)")
@@ -262,7 +268,10 @@ def validate_common(cfg: DictConfig) -> None:
     if llm is not None:
         from core.models import check_backend  # core.models builds on this module
 
-        for key, backend in [("llm.backend", llm.backend), *((f"roles.{r}.backend", o.backend) for r, o in (cfg.get("roles") or {}).items())]:
+        for key, backend in [
+            ("llm.backend", llm.backend),
+            *((f"roles.{r}.backend", o.backend) for r, o in (cfg.get("roles") or {}).items()),
+        ]:
             check_backend(key, backend)
         if llm.max_concurrency < 1:
             raise ConfigError(f"llm.max_concurrency={llm.max_concurrency}: must be >= 1")

@@ -49,6 +49,7 @@ class Ledger:
 
     def to_json(self) -> dict[str, Any]:
         """stats/usage.json's ledger part: by stage and role, the attempts that left no unit, by role, the total."""
+
         def roles(usage: Mapping[str, RoleUsage]) -> dict[str, Any]:
             return {role: u.to_json() for role, u in sorted(usage.items())}
 
@@ -85,7 +86,9 @@ def read_ledger(root: Path) -> Ledger:
         ledger.units[folder.name] = len(files)
         ledger.stages[folder.name] = merged(*(usage_of(_read(p), p) for p in files))
     for folder in _in_order([p for p in root.joinpath(*UNFINISHED).glob("*") if p.is_dir()]):
-        ledger.unfinished[folder.name] = merged(*(usage_of(_read(p), p) for p in folder.glob("*.json") if not p.name.startswith(".")))
+        ledger.unfinished[folder.name] = merged(
+            *(usage_of(_read(p), p) for p in folder.glob("*.json") if not p.name.startswith("."))
+        )
     return ledger
 
 
@@ -172,8 +175,9 @@ def spending_cap(run: RunConfig, root: Path) -> Optional[SpendingCap]:
     return SpendingCap(run, read_ledger(root).total())
 
 
-async def play_unit(store: RunStore, stage: str, unit_id: str, make: Callable[[], Awaitable[Optional[R]]],
-                    cap: Optional[SpendingCap] = None) -> Optional[R]:  # fmt: skip
+async def play_unit(
+    store: RunStore, stage: str, unit_id: str, make: Callable[[], Awaitable[Optional[R]]], cap: Optional[SpendingCap] = None
+) -> Optional[R]:
     """Run `make` as one unit (core.metering) and publish its record stamped with its usage and origin.
 
     None, and no unit: the cap held it back or stopped it (`cap.held_back` counts it), or `make`

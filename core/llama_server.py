@@ -48,10 +48,7 @@ class _WeighedRAMCache(llama_cpp.LlamaRAMCache):
 
     @property
     def cache_size(self) -> int:
-        return sum(
-            state.llama_state_size + state.scores.nbytes + state.input_ids.nbytes
-            for state in self.cache_state.values()
-        )
+        return sum(state.llama_state_size + state.scores.nbytes + state.input_ids.nbytes for state in self.cache_state.values())
 
 
 llama_cpp.LlamaRAMCache = _WeighedRAMCache  # the server builds its cache from this name when it starts

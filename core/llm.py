@@ -16,15 +16,11 @@ and a rollout worker makes thousands of calls on the CPUs that also render slide
 from __future__ import annotations
 
 import asyncio
-import base64
 import email.utils
 import logging
-import mimetypes
 import os
 import random
-import threading
 import time
-from collections import OrderedDict
 from pathlib import Path
 from typing import Any, Sequence
 
@@ -40,114 +36,11 @@ from core.metering import current_unit
 from core.prices import busy_clock, price_of
 from core.records import Message, ModelUse, ToolCall, Usage
 from core.usage import UsageMeter
+from core.wire import estimate_prompt_tokens, to_wire
 
 log = logging.getLogger(__name__)
 
-IMAGE_TOKEN_ESTIMATE = 1000  # prompt tokens charged per image when the server reports none
 TRANSIENT_KINDS = frozenset({"rate_limit", "server", "timeout", "connection", "malformed_response"})
-
-
-# ---------------------------------------------------------------- wire format
-
-
-class DataURLs:
-    """Images as base64 data URLs, kept by path, inode, size and modification time.
-
-    A conversation resends every image it holds with each call: a Presenter's slide renders
-    are read and encoded again on every turn (~0.2 ms each here, on the worker's event loop)
-    unless kept. Least recently used URLs go first beyond `max_bytes`."""
-
-    def __init__(self, max_bytes: int = 64 * 2**20):
-        self.max_bytes = max_bytes
-        self._urls: OrderedDict[tuple[str, int, int, int], str] = OrderedDict()
-        self._bytes = 0
-        self._lock = threading.Lock()  # to_wire may run on several event loops' threads
-
-    def __call__(self, path: Path) -> str:
-        """The data URL of `path` as it is now; OSError when it cannot be read."""
-        stat = path.stat()
-        key = (str(path), stat.st_ino, stat.st_size, stat.st_mtime_ns)
-        with self._lock:
-            url = self._urls.get(key)
-            if url is not None:
-                self._urls.move_to_end(key)
-                return url
-        mime = mimetypes.guess_type(path.name)[0] or "image/png"
-        url = f"data:{mime};base64,{base64.b64encode(path.read_bytes()).decode()}"
-        with self._lock:
-            if key not in self._urls:
-                self._urls[key] = url
-                self._bytes += len(url)
-            while self._bytes > self.max_bytes and self._urls:
-                self._bytes -= len(self._urls.popitem(last=False)[1])
-        return url
-
-
-_data_urls = DataURLs()
-
-
-def _content(message: Message, image_root: Path | None, vision: bool = True) -> str | list[dict[str, Any]]:
-    if not message.images:
-        return message.content
-    if not vision:  # a text-only model: name the images instead of sending them
-        note = f"[{len(message.images)} image(s) not shown: this model reads no images]"
-        return f"{message.content}\n{note}" if message.content else note
-    root = image_root or Path.cwd()
-    parts: list[dict[str, Any]] = [{"type": "text", "text": message.content}] if message.content else []
-    for image in message.images:  # an image deleted since (e.g. by the agent) becomes a note, not a crash
-        try:
-            parts.append({"type": "image_url", "image_url": {"url": _data_urls(root / image)}})
-        except OSError:
-            parts.append({"type": "text", "text": f"[image {image} no longer exists]"})
-    return parts
-
-
-def to_wire(
-    messages: Sequence[Message], image_root: Path | None, images_in_tool_messages: bool, vision: bool = True
-) -> list[dict[str, Any]]:
-    """Records -> OpenAI chat messages.
-
-    With `images_in_tool_messages=False` (vLLM), images of consecutive tool
-    results are moved into one `user` message placed right after them. With
-    `vision=False` no image is sent: each message says how many it left out.
-    """
-    if not vision:
-        images_in_tool_messages = True  # nothing to move: every message keeps its own note
-    wire: list[dict[str, Any]] = []
-    pending: list[Message] = []  # tool messages whose images wait for the user message
-
-    def flush() -> None:
-        if pending:
-            images = tuple(img for m in pending for img in m.images)
-            note = "Images returned by the tool call(s) above:"
-            wire.append({"role": "user", "content": _content(Message("user", note, images), image_root, vision)})
-            pending.clear()
-
-    for m in messages:
-        if m.role != "tool":
-            flush()
-        item: dict[str, Any] = {"role": m.role}
-        if m.role == "tool":
-            item["tool_call_id"] = m.tool_call_id
-            if m.images and not images_in_tool_messages:
-                item["content"] = m.content or "(image below)"
-                pending.append(m)
-            else:
-                item["content"] = _content(m, image_root, vision)
-        else:
-            item["content"] = _content(m, image_root, vision)
-        if m.tool_calls:
-            item["tool_calls"] = [
-                {"id": c.id, "type": "function", "function": {"name": c.name, "arguments": c.arguments}} for c in m.tool_calls
-            ]
-        wire.append(item)
-    flush()
-    return wire
-
-
-def estimate_prompt_tokens(messages: Sequence[Message]) -> int:
-    chars = sum(len(m.content) + len(m.reasoning or "") + sum(len(c.arguments) for c in m.tool_calls) for m in messages)
-    return chars // 4 + IMAGE_TOKEN_ESTIMATE * sum(len(m.images) for m in messages)
 
 
 # ---------------------------------------------------------------- errors and retries
@@ -293,7 +186,11 @@ class _Connections:
             self._by_loop = {other: s for other, s in self._by_loop.items() if not other.is_closed()}
             key = os.environ.get(self.cfg.api_key_env) if self.cfg.api_key_env else None
             session = self._by_loop[loop] = aiohttp.ClientSession(
-                headers={"Authorization": f"Bearer {key or 'EMPTY'}", "Content-Type": "application/json", "Accept": "application/json"},
+                headers={
+                    "Authorization": f"Bearer {key or 'EMPTY'}",
+                    "Content-Type": "application/json",
+                    "Accept": "application/json",
+                },
                 timeout=aiohttp.ClientTimeout(total=None, sock_connect=self.cfg.timeout_s, sock_read=self.cfg.timeout_s),
                 connector=aiohttp.TCPConnector(limit=max(1, self.cfg.max_concurrency)),
             )
@@ -367,6 +264,7 @@ class ModelClient:
             before_sleep=before_sleep,
             reraise=True,
         )
+
         async def attempt() -> ChatResult:
             started = time.perf_counter()
             mark = self._clock.enter() if self._clock else 0.0
@@ -392,8 +290,15 @@ class ModelClient:
         self.limit.succeeded()
         usage = result.usage
         cost = self.price.cost(usage.prompt_tokens, usage.completion_tokens, usage.cached_tokens, busy[0])
-        meter.record_call(self.role, usage.prompt_tokens, usage.completion_tokens, usage.cached_tokens, cost, result.latency_s,
-                          not result.usage_reported)  # fmt: skip
+        meter.record_call(
+            self.role,
+            usage.prompt_tokens,
+            usage.completion_tokens,
+            usage.cached_tokens,
+            cost,
+            result.latency_s,
+            not result.usage_reported,
+        )
         if unit is not None:
             unit.note_model(self.role, self.use)
         return result
@@ -420,7 +325,9 @@ class ModelClient:
             choice = response["choices"][0]
             msg = choice["message"]
             calls = tuple(
-                ToolCall(id=c.get("id") or f"call_{i}", name=c["function"]["name"], arguments=c["function"].get("arguments") or "{}")
+                ToolCall(
+                    id=c.get("id") or f"call_{i}", name=c["function"]["name"], arguments=c["function"].get("arguments") or "{}"
+                )
                 for i, c in enumerate(msg.get("tool_calls") or ())
             )
             reasoning = msg.get("reasoning_content") or msg.get("reasoning")
@@ -452,7 +359,9 @@ class ModelClient:
         except TRANSPORT_ERRORS as exc:
             raise ModelError(classify(exc), f"{self.role} endpoint {self.cfg.base_url} unreachable: {exc}") from exc
         except (KeyError, TypeError) as exc:
-            raise ModelError("malformed_response", f"{self.role} endpoint {self.cfg.base_url}: not a model list ({exc!r})") from exc
+            raise ModelError(
+                "malformed_response", f"{self.role} endpoint {self.cfg.base_url}: not a model list ({exc!r})"
+            ) from exc
 
     async def aclose(self) -> None:
         await self._connections.close()
@@ -461,7 +370,11 @@ class ModelClient:
 def _usage(reported: dict[str, Any]) -> Usage:
     """The server's count; cached prompt tokens as OpenAI and vLLM report them (`prompt_tokens_details`)."""
     details = reported.get("prompt_tokens_details") or {}
-    return Usage(int(reported.get("prompt_tokens") or 0), int(reported.get("completion_tokens") or 0), int(details.get("cached_tokens") or 0))
+    return Usage(
+        int(reported.get("prompt_tokens") or 0),
+        int(reported.get("completion_tokens") or 0),
+        int(details.get("cached_tokens") or 0),
+    )
 
 
 async def close_models(*models: object) -> None:

@@ -94,16 +94,38 @@ class LocalServer:
         # wait for each other, so on a busy machine more threads were slower (here: 4x at a load of 12).
         threads = str(max(1, (os.cpu_count() or 2) // 2))
         return [
-            sys.executable, "-m", "core.llama_server", "--model", str(self.spec.model_path),
-            "--model_alias", self.spec.alias, "--chat_format", self.spec.chat_format,
-            "--n_ctx", str(self.spec.context_window), "--n_threads", threads, "--n_threads_batch", threads,
-            "--host", "127.0.0.1", "--port", str(port),
+            sys.executable,
+            "-m",
+            "core.llama_server",
+            "--model",
+            str(self.spec.model_path),
+            "--model_alias",
+            self.spec.alias,
+            "--chat_format",
+            self.spec.chat_format,
+            "--n_ctx",
+            str(self.spec.context_window),
+            "--n_threads",
+            threads,
+            "--n_threads_batch",
+            threads,
+            "--host",
+            "127.0.0.1",
+            "--port",
+            str(port),
             # Keep the model's state after each reply (LRU, CACHE_BYTES): rollouts take turns on one server, and
             # without it every turn re-reads its whole conversation (~3,400 tokens, 80 s for SmolLM2 on one
             # busy core). Each state copies the logits buffer: one batch of them, not n_ctx (1.6 GB) with
             # llama-cpp-python's default logits_all; nothing here asks for logprobs.
-            "--logits_all", "false", "--cache", "true", "--cache_type", "ram", "--cache_size", str(CACHE_BYTES),
-        ]  # fmt: skip
+            "--logits_all",
+            "false",
+            "--cache",
+            "true",
+            "--cache_type",
+            "ram",
+            "--cache_size",
+            str(CACHE_BYTES),
+        ]
 
     def start(self) -> str:
         for _ in range(PORT_ATTEMPTS):  # another process may take the free port first
@@ -111,7 +133,11 @@ class LocalServer:
             self.log_path.parent.mkdir(parents=True, exist_ok=True)
             with self.log_path.open("ab") as out:
                 self.process = subprocess.Popen(
-                    self.command(port), stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT, preexec_fn=_die_with_parent
+                    self.command(port),
+                    stdin=subprocess.DEVNULL,
+                    stdout=out,
+                    stderr=subprocess.STDOUT,
+                    preexec_fn=_die_with_parent,
                 )
             url = f"http://127.0.0.1:{port}/v1"
             if self._wait_until_serving(url):
@@ -134,7 +160,9 @@ class LocalServer:
                     pass
                 time.sleep(0.2)
         self.stop()
-        raise LocalServerError(f"the local model server for {self.spec.model_path} did not answer within {STARTUP_TIMEOUT_S:.0f} s; see {self.log_path}")
+        raise LocalServerError(
+            f"the local model server for {self.spec.model_path} did not answer within {STARTUP_TIMEOUT_S:.0f} s; see {self.log_path}"
+        )
 
     def stop(self) -> None:
         if self.process is None or self.process.poll() is not None:

@@ -37,8 +37,13 @@ class UnitCancelled(BaseException):
 class Unit:
     """One unit of work: its meter, the templates rendered and the models called while it ran."""
 
-    def __init__(self, max_cost_usd: Optional[float] = None, cap: Optional[SpendingCap] = None,
-                 meter: Optional[UsageMeter] = None, parent: Optional[Unit] = None):  # fmt: skip
+    def __init__(
+        self,
+        max_cost_usd: Optional[float] = None,
+        cap: Optional[SpendingCap] = None,
+        meter: Optional[UsageMeter] = None,
+        parent: Optional[Unit] = None,
+    ):
         self.meter = meter or UsageMeter()
         self.max_cost_usd = max_cost_usd
         self.cap = cap

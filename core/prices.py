@@ -115,8 +115,10 @@ def check_caps(cfg: DictConfig, roles: tuple[str, ...]) -> None:
     for role in dict.fromkeys([*roles, *overrides]):
         resolved = resolve_role(llm, overrides, role)
         if Backend(resolved.backend) is not Backend.scripted and not price_of(resolved).known:
-            raise ConfigError(f"{caps[0]} is set but role {role}'s price is unknown ({price_of(resolved).source}): "
-                              f"give roles.{role}.price.input_per_mtok and output_per_mtok (or llm.price.*)")
+            raise ConfigError(
+                f"{caps[0]} is set but role {role}'s price is unknown ({price_of(resolved).source}): "
+                f"give roles.{role}.price.input_per_mtok and output_per_mtok (or llm.price.*)"
+            )
 
 
 class BusyClock:

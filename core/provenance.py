@@ -32,8 +32,12 @@ class Breakdown:
 
     def to_json(self) -> dict[str, Any]:
         def rows(found: tuple[Row, ...], key: str) -> list[dict[str, Any]]:
-            return [{key: r.name, "hash": r.detail, "samples": r.samples, "share": round(r.share, 4)} if key == "template" else
-                    {key: r.name, "samples": r.samples, "share": round(r.share, 4)} for r in found]  # fmt: skip
+            return [
+                {key: r.name, "hash": r.detail, "samples": r.samples, "share": round(r.share, 4)}
+                if key == "template"
+                else {key: r.name, "samples": r.samples, "share": round(r.share, 4)}
+                for r in found
+            ]
 
         return {"samples": self.samples, "templates": rows(self.templates, "template"), "models": rows(self.models, "model")}
 
@@ -48,7 +52,9 @@ def breakdown(origins: Sequence[Origin]) -> Breakdown:
     n = len(origins)
 
     def rows(counts: Counter[tuple[str, str]]) -> tuple[Row, ...]:
-        return tuple(Row(name, detail, k, k / n) for (name, detail), k in sorted(counts.items(), key=lambda item: (-item[1], item[0])))
+        return tuple(
+            Row(name, detail, k, k / n) for (name, detail), k in sorted(counts.items(), key=lambda item: (-item[1], item[0]))
+        )
 
     return Breakdown(n, rows(templates), rows(models))
 

@@ -83,7 +83,11 @@ class ModelUse:
     def label(self) -> str:
         if self.backend in ("scripted", "rules"):
             return f"{self.model} ({self.backend}, not a model)"
-        sampling = ", ".join(f"{k}={v:g}" for k, v in (("t", self.temperature), ("top_p", self.top_p), ("max_tokens", self.max_tokens)) if v is not None)
+        sampling = ", ".join(
+            f"{k}={v:g}"
+            for k, v in (("t", self.temperature), ("top_p", self.top_p), ("max_tokens", self.max_tokens))
+            if v is not None
+        )
         return f"{self.model} [{self.backend}; {sampling}]"
 
 
@@ -140,8 +144,11 @@ class Usage:
     cached_tokens: int = 0  # of the prompt tokens, those the server served from its prompt cache
 
     def __add__(self, other: Usage) -> Usage:
-        return Usage(self.prompt_tokens + other.prompt_tokens, self.completion_tokens + other.completion_tokens,
-                     self.cached_tokens + other.cached_tokens)  # fmt: skip
+        return Usage(
+            self.prompt_tokens + other.prompt_tokens,
+            self.completion_tokens + other.completion_tokens,
+            self.cached_tokens + other.cached_tokens,
+        )
 
     @property
     def total(self) -> int:
@@ -317,7 +324,9 @@ def _arrow_type(tp: Any) -> pa.DataType:
 @cache
 def _schema(cls: type) -> pa.Schema:
     hints = _hints(cls)
-    fields = [pa.field(f.name, _arrow_type(hints[f.name]), nullable=_optional_inner(hints[f.name]) is not None) for f in _fields(cls)]
+    fields = [
+        pa.field(f.name, _arrow_type(hints[f.name]), nullable=_optional_inner(hints[f.name]) is not None) for f in _fields(cls)
+    ]
     return pa.schema(fields, metadata={"schema_version": str(SCHEMA_VERSION), "record": cls.kind})
 
 

@@ -141,7 +141,7 @@ class RunStore:
         return store
 
     def _changed_prompts(self, prompts: Mapping[str, str]) -> str:
-        """"; prompt templates changed: ..." when the run's prompts.json differs from `prompts`."""
+        """ "; prompt templates changed: ..." when the run's prompts.json differs from `prompts`."""
         path = self.root / "prompts.json"
         before = json.loads(path.read_text(encoding="utf-8")) if path.is_file() else {}
         changed = sorted(t for t in before.keys() | prompts.keys() if before.get(t) != prompts.get(t))

@@ -11,8 +11,17 @@ import threading
 from dataclasses import dataclass, field, fields
 from typing import Iterable, Mapping, Optional
 
-COUNTERS = ("calls", "retries", "prompt_tokens", "completion_tokens", "cached_tokens", "cost_usd", "unpriced_calls",
-            "latency_s", "estimated_calls")  # fmt: skip
+COUNTERS = (
+    "calls",
+    "retries",
+    "prompt_tokens",
+    "completion_tokens",
+    "cached_tokens",
+    "cost_usd",
+    "unpriced_calls",
+    "latency_s",
+    "estimated_calls",
+)
 
 
 @dataclass(frozen=True)
@@ -93,8 +102,9 @@ class UsageMeter:
             tally = self._roles[role] = _Tally()
         return tally
 
-    def record_call(self, role: str, prompt: int, completion: int, cached: int, cost: Optional[float], latency_s: float,
-                    estimated: bool) -> None:  # fmt: skip
+    def record_call(
+        self, role: str, prompt: int, completion: int, cached: int, cost: Optional[float], latency_s: float, estimated: bool
+    ) -> None:
         """One answered call; `cost` None when its price is unknown."""
         with self._lock:
             t = self._tally(role)

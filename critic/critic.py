@@ -63,11 +63,27 @@ class ModelCritic:
         measured = json.dumps(inspection.measured, ensure_ascii=False, indent=1)
         details = inspection.details or {}
         if inspection.tool == "inspect_slide":
-            prompt = render(PROMPTS, "slide_review.j2", defects=measured, source=source, path=inspection.artifact,
-                            language=language, width=details.get("width"), height=details.get("height"), aspect=details.get("aspect"))  # fmt: skip
+            prompt = render(
+                PROMPTS,
+                "slide_review.j2",
+                defects=measured,
+                source=source,
+                path=inspection.artifact,
+                language=language,
+                width=details.get("width"),
+                height=details.get("height"),
+                aspect=details.get("aspect"),
+            )
         else:
-            prompt = render(PROMPTS, "manuscript_review.j2", diagnostics=measured, source=source, path=inspection.artifact,
-                            language=language, constraints=details.get("constraints") or "none")  # fmt: skip
+            prompt = render(
+                PROMPTS,
+                "manuscript_review.j2",
+                diagnostics=measured,
+                source=source,
+                path=inspection.artifact,
+                language=language,
+                constraints=details.get("constraints") or "none",
+            )
         return [Message("user", prompt, images=(inspection.image,) if inspection.image else ())]
 
     async def review(self, inspection: Inspection, workspace: Path, language: str) -> Review:
@@ -137,7 +153,9 @@ class CriticHook:
             self.findings.update(f.category for f in review.findings)
             actionable = at_least(review.findings, self.min_severity)
             if actionable:
-                injections.append(Injection(thought(review, actionable), self.critic.name, findings_json(actionable), inspection.ref))
+                injections.append(
+                    Injection(thought(review, actionable), self.critic.name, findings_json(actionable), inspection.ref)
+                )
         return injections
 
     async def _review(self, inspection: Inspection, workspace: Path) -> Review | None:

@@ -96,11 +96,14 @@ def agreement_table(raters: dict[str, dict[str, list[float | None]]]) -> Table:
     names = list(raters)
     pairs = [(names[0], n) for n in names[1:]] + [(a, b) for i, a in enumerate(names[1:], 1) for b in names[i + 1 :]]
     columns = ["Raters", "Dimension", *(f.name for f in fields(Agreement))]
-    rows = [
-        [f"{a} vs {b}", d, *asdict(agreement(raters[a][d], raters[b][d])).values()] for a, b in pairs for d in DIMENSIONS
-    ]
-    return Table("agreement", "Judge calibration: agreement per dimension", columns, rows,
-                 ("exact, within_one and kappa on scores rounded half up to 1-5; spearman on the scores as given.",))  # fmt: skip
+    rows = [[f"{a} vs {b}", d, *asdict(agreement(raters[a][d], raters[b][d])).values()] for a, b in pairs for d in DIMENSIONS]
+    return Table(
+        "agreement",
+        "Judge calibration: agreement per dimension",
+        columns,
+        rows,
+        ("exact, within_one and kappa on scores rounded half up to 1-5; spearman on the scores as given.",),
+    )
 
 
 def scores_csv(items: list[Labelled], raters: dict[str, dict[str, list[float | None]]]) -> str:
@@ -133,7 +136,9 @@ class _Parser(argparse.ArgumentParser):
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = _Parser(prog="python -m eval.calibrate", description="Agreement of the judge with reference scores (and with a second judge).")
+    parser = _Parser(
+        prog="python -m eval.calibrate", description="Agreement of the judge with reference scores (and with a second judge)."
+    )
     parser.add_argument("labels", type=Path, help="CSV with columns path,content,style")
     parser.add_argument("--second", action="append", default=[], metavar="KEY=VALUE", help="an override for a second judge")
     parser.add_argument("--out", type=Path, help="output folder (default: LABELS_calibration/ beside the CSV)")

@@ -26,6 +26,7 @@ from core.config import (
 from core.prices import check_caps, price_of
 from pipeline.config import RolloutsConfig
 
+
 def _scripted_judge() -> LLMConfig:
     return LLMConfig(backend=Backend.scripted, base_url="none://scripted", model="scripted-judge", temperature=0.0)
 
@@ -121,7 +122,9 @@ def validate(cfg: DictConfig) -> None:
         judge = OmegaConf.to_object(cfg.judge)
         for role, endpoint in (("judge", judge.endpoint), ("describer", describer_config(judge))):
             if Backend(endpoint.backend) is not Backend.scripted and not price_of(endpoint).known:
-                raise ConfigError(f"run.max_cost_usd is set but the {role}'s price is unknown ({price_of(endpoint).source}): give judge.endpoint.price.*")
+                raise ConfigError(
+                    f"run.max_cost_usd is set but the {role}'s price is unknown ({price_of(endpoint).source}): give judge.endpoint.price.*"
+                )
     if not tasks_file(cfg.tasks).is_file():
         raise ConfigError(
             f"tasks={cfg.tasks}: no tasks file at {tasks_file(cfg.tasks)} "

@@ -30,13 +30,22 @@ def cost_vs_score(runs: Sequence[RunSummary], path: Path) -> Path:
     colours = {f: f"C{i}" for i, f in enumerate(frameworks)}
     for framework in frameworks:
         mine = [r for r in scored if r.framework == framework]
-        ax.scatter([r.cost_per_deck for r in mine], [r.avg for r in mine], s=60, color=colours[framework], label=framework, zorder=3)
+        ax.scatter(
+            [r.cost_per_deck for r in mine], [r.avg for r in mine], s=60, color=colours[framework], label=framework, zorder=3
+        )
     for r in scored:
         ax.annotate(r.label, (r.cost_per_deck, r.avg), textcoords="offset points", xytext=(5, 5), fontsize=8)
     frontier = [scored[i] for i in pareto_frontier([(r.cost_per_deck, r.avg) for r in scored])]  # type: ignore[misc]
     if frontier:
-        ax.step([r.cost_per_deck for r in frontier], [r.avg for r in frontier], where="post", linestyle="--",
-                color="grey", label="Pareto frontier", zorder=2)  # fmt: skip
+        ax.step(
+            [r.cost_per_deck for r in frontier],
+            [r.avg for r in frontier],
+            where="post",
+            linestyle="--",
+            color="grey",
+            label="Pareto frontier",
+            zorder=2,
+        )
     ax.set_xlabel("generation cost per deck (USD; llm.price)")
     ax.set_ylabel("Avg. (0-5)")
     ax.set_title("Performance vs. price")

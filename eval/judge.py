@@ -177,7 +177,9 @@ class SlideJudging:
         self._slots = asyncio.Semaphore(max_concurrency)
 
     async def slide(self, slide: SlideView) -> SlideJudgement:
-        described = self.cache.key(slide.digest, *(slide.content if self.describer.reads_content else ()), self.describer.identity)
+        described = self.cache.key(
+            slide.digest, *(slide.content if self.describer.reads_content else ()), self.describer.identity
+        )
         scored = self.cache.key(described, *(slide.content if self.judge.reads_content else ()), self.judge.identity)
         async with self._slots:
             description = self.cache.get("descriptions", described, SlideDescription)

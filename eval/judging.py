@@ -54,6 +54,8 @@ def build_judging(cfg: JudgeConfig, cache: Path, stack: AsyncExitStack) -> Slide
     unit being worked on, core.metering), with their cache."""
     described = describer_config(cfg)
     describe_with, judge_with = _client(described, "describer", stack), _client(cfg.endpoint, "judge", stack)
-    describer: Describer = ScriptedDescriber() if describe_with is None else ModelDescriber(describe_with, described, cfg.json_retries)
+    describer: Describer = (
+        ScriptedDescriber() if describe_with is None else ModelDescriber(describe_with, described, cfg.json_retries)
+    )
     judge: Judge = ScriptedJudge() if judge_with is None else ModelJudge(judge_with, cfg.endpoint, cfg.json_retries)
     return SlideJudging(describer, judge, JudgeCache(cache), cfg.max_concurrency)

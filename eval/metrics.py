@@ -69,9 +69,18 @@ def constraint_score(pdf: Path, task: Task) -> tuple[float, str]:
 
 def unrendered(task: Task, failure: str, cost_usd: float, tokens: int) -> DeckScore:
     return DeckScore(
-        task.task_id, task.source, task.language, False, 0, FLOOR["constraint"], FLOOR["content"], FLOOR["style"],
-        cost_usd, tokens, failure,
-    )  # fmt: skip
+        task.task_id,
+        task.source,
+        task.language,
+        False,
+        0,
+        FLOOR["constraint"],
+        FLOOR["content"],
+        FLOOR["style"],
+        cost_usd,
+        tokens,
+        failure,
+    )
 
 
 @dataclass(frozen=True)

@@ -18,7 +18,9 @@ from eval.summary import SUMMARY, RunSummary
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m eval.report", description="The paper's tables and Figure 6 over several eval runs.")
+    parser = argparse.ArgumentParser(
+        prog="python -m eval.report", description="The paper's tables and Figure 6 over several eval runs."
+    )
     parser.add_argument("runs", nargs="+", type=Path, help="eval run directories (the first leads Table 6)")
     parser.add_argument("--out", type=Path, required=True, help="where the tables and the figure go")
     args = parser.parse_args(argv)

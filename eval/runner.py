@@ -19,9 +19,15 @@ from pipeline.runner import DeckRunner
 def inference_config(cfg: EvalConfig) -> SynthesizeConfig:
     """The parts of the eval config a DeckRunner reads, with the critic off."""
     return SynthesizeConfig(
-        llm=cfg.llm, roles=cfg.roles, agents=cfg.agents, reflection=cfg.reflection, agent=cfg.agent,
-        tools=cfg.tools, render=cfg.render, critic=CriticConfig(mode=CriticMode.none),
-    )  # fmt: skip
+        llm=cfg.llm,
+        roles=cfg.roles,
+        agents=cfg.agents,
+        reflection=cfg.reflection,
+        agent=cfg.agent,
+        tools=cfg.tools,
+        render=cfg.render,
+        critic=CriticConfig(mode=CriticMode.none),
+    )
 
 
 class EvalRunner:

@@ -75,7 +75,9 @@ def _judged(j: SlideJudgement) -> dict[str, Any]:
 
 
 def _slides(task: Task, rollout: Rollout, root: Path, render_dir: Path) -> list[SlideView]:
-    return load_deck((root / rollout.artifacts["defects"]).parent, render_dir, task.constraints.language or task.language, task.instruction)
+    return load_deck(
+        (root / rollout.artifacts["defects"]).parent, render_dir, task.constraints.language or task.language, task.instruction
+    )
 
 
 def restored(record: DeckScores, task: Task, rollout: Optional[Rollout], root: Path, render_dir: Path) -> ScoredDeck:
@@ -83,7 +85,9 @@ def restored(record: DeckScores, task: Task, rollout: Optional[Rollout], root: P
     if not record.score.rendered or rollout is None:
         return ScoredDeck(record.score, [], None)
     slides = [
-        SlideJudgement(s["number"], s["digest"], SlideDescription.model_validate(s["description"]), SlideScores.model_validate(s["scores"]))
+        SlideJudgement(
+            s["number"], s["digest"], SlideDescription.model_validate(s["description"]), SlideScores.model_validate(s["scores"])
+        )
         for s in json.loads(record.judgements_json)
     ]
     try:
@@ -109,14 +113,26 @@ async def score_deck(task: Task, rollout: Rollout | None, root: Path, judging: S
     judgement = await judging.deck(slides)
     content_failures = "; ".join(f"slide {s.number}: {', '.join(s.content)}" for s in slides if s.content)
     score = DeckScore(
-        task.task_id, task.source, task.language, True, len(slides), constraint, judgement.content, judgement.style,
-        rollout.cost_usd, tokens, judgement.error, failed, content_failures,
-    )  # fmt: skip
+        task.task_id,
+        task.source,
+        task.language,
+        True,
+        len(slides),
+        constraint,
+        judgement.content,
+        judgement.style,
+        rollout.cost_usd,
+        tokens,
+        judgement.error,
+        failed,
+        content_failures,
+    )
     return ScoredDeck(score, slides, judgement)
 
 
-async def score_all(cfg: EvalConfig, tasks: list[Task], rollouts: dict[str, Rollout], store: RunStore,
-                    cap: Optional[SpendingCap] = None) -> list[ScoredDeck]:  # fmt: skip
+async def score_all(
+    cfg: EvalConfig, tasks: list[Task], rollouts: dict[str, Rollout], store: RunStore, cap: Optional[SpendingCap] = None
+) -> list[ScoredDeck]:
     """Every deck's scores: from its unit when an earlier run scored it, else judged now (a unit each)."""
     root, done = store.root, store.load_map(UNITS, DeckScores)
     render_dir = cache_root(cfg.judge, root) / "pages"
@@ -158,12 +174,19 @@ def judgements_jsonl(decks: list[ScoredDeck], root: Path) -> str:
             _judged(j) | {"png": s.png.relative_to(root).as_posix() if s.png.is_relative_to(root) else str(s.png)}
             for s, j in zip(deck.slides, deck.judgement.slides if deck.judgement else ())
         ]
-        lines.append(json.dumps({"task_id": deck.score.task_id, "error": deck.score.failure, "slides": slides}, ensure_ascii=False))
+        lines.append(
+            json.dumps({"task_id": deck.score.task_id, "error": deck.score.failure, "slides": slides}, ensure_ascii=False)
+        )
     return "\n".join(lines) + "\n"
 
 
-def summarize(cfg: EvalConfig, root: Path, decks: list[ScoredDeck], diversity: tuple[float | None, float | None],
-              judge_usage: dict[str, RoleUsage]) -> RunSummary:  # fmt: skip
+def summarize(
+    cfg: EvalConfig,
+    root: Path,
+    decks: list[ScoredDeck],
+    diversity: tuple[float | None, float | None],
+    judge_usage: dict[str, RoleUsage],
+) -> RunSummary:
     scores = [d.score for d in decks]
     metrics = aggregate(scores)
     agent = resolve_role(cfg.llm, cfg.roles, "agent")

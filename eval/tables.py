@@ -30,8 +30,14 @@ class Table:
     bold_best: tuple[str, ...] = ()  # columns whose highest value is bold in Markdown
 
     def markdown(self) -> str:
-        best = {c: max((r[self.columns.index(c)] for r in self.rows if r[self.columns.index(c)] is not None), default=None)
-                for c in self.bold_best} if len(self.rows) > 1 else {}  # fmt: skip
+        best = (
+            {
+                c: max((r[self.columns.index(c)] for r in self.rows if r[self.columns.index(c)] is not None), default=None)
+                for c in self.bold_best
+            }
+            if len(self.rows) > 1
+            else {}
+        )
         lines = [f"**{self.title}**", "", "| " + " | ".join(self.columns) + " |", "|" + "---|" * len(self.columns)]
         for row in self.rows:
             cells = []
@@ -56,10 +62,13 @@ def _fmt(value: Any) -> str:
 
 
 def _judges(runs: Sequence[RunSummary]) -> tuple[str, ...]:
-    notes = [f"{r.label}: {r.tasks} tasks, rendered {r.rendered}/{r.tasks} ({r.render_rate:.0%}), "
-             f"unjudged {r.unjudged}, judge {r.judge}" + (" (SCRIPTED: rule-based, not a model)" if r.judge_scripted else "")
-             + (", policy scripted (a rule-based baseline, not a model)" if r.policy == "scripted" else "")
-             for r in runs]  # fmt: skip
+    notes = [
+        f"{r.label}: {r.tasks} tasks, rendered {r.rendered}/{r.tasks} ({r.render_rate:.0%}), "
+        f"unjudged {r.unjudged}, judge {r.judge}"
+        + (" (SCRIPTED: rule-based, not a model)" if r.judge_scripted else "")
+        + (", policy scripted (a rule-based baseline, not a model)" if r.policy == "scripted" else "")
+        for r in runs
+    ]
     return (SCALES, *notes)
 
 

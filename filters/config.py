@@ -6,6 +6,7 @@ from dataclasses import dataclass, field
 
 from critic.config import Severity
 
+
 def every_gate() -> list[str]:
     """Every registered gate, in pipeline order (the default of `filters.gates`)."""
     from filters.registry import GATES  # the gate modules import this config
@@ -21,7 +22,9 @@ class FiltersConfig:
     min_constraint_score: float = 1.0  # fraction of constraints a deck must meet
     # content gate (filters/content.py); defaults chosen on the labelled set (tests/filters/content_set.py, content_decks/)
     content_duplicate_similarity: float = 0.8  # two slides whose text shingles overlap this much (Jaccard) are duplicates
-    content_repeat_min_tokens: int = 6  # a sentence this long (words; CJK characters count one each) may not recur on another slide
+    content_repeat_min_tokens: int = (
+        6  # a sentence this long (words; CJK characters count one each) may not recur on another slide
+    )
     content_echo_tokens: int = 10  # a run of this many request tokens (quoted titles aside) on a slide is an echo of the request
     content_foreign_share: float = 0.5  # body text share in another language that fails language_mix
     quality_reject_severity: Severity = Severity.critical  # measured defects this bad reject without a judge call

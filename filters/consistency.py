@@ -63,7 +63,9 @@ class ConsistencyReply(pydantic.BaseModel):
         if numbers != list(range(1, self.expected + 1)):
             raise ValueError(f"'findings' must judge each of findings 1-{self.expected} exactly once, got {numbers}")
         if not self.passed and all(c.status == "addressed" for c in self.findings):
-            raise ValueError("'passed' is false but every finding is marked addressed: mark the finding(s) not addressed, or set passed to true")
+            raise ValueError(
+                "'passed' is false but every finding is marked addressed: mark the finding(s) not addressed, or set passed to true"
+            )
         return self
 
 
@@ -96,10 +98,16 @@ class ModelJudge:
 
     def request(self, revision: Revision, language: str) -> list[Message]:
         prompt = render(
-            PROMPTS, "consistency.j2", artifact=revision.artifact, tool=revision.tool, findings=revision.findings,
-            actions=revision.actions, diff=revision.diff_text(self.cfg.consistency_max_diff_chars),
-            reinspected=revision.reinspected, language=language,
-        )  # fmt: skip
+            PROMPTS,
+            "consistency.j2",
+            artifact=revision.artifact,
+            tool=revision.tool,
+            findings=revision.findings,
+            actions=revision.actions,
+            diff=revision.diff_text(self.cfg.consistency_max_diff_chars),
+            reinspected=revision.reinspected,
+            language=language,
+        )
         return [Message("user", prompt)]
 
     async def check(self, revision: Revision, language: str) -> list[str]:
@@ -166,7 +174,11 @@ class ConsistencyGate:
             passed=not failed,
             category=GATE if failed else None,
             score=1 - failed / len(found),
-            reasons=(*(reason for r in results for reason in r), f"{len(found) - failed} of {len(found)} injection(s) addressed", *label),
+            reasons=(
+                *(reason for r in results for reason in r),
+                f"{len(found) - failed} of {len(found)} injection(s) addressed",
+                *label,
+            ),
         )
 
 

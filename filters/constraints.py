@@ -121,7 +121,9 @@ def read_pdf(pdf_path: Path, read: Callable[[pymupdf.Document], T]) -> T:
 
 
 def _read(pdf_path: Path) -> _Deck:
-    return read_pdf(pdf_path, lambda doc: _Deck([(p.rect.width, p.rect.height) for p in doc], "\n".join(p.get_text() for p in doc)))
+    return read_pdf(
+        pdf_path, lambda doc: _Deck([(p.rect.width, p.rect.height) for p in doc], "\n".join(p.get_text() for p in doc))
+    )
 
 
 def _slide_count(pages: int, low: int | None, high: int | None) -> Check:
@@ -210,7 +212,9 @@ class CLIParser(argparse.ArgumentParser):
         self.exit(2, f"{self.prog}: error: {message}\n")
 
 
-def print_report(prog: str, make: Callable[[], R], to_json: Callable[[R], object], human: Callable[[R], str], as_json: bool) -> int:
+def print_report(
+    prog: str, make: Callable[[], R], to_json: Callable[[R], object], human: Callable[[R], str], as_json: bool
+) -> int:
     """A gate CLI's output: the report as JSON or as lines (exit 0), or one line on stderr (exit 2) for an unreadable PDF."""
     try:
         report = make()
@@ -272,8 +276,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
     low, high = (args.slides, args.slides) if args.slides_range is None else args.slides_range
     constraints = Constraints(slides_min=low, slides_max=high, aspect_ratio=args.aspect, language=args.lang)
-    return print_report(parser.prog, lambda: check_deck(args.pdf, constraints, FiltersConfig()), ConstraintReport.to_json,
-                        lambda report: _human(args.pdf, report), args.json)  # fmt: skip
+    return print_report(
+        parser.prog,
+        lambda: check_deck(args.pdf, constraints, FiltersConfig()),
+        ConstraintReport.to_json,
+        lambda report: _human(args.pdf, report),
+        args.json,
+    )
 
 
 if __name__ == "__main__":

@@ -75,7 +75,9 @@ _PLACEHOLDER = re.compile(
 )
 _GENERIC = r"(?:key points?|main points?|points?|part|section|slide|topic|item|bullet|content|要点|重点|部分|内容|幻灯片|主题)"
 _MORE = r"(?:\s*[(（](?:continued|cont\.?|续)[)）])"
-_GENERIC_NUMBERED = re.compile(rf"^(?:{_GENERIC}\s*(?:\d+|[ivx]+)|第\s*\d+\s*(?:页|部分|节|章)){_MORE}*$|^{_GENERIC}{_MORE}+$", re.IGNORECASE)
+_GENERIC_NUMBERED = re.compile(
+    rf"^(?:{_GENERIC}\s*(?:\d+|[ivx]+)|第\s*\d+\s*(?:页|部分|节|章)){_MORE}*$|^{_GENERIC}{_MORE}+$", re.IGNORECASE
+)
 _GENERIC_BARE = re.compile(rf"^{_GENERIC}$", re.IGNORECASE)
 
 
@@ -128,8 +130,14 @@ class ContentReport:
 
     def to_verdict(self, task_id: str) -> Verdict:
         failed = self.failed
-        return Verdict(task_id=task_id, gate=GATE, passed=not failed, category=failed[0] if failed else None,
-                       score=1 - len(failed) / len(self.checks), reasons=self.reasons())  # fmt: skip
+        return Verdict(
+            task_id=task_id,
+            gate=GATE,
+            passed=not failed,
+            category=failed[0] if failed else None,
+            score=1 - len(failed) / len(self.checks),
+            reasons=self.reasons(),
+        )
 
     def to_json(self) -> dict[str, object]:
         checks = {code: {"ok": c.ok, "detail": c.detail} for code, c in self.checks.items()}
@@ -146,7 +154,9 @@ def read_slides(pdf_path: Path) -> list[SlideText]:
 
 def page_slide(number: int, page: pymupdf.Page) -> SlideText:
     blocks: list[tuple[float, str]] = []
-    for block in page.get_text("dict", flags=pymupdf.TEXTFLAGS_DICT & ~pymupdf.TEXT_PRESERVE_IMAGES)["blocks"]:  # images counted apart
+    for block in page.get_text("dict", flags=pymupdf.TEXTFLAGS_DICT & ~pymupdf.TEXT_PRESERVE_IMAGES)[
+        "blocks"
+    ]:  # images counted apart
         spans = [s for line in block.get("lines", ()) for s in line["spans"] if s["text"].strip()]
         text = _join_lines(["".join(s["text"] for s in line["spans"]) for line in block.get("lines", ())])
         if spans and text:
@@ -185,7 +195,9 @@ def sentences(item: str) -> list[str]:
 # ---------------------------------------------------------------- the checks
 
 
-def check_content(slides: Sequence[SlideText], cfg: FiltersConfig, language: str | None = None, request: str | None = None) -> ContentReport:
+def check_content(
+    slides: Sequence[SlideText], cfg: FiltersConfig, language: str | None = None, request: str | None = None
+) -> ContentReport:
     checks = {
         "duplicate_slides": _duplicates(slides, cfg.content_duplicate_similarity),
         "repeated_text": _repeats(slides, cfg.content_repeat_min_tokens),
@@ -258,15 +270,23 @@ def _repeats(slides: Sequence[SlideText], min_tokens: int) -> Check:
 
 def _cut(item: str) -> bool:
     return bool(
-        _ELLIPSIS_END.search(item) or _ELLIPSIS_START.search(item) or _CUT_START.search(item)
-        or _DANGLING_WORD.search(item) or _DANGLING_MARK.search(item) or _BROKEN.search(item)
+        _ELLIPSIS_END.search(item)
+        or _ELLIPSIS_START.search(item)
+        or _CUT_START.search(item)
+        or _DANGLING_WORD.search(item)
+        or _DANGLING_MARK.search(item)
+        or _BROKEN.search(item)
         or item.count("(") + item.count("（") > item.count(")") + item.count("）")
-    )  # fmt: skip
+    )
 
 
 def _truncated(slides: Sequence[SlideText]) -> Check:
-    found = [((s.number,), f"slide {s.number}: {_quote(item[-60:] if len(item) > 60 else item)}")
-             for s in slides for item in s.items if _cut(item)]  # fmt: skip
+    found = [
+        ((s.number,), f"slide {s.number}: {_quote(item[-60:] if len(item) > 60 else item)}")
+        for s in slides
+        for item in s.items
+        if _cut(item)
+    ]
     found += [((s.number,), f"slide {s.number} heading {_quote(s.heading)}") for s in slides if _ELLIPSIS_END.search(s.heading)]
     return _failed(found, "cut text") if found else Check(True, "no text cut mid-sentence")
 
@@ -281,8 +301,11 @@ def _placeholders(slides: Sequence[SlideText]) -> Check:
         for text in (heading, *s.items):
             if _PLACEHOLDER.search(text) or _PLACEHOLDER_CASED.search(text):
                 found.append(((s.number,), f"slide {s.number}: {_quote(text)}"))
-        found += [((s.number,), f"slide {s.number} lists {_quote(item)}") for item in s.items
-                  if _GENERIC_NUMBERED.match(item.strip()) or _GENERIC_BARE.match(item.strip())]  # fmt: skip
+        found += [
+            ((s.number,), f"slide {s.number} lists {_quote(item)}")
+            for item in s.items
+            if _GENERIC_NUMBERED.match(item.strip()) or _GENERIC_BARE.match(item.strip())
+        ]
     return _failed(found, "placeholder or generic text") if found else Check(True, "no placeholder or generic heading")
 
 
@@ -301,12 +324,18 @@ def _echo(slides: Sequence[SlideText], request: str | None, n: int) -> Check:
             hits = [i for i in range(len(words) - n + 1) if tuple(words[i : i + n]) in said]
             if hits:
                 found.append(((s.number,), f"slide {s.number} repeats the request: {_quote(text)}"))
-    return _failed(found, f"request text (a run of {n}+ of its words) on slides") if found else Check(True, "no request text on the slides")
+    return (
+        _failed(found, f"request text (a run of {n}+ of its words) on slides")
+        if found
+        else Check(True, "no request text on the slides")
+    )
 
 
 def _foreign(item: str, language: str) -> bool:
     """Not in `language`: a Latin sentence in a Chinese deck; mostly non-Latin letters in a Latin-script deck."""
-    if language in CJK_LANGUAGES:  # a Chinese word is one to three characters: twice as many Latin words as CJK characters is not Chinese
+    if (
+        language in CJK_LANGUAGES
+    ):  # a Chinese word is one to three characters: twice as many Latin words as CJK characters is not Chinese
         latin = len(_LATIN_WORD.findall(item))
         return latin >= 3 and latin > 2 * len(_CJK_CHAR.findall(item))
     letters = sum(ch.isalpha() for ch in item)
@@ -328,8 +357,11 @@ def _language_mix(slides: Sequence[SlideText], language: str | None, threshold: 
 
 def _empty(slides: Sequence[SlideText]) -> Check:
     content = slides[1:] if len(slides) > 1 else slides  # the title slide of a deck may be a title alone
-    found = [((s.number,), f"slide {s.number} ({_quote(s.heading) if s.heading else 'no text'})")
-             for s in content if not s.items and not s.images]  # fmt: skip
+    found = [
+        ((s.number,), f"slide {s.number} ({_quote(s.heading) if s.heading else 'no text'})")
+        for s in content
+        if not s.items and not s.images
+    ]
     return _failed(found, "a heading and nothing else") if found else Check(True, "every content slide has content")
 
 
@@ -372,8 +404,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--request", metavar="TEXT", help="the task's request (request_echo)")
     parser.add_argument("--json", action="store_true", help='print {"passed", "checks", "reasons"} as JSON')
     args = parser.parse_args(argv)
-    return print_report(parser.prog, lambda: check_deck(args.pdf, FiltersConfig(), args.lang, args.request), ContentReport.to_json,
-                        lambda report: _human(args.pdf, report), args.json)  # fmt: skip
+    return print_report(
+        parser.prog,
+        lambda: check_deck(args.pdf, FiltersConfig(), args.lang, args.request),
+        ContentReport.to_json,
+        lambda report: _human(args.pdf, report),
+        args.json,
+    )
 
 
 if __name__ == "__main__":

@@ -94,7 +94,9 @@ class QualityReply(pydantic.BaseModel):
         if unknown:
             raise ValueError(f"slide(s) {unknown} were not shown; the slides shown are {list(self.shown)}")
         if not self.passed and not any(d.critical for d in self.defects):
-            raise ValueError("'passed' is false but no critical defect is listed: name each critical defect and its slide, or set passed to true")
+            raise ValueError(
+                "'passed' is false but no critical defect is listed: name each critical defect and its slide, or set passed to true"
+            )
         return self
 
 
@@ -116,9 +118,13 @@ class VisionJudge:
         size = self.cfg.quality_images_per_call
         batches = [slides[i : i + size] for i in range(0, len(slides), size)]
         replies = await asyncio.gather(
-            *(ask_json(self.model, self.request(b, len(slides), aspect, language), reply_schema(b), self.cfg.json_retries, workspace)
-              for b in batches)
-        )  # fmt: skip
+            *(
+                ask_json(
+                    self.model, self.request(b, len(slides), aspect, language), reply_schema(b), self.cfg.json_retries, workspace
+                )
+                for b in batches
+            )
+        )
         return [d for reply in replies for d in reply.defects if d.critical]
 
 
@@ -139,8 +145,13 @@ class QualityGate:
             return self._verdict(task_id, slides, {number for number, _ in measured}, reasons)
         lesser = sum(len(s.measured) for s in slides)
         if self.vision is None:
-            return Verdict(task_id=task_id, gate=GATE, passed=True, score=1.0,
-                           reasons=(f"no {self.cfg.quality_reject_severity.value} measured defect ({lesser} lesser)", SCRIPTED_LABEL))  # fmt: skip
+            return Verdict(
+                task_id=task_id,
+                gate=GATE,
+                passed=True,
+                score=1.0,
+                reasons=(f"no {self.cfg.quality_reject_severity.value} measured defect ({lesser} lesser)", SCRIPTED_LABEL),
+            )
         missing = [s.png for s in slides if not (workspace / s.png).is_file()]
         if missing:
             raise ArtifactError(f"{workspace}: slide preview(s) missing: {', '.join(missing)}")

@@ -48,7 +48,9 @@ def defect_counts(root: Path, rollouts: Sequence[Rollout]) -> Counter[tuple[str,
     return counts
 
 
-def markdown(found: Sequence[Outcome], verdicts: Sequence[Verdict], gates: Sequence[str], defects: Counter[tuple[str, str]]) -> str:
+def markdown(
+    found: Sequence[Outcome], verdicts: Sequence[Verdict], gates: Sequence[str], defects: Counter[tuple[str, str]]
+) -> str:
     total = len(found)
     accepted = sum(o.accepted for o in found)
     rejected = [o for o in found if o.rejected]
@@ -67,14 +69,30 @@ def markdown(found: Sequence[Outcome], verdicts: Sequence[Verdict], gates: Seque
     for category in _categories(gates, by_category):
         paper = f"{PAPER_SHARES[category]:.1f}%" if category in PAPER_SHARES else "-"
         lines.append(f"| {category} | {by_category[category]} | {_pct(by_category[category], len(rejected))} | {paper} |")
-    lines += ["", "## Verdicts by gate (a rollout may fail several gates)", "", "| gate | verdicts | passed | failed | of which environment |", "|---|---:|---:|---:|---:|"]
+    lines += [
+        "",
+        "## Verdicts by gate (a rollout may fail several gates)",
+        "",
+        "| gate | verdicts | passed | failed | of which environment |",
+        "|---|---:|---:|---:|---:|",
+    ]
     for gate in [ENVIRONMENT, *gates]:
         mine = [v for v in verdicts if v.gate == gate]
         failed = [v for v in mine if not v.passed]
-        lines.append(f"| {gate} | {len(mine)} | {len(mine) - len(failed)} | {len(failed)} | {sum(v.category == ENVIRONMENT for v in failed)} |")
+        lines.append(
+            f"| {gate} | {len(mine)} | {len(mine) - len(failed)} | {len(failed)} | {sum(v.category == ENVIRONMENT for v in failed)} |"
+        )
     if CONTENT_GATE in gates:
-        lines += ["", "## Content checks (a deck may fail several; filters/content.py)", "", "| check | decks failing |", "|---|---:|"]
-        failing = Counter(r.split(":", 1)[0] for v in verdicts if v.gate == CONTENT_GATE and v.category != ENVIRONMENT for r in v.reasons)
+        lines += [
+            "",
+            "## Content checks (a deck may fail several; filters/content.py)",
+            "",
+            "| check | decks failing |",
+            "|---|---:|",
+        ]
+        failing = Counter(
+            r.split(":", 1)[0] for v in verdicts if v.gate == CONTENT_GATE and v.category != ENVIRONMENT for r in v.reasons
+        )
         lines += [f"| {code} | {failing[code]} |" for code in CONTENT_CODES]
     lines += ["", "## Measured defects of the final decks (deck_defects.json)", ""]
     if defects:

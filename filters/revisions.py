@@ -82,7 +82,11 @@ def parse_findings(injection: CriticInjection) -> tuple[Finding, ...]:
 def revisions(trajectory: Trajectory) -> list[Revision]:
     """One Revision per critic injection of the trajectory, in order."""
     events = list(_events(trajectory.messages))
-    said = {i: m.content for i, m in enumerate(trajectory.messages) if m.role == "assistant" and m.kind != "critic" and m.content.strip()}
+    said = {
+        i: m.content
+        for i, m in enumerate(trajectory.messages)
+        if m.role == "assistant" and m.kind != "critic" and m.content.strip()
+    }
     found = []
     for injection in trajectory.injections:
         tool, artifact = _reviewed(injection.observation_ref)
@@ -93,7 +97,9 @@ def revisions(trajectory: Trajectory) -> list[Revision]:
         indices = sorted({e.index for e in window} | {i for i in said if injection.message_index < i <= end})
         actions = tuple(line for i in indices for line in _actions(i, said.get(i), [e for e in window if e.index == i]))
         diffs = _diffs(before, after, pieces, artifact)
-        found.append(Revision(trajectory.agent, injection, parse_findings(injection), tool, artifact, actions, diffs, reinspected))
+        found.append(
+            Revision(trajectory.agent, injection, parse_findings(injection), tool, artifact, actions, diffs, reinspected)
+        )
     return found
 
 
@@ -168,7 +174,9 @@ def _replay(files: dict[str, str], pieces: dict[str, list[str]], events: Iterato
     return files
 
 
-def _diffs(before: dict[str, str], after: dict[str, str], pieces: dict[str, list[str]], artifact: str) -> tuple[tuple[str, str], ...]:
+def _diffs(
+    before: dict[str, str], after: dict[str, str], pieces: dict[str, list[str]], artifact: str
+) -> tuple[tuple[str, str], ...]:
     paths = sorted({p for p in after if after[p] != before.get(p)} | set(pieces), key=lambda p: (p != artifact, p))
     diffs = []
     for path in paths:

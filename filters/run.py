@@ -179,14 +179,20 @@ async def judge_rollouts(store: RunStore, cfg: FilterRunConfig) -> dict[str, Any
 
     async def one(gates: dict[str, BuiltGate], rollout: Rollout, gate_name: str) -> Verdict | None:
         unit_cap = cap if gate_name != ENVIRONMENT and GATES[gate_name].role is not None else None  # rules spend nothing
-        return await play_unit(store, STAGE, unit_id(rollout.task_id, gate_name), lambda: judged(gates, rollout, gate_name), unit_cap)
+        return await play_unit(
+            store, STAGE, unit_id(rollout.task_id, gate_name), lambda: judged(gates, rollout, gate_name), unit_cap
+        )
 
     async def rollout_verdicts(gates: dict[str, BuiltGate], rollout: Rollout) -> None:
         todo = pending[rollout.task_id]
         judges = [g for g in todo if g != ENVIRONMENT and GATES[g].role is not None]
         made = await asyncio.gather(*(one(gates, rollout, g) for g in todo if g not in judges))
         rules = [v for v in made if v is not None]
-        rules += [committed[unit_id(rollout.task_id, g)] for g in names if GATES[g].role is None and unit_id(rollout.task_id, g) in committed]
+        rules += [
+            committed[unit_id(rollout.task_id, g)]
+            for g in names
+            if GATES[g].role is None and unit_id(rollout.task_id, g) in committed
+        ]
         if any(not v.passed for v in rules):
             skipped.update(judges)  # rejected already: no judge tokens spent on it
             return
@@ -204,7 +210,9 @@ async def judge_rollouts(store: RunStore, cfg: FilterRunConfig) -> dict[str, Any
     return figures
 
 
-def _summarise(store: RunStore, rollouts: list[Rollout], gates: list[str], judged: int, undecided: Counter[str], skipped: Counter[str]) -> dict[str, Any]:
+def _summarise(
+    store: RunStore, rollouts: list[Rollout], gates: list[str], judged: int, undecided: Counter[str], skipped: Counter[str]
+) -> dict[str, Any]:
     store.compact(STAGE, Verdict)
     ids = {r.task_id for r in rollouts}
     verdicts = [v for v in store.load(STAGE, Verdict) if v.task_id in ids]

@@ -91,7 +91,12 @@ class RolloutsConfig:
 
 @dataclass
 class SynthesizeConfig:
-    PROMPTS: ClassVar[tuple[str, ...]] = (*AGENT_PROMPTS, "critic/prompts", "filters/prompts", "pipeline/prompts")  # in the config hash
+    PROMPTS: ClassVar[tuple[str, ...]] = (
+        *AGENT_PROMPTS,
+        "critic/prompts",
+        "filters/prompts",
+        "pipeline/prompts",
+    )  # in the config hash
 
     run: RunConfig = field(default_factory=RunConfig)
     limit: Optional[int] = None  # process at most N tasks: a quick preview
@@ -124,9 +129,13 @@ def validate(cfg: DictConfig) -> None:
         raise ConfigError("ray.num_workers and ray.rollouts_per_worker must be >= 1")
     check_caps(cfg, SYNTHESIS_ROLES)
     if cfg.ray.address and Backend.local in {cfg.llm.backend, *(r.backend for r in cfg.roles.values())}:
-        raise ConfigError(f"llm=local serves on this machine's loopback, which the nodes of ray.address={cfg.ray.address} cannot reach: serve the model with vLLM (llm=vllm)")
+        raise ConfigError(
+            f"llm=local serves on this machine's loopback, which the nodes of ray.address={cfg.ray.address} cannot reach: serve the model with vLLM (llm=vllm)"
+        )
     if cfg.ray.threads_per_worker < 0:
-        raise ConfigError(f"ray.threads_per_worker={cfg.ray.threads_per_worker}: must be >= 0 (0 runs CPU-bound steps on the worker's event loop)")
+        raise ConfigError(
+            f"ray.threads_per_worker={cfg.ray.threads_per_worker}: must be >= 0 (0 runs CPU-bound steps on the worker's event loop)"
+        )
     if not 0 <= cfg.tasks.eval_size < cfg.tasks.count:
         raise ConfigError(f"tasks.eval_size={cfg.tasks.eval_size} must be >= 0 and below tasks.count={cfg.tasks.count}")
     for name, mix in (("slides", cfg.tasks.constraints.slides), ("aspect", cfg.tasks.constraints.aspect)):

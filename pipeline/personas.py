@@ -72,7 +72,9 @@ def parse_persona(text: str) -> Persona:
     rest = _ARTICLE.sub("", rest[named.end() :] if named else rest)
     cut = _BOUNDARY.search(f" {rest}")
     words = (f" {rest}"[: cut.start()] if cut else rest).split()
-    participle = next((i for i, w in enumerate(words) if i and w.endswith("ing") and w.lower() not in _NOT_PARTICIPLES), len(words))
+    participle = next(
+        (i for i, w in enumerate(words) if i and w.endswith("ing") and w.lower() not in _NOT_PARTICIPLES), len(words)
+    )
     role = " ".join(words[:participle])  # "an engineer developing ...": the role ends before the participle
     place = _PLACE.match(rest[rest.find(role) + len(role) :]) if role else None  # right after the role: "... from Cape Town"
     return Persona(text, name, role, place.group(1) if place else "")

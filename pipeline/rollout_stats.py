@@ -13,7 +13,9 @@ from core.run import RunContext
 from core.store import atomic_write_text
 
 
-def summarize(records: list[Rollout], tasks: int, played: int, elapsed_s: float, critic_mode: str, command_jail: str) -> dict[str, Any]:
+def summarize(
+    records: list[Rollout], tasks: int, played: int, elapsed_s: float, critic_mode: str, command_jail: str
+) -> dict[str, Any]:
     done = [r for r in records if r.status == "done"]
     failures = Counter(r.failure or "unknown" for r in records if r.status != "done")
     tokens: Counter = Counter()

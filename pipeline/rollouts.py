@@ -17,16 +17,13 @@ flight finish or are cancelled (`run.budget_in_flight`), and the stage stops wit
 from __future__ import annotations
 
 import asyncio
-import gc
 import importlib
 import json
 import logging
 import os
 import shutil
-import socket
 import time
 from collections import Counter, deque
-from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -47,13 +44,13 @@ from core.store import RunStore, UnitExists
 from pipeline.rollout_stats import publish, summarize
 from pipeline.spending import project_rollouts
 from pipeline.stages import require_input
+from pipeline.worker_process import bound_threads, settle_gc
 
 log = logging.getLogger(__name__)
 
 STAGE = "rollouts"
 WORKER_LOST = (RayActorError, ActorDiedError, ActorUnavailableError)
 RESTART_WAIT_S = 5.0
-GC_THRESHOLD = 20_000  # allocations between young-generation collections (CPython's default: 700)
 
 
 class RunAborted(RuntimeError):
@@ -99,9 +96,9 @@ class RolloutWorker:
         """Start the runner (browser, clients); `play` does it too, for a worker Ray restarted."""
         async with self._lock:
             if not self._started:
-                _bound_threads(self.cfg.ray.threads_per_worker)
+                bound_threads(self.cfg.ray.threads_per_worker)
                 await self.runner.start()
-                _settle_gc()
+                settle_gc()
                 self._started = True
 
     async def play(self, task_json: str, attempt: int) -> str:
@@ -142,64 +139,15 @@ class RolloutWorker:
             await self.runner.close()
 
 
-def _bound_threads(threads: int) -> None:
-    """Run the rollouts' `asyncio.to_thread` steps (pixel checks, PDF and PPTX export) on `threads`
-    threads, or with 0 on the event loop itself.
-
-    They are CPU-bound and mostly hold the GIL, so threads only take turns on it with the loop. On 2
-    CPUs (2 workers, interleaved runs): one thread per worker spent 5-6% less machine CPU per rollout
-    than asyncio's default pool (CPUs + 4 threads) at 32 rollouts in flight; none (the loop waits for
-    each step, ~12 ms per slide's pixel checks, ~19 ms per PPTX) 5-8% more rollouts per hour than one
-    at 32 in flight (7 of 8 pairs), the same at 1 and 64, 2% fewer at 8. The other worker and the
-    browsers keep the CPUs busy meanwhile; a lone process does not: the render capacity of one
-    process with one browser is best with the default pool."""
-    executor = _InlineExecutor() if threads == 0 else ThreadPoolExecutor(threads, thread_name_prefix="rollout-cpu")
-    asyncio.get_running_loop().set_default_executor(executor)
-
-
-# What asyncio itself hands its default executor to wait on the network (`loop.getaddrinfo`, e.g. aiohttp's
-# resolver and the download tool's address check): a slow DNS server would stall every rollout of the worker.
-_BLOCKING_IO = (socket.getaddrinfo, socket.getnameinfo)
-
-
-class _InlineExecutor(ThreadPoolExecutor):
-    """Runs each call at once in the submitting thread (asyncio takes only a ThreadPoolExecutor as its
-    default executor), except the name lookups of `_BLOCKING_IO`, which get a thread. Installed as the
-    default executor, it makes every `asyncio.to_thread` of the worker (renderer, deck export) run on
-    the event loop: those calls block it, by choice (see `use_threads`)."""
-
-    def __init__(self) -> None:
-        super().__init__(2, thread_name_prefix="rollout-lookup")
-
-    def submit(self, fn: Any, /, *args: Any, **kwargs: Any) -> Future:
-        if fn in _BLOCKING_IO:
-            return super().submit(fn, *args, **kwargs)
-        future: Future = Future()
-        try:
-            future.set_result(fn(*args, **kwargs))
-        except BaseException as exc:  # noqa: BLE001 - as a pool thread would: the caller gets it from the future
-            future.set_exception(exc)
-        return future
-
-
-def _settle_gc() -> None:
-    """Keep the cyclic GC off the long-lived heap of a started worker and collect less often.
-
-    Measured at 32 rollouts in flight (2 workers): full collections of ~150 ms each (the event
-    loop stalls meanwhile) and ~14 ms of collector time per rollout; frozen and with a larger
-    first generation, ~40% of that. Rollouts allocate mostly acyclic data freed by refcount."""
-    gc.collect()
-    gc.freeze()
-    gc.set_threshold(GC_THRESHOLD)
-
-
 def _finish(rollout: Rollout, attempt: int, wall_s: float) -> Rollout:
     """The attempt and wall time; a record made without its calls' figures (a timeout, a crash) gets them from its usage."""
     counted: dict[str, Any] = {}
     if rollout.usage and not rollout.prompt_tokens:
-        counted = {"prompt_tokens": {role: u.prompt_tokens for role, u in rollout.usage.items()},
-                   "completion_tokens": {role: u.completion_tokens for role, u in rollout.usage.items()},
-                   "cost_usd": sum(u.cost_usd for u in rollout.usage.values())}  # fmt: skip
+        counted = {
+            "prompt_tokens": {role: u.prompt_tokens for role, u in rollout.usage.items()},
+            "completion_tokens": {role: u.completion_tokens for role, u in rollout.usage.items()},
+            "cost_usd": sum(u.cost_usd for u in rollout.usage.values()),
+        }
     return replace(rollout, attempt=attempt, wall_s=rollout.wall_s or wall_s, **counted)
 
 
@@ -352,7 +300,9 @@ def _pick_worker(start: int, restarting_until: list[float]) -> int:
     return start % n
 
 
-def _worker_lost(store: RunStore, task: Task, attempt: int, max_attempts: int, queue: deque, feed: Feed, exc: Exception) -> Rollout | None:
+def _worker_lost(
+    store: RunStore, task: Task, attempt: int, max_attempts: int, queue: deque, feed: Feed, exc: Exception
+) -> Rollout | None:
     """Resubmit a rollout whose worker died (Ray restarts the worker), or give up after `max_attempts`."""
     if store.is_done(STAGE, task.task_id):  # it was published just before the worker died
         return store.load_unit(STAGE, task.task_id, Rollout)
@@ -414,7 +364,11 @@ def full_size(ctx: RunContext, split: list[Task]) -> int:
     `tasks.count` drafts, so its split is scaled up by their ratio."""
     done = ctx.store.load_map("stages", StageDone).get("tasks")
     figures = json.loads(done.figures_json) if done else {}
-    return round(len(split) * ctx.cfg.tasks.count / figures["written"]) if figures.get("limited") and figures["written"] else len(split)
+    return (
+        round(len(split) * ctx.cfg.tasks.count / figures["written"])
+        if figures.get("limited") and figures["written"]
+        else len(split)
+    )
 
 
 def play(ctx: RunContext, tasks: list[Task], full: int) -> tuple[Feed, list[Rollout], float]:
@@ -441,7 +395,9 @@ def run_rollouts(ctx: RunContext) -> dict[str, Any]:
     why = f"the tasks stage kept none for split {ctx.cfg.rollouts.split}; reasons in {ctx.store.path('tasks', 'stats.md')}"
     require_input(ctx, STAGE, len(tasks), "tasks", why)
     feed, records, elapsed = play(ctx, tasks, full_size(ctx, split))
-    stats = summarize(records, len(tasks), len(feed.finished), elapsed, str(ctx.cfg.critic.mode.value), describe(ctx.cfg.tools.sandbox))
+    stats = summarize(
+        records, len(tasks), len(feed.finished), elapsed, str(ctx.cfg.critic.mode.value), describe(ctx.cfg.tools.sandbox)
+    )
     publish(ctx, stats | {"resubmitted": feed.resubmitted}, records)
     keys = ("tasks", "played", "done", "failed", "yield", "rollouts_per_hour", "cost_usd", "injections")
     return {k: stats[k] for k in keys} | {"resubmitted": feed.resubmitted}

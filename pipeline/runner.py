@@ -77,8 +77,9 @@ class DeckRunner:
         return rollout_record(task, workspace.relative_to(self.run_dir), outcome, unit.usage(), hooks, env.policy)
 
 
-def rollout_record(task: Task, folder: Path, outcome: DeckOutcome, usage: dict[str, RoleUsage], hooks: list[CriticHook],
-                   policy: str) -> Rollout:  # fmt: skip
+def rollout_record(
+    task: Task, folder: Path, outcome: DeckOutcome, usage: dict[str, RoleUsage], hooks: list[CriticHook], policy: str
+) -> Rollout:
     """The Rollout row: status, artifacts (run-relative), steps, tools, injections, tokens and cost per role."""
     prompt = {role: u.prompt_tokens for role, u in usage.items()}
     completion = {role: u.completion_tokens for role, u in usage.items()}

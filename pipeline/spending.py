@@ -79,8 +79,13 @@ def publish_usage(root: Path, tracker: Optional[Tracker] = None) -> dict[str, An
     path.parent.mkdir(exist_ok=True)
     atomic_write_text(path, json.dumps(stats, indent=1, ensure_ascii=False))
     if tracker is not None:
-        scalars = {f"usage/{stage}/{role}/{k}": v for stage, d in stats["stages"].items() for role, u in d["roles"].items()
-                   for k, v in u.items() if isinstance(v, (int, float))}  # fmt: skip
+        scalars = {
+            f"usage/{stage}/{role}/{k}": v
+            for stage, d in stats["stages"].items()
+            for role, u in d["roles"].items()
+            for k, v in u.items()
+            if isinstance(v, (int, float))
+        }
         scalars |= {f"usage/total/{k}": v for k, v in stats["total"].items() if isinstance(v, (int, float))}
         tracker.summary(scalars)
     return stats
@@ -99,20 +104,27 @@ def project_rollouts(root: Path, stage: str, tasks: int, cap: Optional[SpendingC
     tokens = sum(u.tokens for u in spent.values())
     per_cost, per_tokens = _ratio(cost, finished), _ratio(tokens, finished)
     projection: dict[str, Any] = {
-        "stage": stage, "tasks": tasks, "finished": finished, "to_play": to_play, "at": time.strftime("%Y-%m-%d %H:%M:%S"),
-        "per_rollout_cost_usd": per_cost, "per_rollout_tokens": per_tokens,
+        "stage": stage,
+        "tasks": tasks,
+        "finished": finished,
+        "to_play": to_play,
+        "at": time.strftime("%Y-%m-%d %H:%M:%S"),
+        "per_rollout_cost_usd": per_cost,
+        "per_rollout_tokens": per_tokens,
         "projected_cost_usd": None if per_cost is None or cost is None else cost + per_cost * to_play,
         "projected_tokens": None if per_tokens is None else round(tokens + per_tokens * to_play),
         "run_spent_usd": ledger.total().cost,
-    }  # fmt: skip
+    }
     if not finished:
         note = "no rollout has finished yet: a limit=N pilot projects the cost of the full stage when it ends"
     elif per_cost is None:
         note = f"{finished} rollouts finished, a role's price is unknown (set llm.price.*): tokens only"
     else:
-        note = (f"${per_cost:.4f} and {per_tokens:,.0f} tokens per rollout over {finished} finished: "
-                f"${projection['projected_cost_usd']:.2f} for the stage's {tasks} rollouts without limit, ${per_cost * to_play:.2f} of it "
-                "still to spend")  # fmt: skip
+        note = (
+            f"${per_cost:.4f} and {per_tokens:,.0f} tokens per rollout over {finished} finished: "
+            f"${projection['projected_cost_usd']:.2f} for the stage's {tasks} rollouts without limit, ${per_cost * to_play:.2f} of it "
+            "still to spend"
+        )
         if cap is not None and cap.max_cost_usd is not None and per_cost > 0:
             left = max(0.0, cap.max_cost_usd - cap.spent()[0])
             note += f"; run.max_cost_usd leaves ${left:.2f}, about {int(left // per_cost)} rollouts"

@@ -51,7 +51,11 @@ def chosen(recipe: Mapping[str, StageFn], names: Sequence[str] | None) -> dict[s
 
 
 def run_stages(
-    cfg: DictConfig, recipe: Mapping[str, StageFn], job_type: str, validate: Callable[[DictConfig], None], names: Sequence[str] | None = None
+    cfg: DictConfig,
+    recipe: Mapping[str, StageFn],
+    job_type: str,
+    validate: Callable[[DictConfig], None],
+    names: Sequence[str] | None = None,
 ) -> None:
     """Validate, open the run, then run the stages of `recipe` that `names` picks (None: all), in order,
     rewriting stats/usage.json after each.

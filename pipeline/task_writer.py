@@ -83,9 +83,19 @@ class TaskWriter(Protocol):
 def _draft(job: WriteJob, writer: str, **fields: object) -> TaskDraft:
     doc = job.doc
     attachments = (doc.path,) if doc.path else ()
-    provenance = doc.provenance | {"mode": job.mode} | ({"audience": job.audience, "scenario": job.scenario} if job.audience else {})
-    return TaskDraft(draft_id=job.draft_id, source=doc.source, doc_id=doc.doc_id, mode=job.mode, writer=writer,
-                     attachments=attachments, provenance=provenance, **fields)
+    provenance = (
+        doc.provenance | {"mode": job.mode} | ({"audience": job.audience, "scenario": job.scenario} if job.audience else {})
+    )
+    return TaskDraft(
+        draft_id=job.draft_id,
+        source=doc.source,
+        doc_id=doc.doc_id,
+        mode=job.mode,
+        writer=writer,
+        attachments=attachments,
+        provenance=provenance,
+        **fields,
+    )
 
 
 class _Note(pydantic.BaseModel):
@@ -118,14 +128,23 @@ class LLMTaskWriter:
         try:
             if job.mode == "document":
                 reply = await self._ask(
-                    "document_task.j2", _Request, title=job.doc.title, excerpt=job.doc.text[:2000], source=job.doc.source,
-                    audience=job.audience, scenario=job.scenario, language=job.language,
+                    "document_task.j2",
+                    _Request,
+                    title=job.doc.title,
+                    excerpt=job.doc.text[:2000],
+                    source=job.doc.source,
+                    audience=job.audience,
+                    scenario=job.scenario,
+                    language=job.language,
                 )
             else:
                 note = await self._ask("knowledge_note.j2", _Note, persona=job.doc.text) if job.mode == "knowledge" else None
                 reply = await self._ask(
-                    "persona_task.j2", _Request, persona=job.doc.text,
-                    note=note.note if note else "", topic=note.topic if note else "",
+                    "persona_task.j2",
+                    _Request,
+                    persona=job.doc.text,
+                    note=note.note if note else "",
+                    topic=note.topic if note else "",
                 )
         except JSONReplyError as exc:
             return _draft(job, self.name, dropped=exc.reason)
@@ -185,7 +204,10 @@ class ScriptedTaskWriter:
             return None
         words = set(re.findall(r"[a-z]{4,}", persona.lower()))
         salt = int(hashlib.sha1(draft_id.encode()).hexdigest(), 16)
-        return max(enumerate(docs), key=lambda kd: (len(words & set(re.findall(r"[a-z]{4,}", kd[1].text.lower()))), (kd[0] + salt) % len(docs)))[1]
+        return max(
+            enumerate(docs),
+            key=lambda kd: (len(words & set(re.findall(r"[a-z]{4,}", kd[1].text.lower()))), (kd[0] + salt) % len(docs)),
+        )[1]
 
     async def keep(self, instruction: str, attached: bool) -> tuple[bool, str]:
         note_model(ROLE, self.use)

@@ -95,7 +95,12 @@ def make_writer(ctx: RunContext) -> TaskWriter:
 
 
 async def _units(
-    ctx: RunContext, stage_name: str, ids: Sequence[str], make: Callable[[str], Awaitable[R]], cls: type[R], label: str,
+    ctx: RunContext,
+    stage_name: str,
+    ids: Sequence[str],
+    make: Callable[[str], Awaitable[R]],
+    cls: type[R],
+    label: str,
     cap: SpendingCap | None,
 ) -> dict[str, R]:
     """Run `make` for each id not yet done (bounded, with progress), committing each result as a unit;
@@ -160,7 +165,9 @@ async def _build_tasks(ctx: RunContext, writer: TaskWriter) -> dict[str, Any]:
 
         async def judge(draft_id: str) -> Verdict:
             ok, reason = await writer.keep(by_id[draft_id].instruction, bool(by_id[draft_id].attachments))
-            return Verdict(task_id=draft_id, gate="task_quality", passed=ok, category=None if ok else "quality", reasons=(reason,))
+            return Verdict(
+                task_id=draft_id, gate="task_quality", passed=ok, category=None if ok else "quality", reasons=(reason,)
+            )
 
         gate = await _units(ctx, "task_gate", list(by_id), judge, Verdict, "quality gate", cap)
         funnel.dropped["quality_gate"] += sum(not v.passed for v in gate.values())
@@ -182,8 +189,13 @@ async def _build_tasks(ctx: RunContext, writer: TaskWriter) -> dict[str, Any]:
     atomic_write_parquet(train, folder / "train.parquet", Task)
     atomic_write_parquet(held_out, folder / "eval.parquet", Task)
     atomic_write_text(folder / "stats.md", stats_markdown(train, held_out, funnel, cfg, writer.name))
-    figures = {"written": len(drafts), "train": len(train), "eval": len(held_out), "dropped": sum(funnel.dropped.values()),
-               "limited": total < cfg.tasks.count}  # fmt: skip
+    figures = {
+        "written": len(drafts),
+        "train": len(train),
+        "eval": len(held_out),
+        "dropped": sum(funnel.dropped.values()),
+        "limited": total < cfg.tasks.count,
+    }
     ctx.store.commit("stages", "tasks", StageDone(stage="tasks", figures_json=json.dumps(figures)))
     return figures
 
@@ -219,7 +231,9 @@ def stats_markdown(train: list[Task], held_out: list[Task], funnel: Funnel, cfg:
     languages = sorted({t.language for t in train + held_out})
     lines = [f"# Tasks: {len(train)} train, {len(held_out)} eval", "", f"Writer: `{writer}`.", ""]
     lines += _table("Language", [(lang, lambda t, lang=lang: t.language == lang) for lang in languages], train, held_out)
-    lines += _table("Source", [(SOURCE_NAMES.get(s, s), lambda t, s=s: t.source == s) for s in vars(cfg.sources)], train, held_out)
+    lines += _table(
+        "Source", [(SOURCE_NAMES.get(s, s), lambda t, s=s: t.source == s) for s in vars(cfg.sources)], train, held_out
+    )
     aspects = [(a if a != "A1" else "A1 poster", lambda t, a=a: (t.constraints.aspect_ratio or "free") == a) for a in mix.aspect]
     lines += _table("Aspect ratio", aspects, train, held_out)
     buckets = [(b, lambda t, b=b: slide_bucket(t.constraints, mix.slides) == b) for b in mix.slides]

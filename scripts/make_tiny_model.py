@@ -15,15 +15,43 @@ from pathlib import Path
 
 # GLM-4.5V / GLM-4.6V special tokens and their ids.
 SPECIAL_TOKENS: dict[str, int] = {
-    "<|endoftext|>": 151329, "[MASK]": 151330, "[gMASK]": 151331, "[sMASK]": 151332, "<sop>": 151333,
-    "<eop>": 151334, "<|system|>": 151335, "<|user|>": 151336, "<|assistant|>": 151337, "<|observation|>": 151338,
-    "<|begin_of_image|>": 151339, "<|end_of_image|>": 151340, "<|begin_of_video|>": 151341, "<|end_of_video|>": 151342,
-    "<|begin_of_audio|>": 151343, "<|end_of_audio|>": 151344, "<|begin_of_transcription|>": 151345,
-    "<|end_of_transcription|>": 151346, "<|code_prefix|>": 151347, "<|code_middle|>": 151348, "<|code_suffix|>": 151349,
-    "<think>": 151350, "</think>": 151351, "<tool_call>": 151352, "</tool_call>": 151353, "<tool_response>": 151354,
-    "</tool_response>": 151355, "<arg_key>": 151356, "</arg_key>": 151357, "<arg_value>": 151358, "</arg_value>": 151359,
-    "/nothink": 151360, "<|begin_of_box|>": 151361, "<|end_of_box|>": 151362, "<|image|>": 151363, "<|video|>": 151364,
-}  # fmt: skip
+    "<|endoftext|>": 151329,
+    "[MASK]": 151330,
+    "[gMASK]": 151331,
+    "[sMASK]": 151332,
+    "<sop>": 151333,
+    "<eop>": 151334,
+    "<|system|>": 151335,
+    "<|user|>": 151336,
+    "<|assistant|>": 151337,
+    "<|observation|>": 151338,
+    "<|begin_of_image|>": 151339,
+    "<|end_of_image|>": 151340,
+    "<|begin_of_video|>": 151341,
+    "<|end_of_video|>": 151342,
+    "<|begin_of_audio|>": 151343,
+    "<|end_of_audio|>": 151344,
+    "<|begin_of_transcription|>": 151345,
+    "<|end_of_transcription|>": 151346,
+    "<|code_prefix|>": 151347,
+    "<|code_middle|>": 151348,
+    "<|code_suffix|>": 151349,
+    "<think>": 151350,
+    "</think>": 151351,
+    "<tool_call>": 151352,
+    "</tool_call>": 151353,
+    "<tool_response>": 151354,
+    "</tool_response>": 151355,
+    "<arg_key>": 151356,
+    "</arg_key>": 151357,
+    "<arg_value>": 151358,
+    "</arg_value>": 151359,
+    "/nothink": 151360,
+    "<|begin_of_box|>": 151361,
+    "<|end_of_box|>": 151362,
+    "<|image|>": 151363,
+    "<|video|>": 151364,
+}
 VOCAB_SIZE = 151_552
 TEXT_HIDDEN = 64
 MAX_IMAGE_SIDE = 224  # at most (224 / 14 / 2)^2 = 64 image tokens per image
@@ -44,9 +72,12 @@ def build_tokenizer():
     core.decoder = decoders.ByteLevel()
     core.add_special_tokens(list(SPECIAL_TOKENS))
     tokenizer = PreTrainedTokenizerFast(
-        tokenizer_object=core, eos_token="<|endoftext|>", pad_token="<|endoftext|>", padding_side="left",
+        tokenizer_object=core,
+        eos_token="<|endoftext|>",
+        pad_token="<|endoftext|>",
+        padding_side="left",
         extra_special_tokens={"image_token": "<|image|>", "video_token": "<|video|>"},
-    )  # fmt: skip
+    )
     for token, token_id in SPECIAL_TOKENS.items():
         assert tokenizer.convert_tokens_to_ids(token) == token_id, token
     for probe in ("\n", "a"):  # MS-SWIFT tokenizes these alone and takes the first id
@@ -56,9 +87,14 @@ def build_tokenizer():
 
 def media_token_ids() -> dict[str, int]:
     """The Glm4vConfig fields that name GLM-4.5V's image and video token ids."""
-    names = {"image_token_id": "<|image|>", "video_token_id": "<|video|>", "image_start_token_id": "<|begin_of_image|>",
-             "image_end_token_id": "<|end_of_image|>", "video_start_token_id": "<|begin_of_video|>",
-             "video_end_token_id": "<|end_of_video|>"}  # fmt: skip
+    names = {
+        "image_token_id": "<|image|>",
+        "video_token_id": "<|video|>",
+        "image_start_token_id": "<|begin_of_image|>",
+        "image_end_token_id": "<|end_of_image|>",
+        "video_start_token_id": "<|begin_of_video|>",
+        "video_end_token_id": "<|end_of_video|>",
+    }
     return {field: SPECIAL_TOKENS[token] for field, token in names.items()}
 
 
@@ -68,17 +104,36 @@ def tiny_config(layers: int = 2):
     head_dim, rotary_factor = 32, 0.5
     config = Glm4vConfig(
         text_config=dict(
-            vocab_size=VOCAB_SIZE, hidden_size=TEXT_HIDDEN, intermediate_size=128, num_hidden_layers=layers,
-            num_attention_heads=TEXT_HIDDEN // head_dim, num_key_value_heads=1, max_position_embeddings=8192,
+            vocab_size=VOCAB_SIZE,
+            hidden_size=TEXT_HIDDEN,
+            intermediate_size=128,
+            num_hidden_layers=layers,
+            num_attention_heads=TEXT_HIDDEN // head_dim,
+            num_key_value_heads=1,
+            max_position_embeddings=8192,
             pad_token_id=SPECIAL_TOKENS["<|endoftext|>"],
             # mrope_section sums to the rotary frequencies: head_dim * factor / 2 = 8
-            rope_parameters={"rope_type": "default", "rope_theta": 10000.0, "partial_rotary_factor": rotary_factor,
-                             "mrope_section": [2, 3, 3]},
+            rope_parameters={
+                "rope_type": "default",
+                "rope_theta": 10000.0,
+                "partial_rotary_factor": rotary_factor,
+                "mrope_section": [2, 3, 3],
+            },
         ),
-        vision_config=dict(depth=2, hidden_size=32, intermediate_size=64, num_heads=2, out_hidden_size=TEXT_HIDDEN,
-                           patch_size=14, spatial_merge_size=2, temporal_patch_size=2, image_size=336),
-        tie_word_embeddings=True, **media_token_ids(),
-    )  # fmt: skip
+        vision_config=dict(
+            depth=2,
+            hidden_size=32,
+            intermediate_size=64,
+            num_heads=2,
+            out_hidden_size=TEXT_HIDDEN,
+            patch_size=14,
+            spatial_merge_size=2,
+            temporal_patch_size=2,
+            image_size=336,
+        ),
+        tie_word_embeddings=True,
+        **media_token_ids(),
+    )
     config.eos_token_id = SPECIAL_TOKENS["<|endoftext|>"]
     return config
 

@@ -35,7 +35,12 @@ def make_run(tmp_path: Path) -> Callable[..., RunContext]:
 @pytest.fixture(scope="module")
 def embedded_ray():
     """A local Ray instance for a test module; workers import the project and tests."""
-    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False, configure_logging=False,
-             runtime_env={"env_vars": {"PYTHONPATH": str(PROJECT_ROOT)}})
+    ray.init(
+        num_cpus=2,
+        include_dashboard=False,
+        log_to_driver=False,
+        configure_logging=False,
+        runtime_env={"env_vars": {"PYTHONPATH": str(PROJECT_ROOT)}},
+    )
     yield
     ray.shutdown()

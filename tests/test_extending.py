@@ -37,7 +37,9 @@ def synthesize_config(*overrides: str):
 
 
 def test_a_new_defect_code_reaches_the_critic_and_the_report(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
-    monkeypatch.setitem(DEFECT_CODES, "glare", DefectCode("glare", Source.slide, "style", "minor", "a white box glares", "tone the box down"))
+    monkeypatch.setitem(
+        DEFECT_CODES, "glare", DefectCode("glare", Source.slide, "style", "minor", "a white box glares", "tone the box down")
+    )
     measured = [{"code": "glare", "element": "div.box", "detail": "98% white"}]
     review = asyncio.run(RulesCritic().review(Inspection("inspect_slide", "slides/slide_01.html", "", measured), tmp_path, "en"))
     assert [(f.category, f.severity, f.fix) for f in review.findings] == [("style", "minor", "tone the box down")]
@@ -64,7 +66,9 @@ def test_a_new_stage_runs_in_the_recipe_order(tmp_path: Path) -> None:
     assert "stage count: {'tasks': 0}" in (tmp_path / "logs" / "synthesize.log").read_text()
 
 
-def test_a_new_tool_is_offered_to_its_role_and_called_as_a_model_calls_it(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+def test_a_new_tool_is_offered_to_its_role_and_called_as_a_model_calls_it(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
     monkeypatch.setattr(REGISTRY, "tools", dict(REGISTRY.tools))
     monkeypatch.setattr(REGISTRY, "roles", {role: list(names) for role, names in REGISTRY.roles.items()})
 
@@ -90,7 +94,9 @@ class EchoEndpoint:
     def __init__(self, cfg: LLMConfig, role: str) -> None:
         self.name = cfg.model
 
-    async def chat(self, messages: Sequence[Message], tools: Sequence[dict] | None = None, image_root: Path | None = None) -> ChatResult:
+    async def chat(
+        self, messages: Sequence[Message], tools: Sequence[dict] | None = None, image_root: Path | None = None
+    ) -> ChatResult:
         last = next(m.content for m in reversed(messages) if m.role == "user")
         return ChatResult(content=last, reasoning=None, tool_calls=(), usage=Usage(len(messages), 1))
 

@@ -16,10 +16,28 @@ import pytest
 from agents.policies.designs import DESIGNS
 from core.config import PROJECT_ROOT
 
-GENERIC = {"serif", "sans-serif", "monospace", "cursive", "fantasy", "system-ui", "ui-serif", "ui-sans-serif",
-           "ui-monospace", "ui-rounded", "emoji", "math", "fangsong", "inherit", "initial", "unset"}  # fmt: skip
+GENERIC = {
+    "serif",
+    "sans-serif",
+    "monospace",
+    "cursive",
+    "fantasy",
+    "system-ui",
+    "ui-serif",
+    "ui-sans-serif",
+    "ui-monospace",
+    "ui-rounded",
+    "emoji",
+    "math",
+    "fangsong",
+    "inherit",
+    "initial",
+    "unset",
+}
 DECLARATION = re.compile(r"\bfont(-family)?\s*:\s*([^;}<>]+)")
-SHORTHAND_LEAD = re.compile(r"^(?:(?:italic|oblique|normal|bold|bolder|lighter|small-caps|\d[\w./%-]*)\s+)+")  # style, weight, size
+SHORTHAND_LEAD = re.compile(
+    r"^(?:(?:italic|oblique|normal|bold|bolder|lighter|small-caps|\d[\w./%-]*)\s+)+"
+)  # style, weight, size
 SOURCES = {
     "slide templates and design presets": ["agents/policies/templates/*.j2", "agents/roles/prompts/*.j2"],
     "report CSS and templates": ["pipeline/report/static/*.css", "pipeline/report/templates/*.j2"],
@@ -48,7 +66,9 @@ def named_in(patterns: list[str]) -> set[str]:
 
 
 NAMED = {source: named_in(patterns) for source, patterns in SOURCES.items()}
-NAMED["slide templates and design presets"] |= {f for d in DESIGNS for f in families(d.font, shorthand=False)}  # the templates' {{ d.font }}
+NAMED["slide templates and design presets"] |= {
+    f for d in DESIGNS for f in families(d.font, shorthand=False)
+}  # the templates' {{ d.font }}
 
 
 def test_every_source_names_fonts() -> None:
@@ -59,4 +79,6 @@ def test_every_source_names_fonts() -> None:
 @pytest.mark.parametrize("family", sorted(set().union(*NAMED.values())))
 def test_every_named_font_family_is_installed(family: str) -> None:
     matched = subprocess.run(["fc-match", "-f", "%{family}", family], capture_output=True, text=True, check=True).stdout
-    assert family in matched.split(","), f"{family!r} is not installed (fontconfig falls back to {matched!r}); install it in scripts/install_system.sh"
+    assert family in matched.split(","), (
+        f"{family!r} is not installed (fontconfig falls back to {matched!r}); install it in scripts/install_system.sh"
+    )

@@ -38,8 +38,12 @@ def histogram(lengths: list[int], max_length: int) -> list[dict[str, Any]]:
 
 
 def _split(name: str, items: list[Exported]) -> dict[str, Any]:
-    return {"file": name, "samples": len(items), "tasks": len({e.sample.task_id for e in items}),
-            "images": sum(len(e.sample.images) for e in items)}  # fmt: skip
+    return {
+        "file": name,
+        "samples": len(items),
+        "tasks": len({e.sample.task_id for e in items}),
+        "images": sum(len(e.sample.images) for e in items),
+    }
 
 
 def _sources(report: ExportReport) -> list[dict[str, Any]]:
@@ -51,8 +55,10 @@ def _sources(report: ExportReport) -> list[dict[str, Any]]:
         tasks.setdefault(source, set()).add(task_id)
         licence = (task.provenance.get("licence") or task.provenance.get("license")) if task else None
         licences.setdefault(source, Counter())[licence or "not recorded"] += 1
-    return [{"source": s, "tasks": len(ids), "licences": ", ".join(f"{k} ({n})" for k, n in licences[s].most_common())}
-            for s, ids in sorted(tasks.items())]  # fmt: skip
+    return [
+        {"source": s, "tasks": len(ids), "licences": ", ".join(f"{k} ({n})" for k, n in licences[s].most_common())}
+        for s, ids in sorted(tasks.items())
+    ]
 
 
 def _listing(counter: Counter) -> str:
@@ -63,8 +69,15 @@ def training_estimate(report: ExportReport) -> dict[str, Any]:
     """GPU-hours of the paper's setting (full SFT, 5 epochs) on this export's train split at the assumed throughput."""
     tokens = sum(e.tokens.total for e in report.train) * PAPER_EPOCHS
     hours = tokens / TOKENS_PER_S_PER_GPU / 3600
-    return {"epochs": PAPER_EPOCHS, "tokens": f"{tokens:,}", "rate": f"{TOKENS_PER_S_PER_GPU:,.0f}", "source": TOKENS_PER_S_SOURCE,
-            "gpu_hours": f"{hours:,.1f}", "gpus": PAPER_GPUS, "wall_hours": f"{hours / PAPER_GPUS:,.1f}"}  # fmt: skip
+    return {
+        "epochs": PAPER_EPOCHS,
+        "tokens": f"{tokens:,}",
+        "rate": f"{TOKENS_PER_S_PER_GPU:,.0f}",
+        "source": TOKENS_PER_S_SOURCE,
+        "gpu_hours": f"{hours:,.1f}",
+        "gpus": PAPER_GPUS,
+        "wall_hours": f"{hours / PAPER_GPUS:,.1f}",
+    }
 
 
 def _usd(value: float | None) -> str:
@@ -76,16 +89,34 @@ def spending(report: ExportReport, run_dir: Path) -> dict[str, Any]:
     ledger = read_ledger(run_dir)
     total: RoleUsage = ledger.total()
     tokens = sum(e.tokens.total for e in report.samples)
-    rows = [{"stage": stage, "role": role, "calls": f"{u.calls:,}", "tokens": f"{u.tokens:,}", "cost": _usd(u.cost)}
-            for stage, usage in ledger.stages.items() for role, u in sorted(usage.items())]  # fmt: skip
-    rows += [{"stage": f"{stage} (attempts that left no unit)", "role": role, "calls": f"{u.calls:,}", "tokens": f"{u.tokens:,}", "cost": _usd(u.cost)}
-             for stage, usage in ledger.unfinished.items() for role, u in sorted(usage.items())]  # fmt: skip
+    rows = [
+        {"stage": stage, "role": role, "calls": f"{u.calls:,}", "tokens": f"{u.tokens:,}", "cost": _usd(u.cost)}
+        for stage, usage in ledger.stages.items()
+        for role, u in sorted(usage.items())
+    ]
+    rows += [
+        {
+            "stage": f"{stage} (attempts that left no unit)",
+            "role": role,
+            "calls": f"{u.calls:,}",
+            "tokens": f"{u.tokens:,}",
+            "cost": _usd(u.cost),
+        }
+        for stage, usage in ledger.unfinished.items()
+        for role, u in sorted(usage.items())
+    ]
     cost = total.cost
     return {
-        "total": _usd(cost), "calls": f"{total.calls:,}", "tokens": f"{total.tokens:,}", "unpriced": total.unpriced_calls, "rows": rows,
-        "per_accepted": _usd(cost / report.accepted) if cost is not None and report.accepted else ("unknown" if report.accepted else "n/a"),
+        "total": _usd(cost),
+        "calls": f"{total.calls:,}",
+        "tokens": f"{total.tokens:,}",
+        "unpriced": total.unpriced_calls,
+        "rows": rows,
+        "per_accepted": _usd(cost / report.accepted)
+        if cost is not None and report.accepted
+        else ("unknown" if report.accepted else "n/a"),
         "per_mtok": _usd(cost * 1e6 / tokens) if cost is not None and tokens else ("unknown" if tokens else "n/a"),
-    }  # fmt: skip
+    }
 
 
 def render_card(report: ExportReport, run_dir: Path) -> str:
@@ -99,24 +130,39 @@ def render_card(report: ExportReport, run_dir: Path) -> str:
     if len(skipped) > MAX_SKIPPED_LINES:
         skipped = skipped[:MAX_SKIPPED_LINES] + [f"... and {len(skipped) - MAX_SKIPPED_LINES} more"]
     return render(
-        TEMPLATES, "dataset_card.md.j2",
-        run_name=run_dir.name, languages=languages or ["en"],
+        TEMPLATES,
+        "dataset_card.md.j2",
+        run_name=run_dir.name,
+        languages=languages or ["en"],
         splits=[_split("train.jsonl", report.train), _split("val.jsonl", report.val)],
-        rollouts=report.rollouts, accepted=report.accepted, acceptance=report.acceptance,
+        rollouts=report.rollouts,
+        accepted=report.accepted,
+        acceptance=report.acceptance,
         rejected=_listing(report.rejected) if report.rejected else "",
         agents=_listing(Counter(e.sample.agent for e in samples)),
         critic_calls=sum(e.sample.critic_calls for e in samples),
         mask_critic=report.mask_critic,
         policies=_listing(Counter(e.sample.policy for e in samples)),
         scripted=sum(1 for e in samples if e.sample.policy == "scripted"),
-        max_length=f"{report.max_length:,}", truncated=sum(e.truncated for e in samples),
-        dropped_long=sum(1 for s in report.skipped if s.kind == "too_long"), skipped=skipped,
-        token_method=report.token_method, tokens=tokens, trained=trained, image_tokens=sum(e.tokens.image_tokens for e in samples),
+        max_length=f"{report.max_length:,}",
+        truncated=sum(e.truncated for e in samples),
+        dropped_long=sum(1 for s in report.skipped if s.kind == "too_long"),
+        skipped=skipped,
+        token_method=report.token_method,
+        tokens=tokens,
+        trained=trained,
+        image_tokens=sum(e.tokens.image_tokens for e in samples),
         trained_share=f"{trained / tokens:.1%}" if tokens else "n/a",
-        mean=round(statistics.mean(lengths)) if lengths else 0, median=round(statistics.median(lengths)) if lengths else 0,
-        longest=max(lengths, default=0), histogram=histogram(lengths, report.max_length),
-        sources=_sources(report), training=training_estimate(report), cost=spending(report, run_dir),
+        mean=round(statistics.mean(lengths)) if lengths else 0,
+        median=round(statistics.median(lengths)) if lengths else 0,
+        longest=max(lengths, default=0),
+        histogram=histogram(lengths, report.max_length),
+        sources=_sources(report),
+        training=training_estimate(report),
+        cost=spending(report, run_dir),
         provenance=table(breakdown([report.origin(e) for e in samples])) if samples else "",
         config_hash=hash_file.read_text().strip() if hash_file.is_file() else "unknown",
-        config_yaml=config_file.read_text(encoding="utf-8").strip() if config_file.is_file() else "# no config.yaml in the run directory",
-    )  # fmt: skip
+        config_yaml=config_file.read_text(encoding="utf-8").strip()
+        if config_file.is_file()
+        else "# no config.yaml in the run directory",
+    )

@@ -122,11 +122,14 @@ def load_rollouts(run_dir: Path) -> list[Rollout]:
     return RunStore(run_dir).load("rollouts", Rollout)  # not compacted yet: the published units
 
 
-def accepted_rollouts(rollouts: list[Rollout], verdicts: Optional[list[Verdict]], gates: list[str], include_undecided: bool,
-                      report: ExportReport) -> list[Rollout]:  # fmt: skip
+def accepted_rollouts(
+    rollouts: list[Rollout], verdicts: Optional[list[Verdict]], gates: list[str], include_undecided: bool, report: ExportReport
+) -> list[Rollout]:
     """The rollouts filters.acceptance accepts under the run's gates (and, if asked, the undecided ones)."""
     if gates and verdicts is None:
-        report.acceptance = f"no verdicts.parquet: the gates ({', '.join(gates)}) have not run, so every finished rollout is undecided"
+        report.acceptance = (
+            f"no verdicts.parquet: the gates ({', '.join(gates)}) have not run, so every finished rollout is undecided"
+        )
     elif gates:
         report.acceptance = f"every configured gate passed: {', '.join(gates)}"
     else:
@@ -145,8 +148,11 @@ def accepted_rollouts(rollouts: list[Rollout], verdicts: Optional[list[Verdict]]
 
 def trajectory_samples(run_dir: Path, rollout: Rollout, mask_critic: bool, report: ExportReport) -> list[Sample]:
     """One sample per trajectory artifact of the rollout; what cannot be exported is reported."""
-    artifacts = [(name.removeprefix(TRAJECTORY_PREFIX), rel) for name, rel in sorted(rollout.artifacts.items())
-                 if name.startswith(TRAJECTORY_PREFIX)]  # fmt: skip
+    artifacts = [
+        (name.removeprefix(TRAJECTORY_PREFIX), rel)
+        for name, rel in sorted(rollout.artifacts.items())
+        if name.startswith(TRAJECTORY_PREFIX)
+    ]
     if not artifacts:
         report.skipped.append(Skipped(rollout.task_id, "-", "no trajectory artifact"))
     samples = []
@@ -284,7 +290,9 @@ def _parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("run_dir", nargs="?", type=Path, help="the run directory to export")
     parser.add_argument("--out", type=Path, help="export folder (default: RUN_DIR/sft)")
-    parser.add_argument("--validate", type=Path, metavar="FILE", help="check an exported JSONL with MS-SWIFT instead of exporting")
+    parser.add_argument(
+        "--validate", type=Path, metavar="FILE", help="check an exported JSONL with MS-SWIFT instead of exporting"
+    )
     parser.add_argument("--model-dir", help="local processor files: count and encode with the real template")
     parser.add_argument("--max-length", type=int, default=defaults.max_length)
     parser.add_argument("--truncation", choices=[t.value for t in Truncation], default=defaults.truncation.value)
@@ -294,7 +302,9 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--template", default=defaults.template)
     parser.add_argument("--agent-template", default=defaults.agent_template)
     parser.add_argument("--copy-images", action="store_true", help="copy images instead of hard-linking them")
-    parser.add_argument("--include-undecided", action="store_true", help="also export rollouts a gate gave no verdict (unfiltered data)")
+    parser.add_argument(
+        "--include-undecided", action="store_true", help="also export rollouts a gate gave no verdict (unfiltered data)"
+    )
     parser.add_argument("--push-to-hub", metavar="REPO_ID", help="also upload to this Hugging Face dataset repo")
     return parser
 
@@ -309,11 +319,19 @@ def main(argv: Optional[list[str]] = None) -> int:
     if args.run_dir is None:
         _parser().error("give RUN_DIR to export, or --validate FILE")
     cfg = ExportConfig(
-        out_dir=str(args.out) if args.out else None, max_length=args.max_length, truncation=Truncation(args.truncation),
-        mask_critic=args.mask_critic, val_fraction=args.val_fraction, seed=args.seed, model_dir=args.model_dir,
-        template=args.template, agent_template=args.agent_template, link_images=not args.copy_images,
-        push_to_hub=args.push_to_hub, include_undecided=args.include_undecided,
-    )  # fmt: skip
+        out_dir=str(args.out) if args.out else None,
+        max_length=args.max_length,
+        truncation=Truncation(args.truncation),
+        mask_critic=args.mask_critic,
+        val_fraction=args.val_fraction,
+        seed=args.seed,
+        model_dir=args.model_dir,
+        template=args.template,
+        agent_template=args.agent_template,
+        link_images=not args.copy_images,
+        push_to_hub=args.push_to_hub,
+        include_undecided=args.include_undecided,
+    )
     report = export_run(args.run_dir, cfg)
     figures = report.figures()
     print(f"exported {figures['train_samples']} train / {figures['val_samples']} val samples to {report.out_dir}")

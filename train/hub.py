@@ -15,8 +15,15 @@ def hub_dataset(out_dir: Path) -> DatasetDict:
     from datasets import Dataset, DatasetDict, Features, Image, List, Value  # imported lazily: about a second
 
     message = {"role": Value("string"), "content": Value("string"), "loss": Value("bool")}
-    features = Features({"task_id": Value("string"), "agent": Value("string"), "tools": Value("string"),
-                         "messages": List(message), "images": List(Image())})  # fmt: skip
+    features = Features(
+        {
+            "task_id": Value("string"),
+            "agent": Value("string"),
+            "tools": Value("string"),
+            "messages": List(message),
+            "images": List(Image()),
+        }
+    )
     splits = {}
     for split, name in (("train", "train.jsonl"), ("validation", "val.jsonl")):
         rows = [json.loads(line) for line in (out_dir / name).read_text(encoding="utf-8").splitlines()]
@@ -34,6 +41,8 @@ def push_to_hub(out_dir: Path, repo_id: str, private: bool) -> None:
 
     try:
         hub_dataset(out_dir).push_to_hub(repo_id, private=private)
-        HfApi().upload_file(path_or_fileobj=str(out_dir / "README.md"), path_in_repo="README.md", repo_id=repo_id, repo_type="dataset")
+        HfApi().upload_file(
+            path_or_fileobj=str(out_dir / "README.md"), path_in_repo="README.md", repo_id=repo_id, repo_type="dataset"
+        )
     except OSError as exc:
         raise RuntimeError(f"push_to_hub to {repo_id} failed: {exc}") from exc

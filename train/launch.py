@@ -52,8 +52,10 @@ class LaunchPlan:
         lines = ["# environment"] + [f"export {k}={shlex.quote(v)}" for k, v in sorted(self.env.items())]
         topo = self.topology
         global_batch = self.per_device_batch * self.gradient_accumulation * topo.world_size
-        lines.append(f"# command: global batch {global_batch} = {self.per_device_batch} per device x {self.gradient_accumulation} "
-                     f"accumulation steps x {topo.world_size} GPU(s) on {topo.nnodes} node(s)")  # fmt: skip
+        lines.append(
+            f"# command: global batch {global_batch} = {self.per_device_batch} per device x {self.gradient_accumulation} "
+            f"accumulation steps x {topo.world_size} GPU(s) on {topo.nnodes} node(s)"
+        )
         parts = [shlex.join(self.argv[:2])] + [shlex.join(self.argv[i : i + 2]) for i in range(2, len(self.argv), 2)]
         lines.append(" \\\n  ".join(parts))
         return "\n".join(lines)
@@ -132,7 +134,12 @@ def environment(cfg: SFTConfig, topo: Topology, dataset_dir: Path, run_dir: Path
     if topo.world_size > 1:
         env["NPROC_PER_NODE"] = str(topo.nproc_per_node)
     if topo.nnodes > 1:
-        env.update(NNODES=str(topo.nnodes), NODE_RANK=str(topo.node_rank), MASTER_ADDR=topo.master_addr, MASTER_PORT=str(topo.master_port))
+        env.update(
+            NNODES=str(topo.nnodes),
+            NODE_RANK=str(topo.node_rank),
+            MASTER_ADDR=topo.master_addr,
+            MASTER_PORT=str(topo.master_port),
+        )
     tracking = cfg.tracking
     if TrackingMode(tracking.mode) is not TrackingMode.disabled:
         env.update(WANDB_MODE=TrackingMode(tracking.mode).value, WANDB_PROJECT=tracking.project, WANDB_DIR=str(run_dir))
@@ -152,17 +159,36 @@ def build_plan(cfg: SFTConfig, run_dir: Path, environ: Mapping[str, str] = os.en
     output_dir = Path(t.output_dir).expanduser().resolve() if t.output_dir else run_dir / "checkpoints"
     model = str(Path(m.id).expanduser().resolve()) if m.hub == "local" else m.id
     args: dict[str, Any] = {
-        "model": model, "model_type": m.model_type, "template": m.template, "agent_template": m.agent_template,
-        "tuner_type": "full", "torch_dtype": m.torch_dtype, "attn_impl": m.attn_impl,
-        "dataset": str(dataset_dir / "train.jsonl"), "split_dataset_ratio": 0, "strict": True,
-        "max_length": t.max_length, "truncation_strategy": t.truncation_strategy, "packing": t.packing,
-        "freeze_llm": False, "freeze_vit": t.freeze_vit, "freeze_aligner": t.freeze_aligner,
-        "per_device_train_batch_size": t.per_device_batch_size, "gradient_accumulation_steps": accumulation,
-        "learning_rate": t.learning_rate, "num_train_epochs": t.epochs, "gradient_checkpointing": t.gradient_checkpointing,
-        "output_dir": str(output_dir), "add_version": False, "save_strategy": "steps", "save_steps": t.save_steps,
-        "save_total_limit": t.save_total_limit, "logging_steps": t.logging_steps,
-        "report_to": "none" if TrackingMode(cfg.tracking.mode) is TrackingMode.disabled else "wandb", "run_name": cfg.run.name,
-    }  # fmt: skip
+        "model": model,
+        "model_type": m.model_type,
+        "template": m.template,
+        "agent_template": m.agent_template,
+        "tuner_type": "full",
+        "torch_dtype": m.torch_dtype,
+        "attn_impl": m.attn_impl,
+        "dataset": str(dataset_dir / "train.jsonl"),
+        "split_dataset_ratio": 0,
+        "strict": True,
+        "max_length": t.max_length,
+        "truncation_strategy": t.truncation_strategy,
+        "packing": t.packing,
+        "freeze_llm": False,
+        "freeze_vit": t.freeze_vit,
+        "freeze_aligner": t.freeze_aligner,
+        "per_device_train_batch_size": t.per_device_batch_size,
+        "gradient_accumulation_steps": accumulation,
+        "learning_rate": t.learning_rate,
+        "num_train_epochs": t.epochs,
+        "gradient_checkpointing": t.gradient_checkpointing,
+        "output_dir": str(output_dir),
+        "add_version": False,
+        "save_strategy": "steps",
+        "save_steps": t.save_steps,
+        "save_total_limit": t.save_total_limit,
+        "logging_steps": t.logging_steps,
+        "report_to": "none" if TrackingMode(cfg.tracking.mode) is TrackingMode.disabled else "wandb",
+        "run_name": cfg.run.name,
+    }
     val = dataset_dir / "val.jsonl"
     if val.is_file() and val.stat().st_size:
         args["val_dataset"] = str(val)
@@ -177,4 +203,6 @@ def build_plan(cfg: SFTConfig, run_dir: Path, environ: Mapping[str, str] = os.en
         args["resume_from_checkpoint"] = str(checkpoint)
     args.update(t.extra_args)
     argv = [swift_executable(), "sft"] + [part for key, value in args.items() for part in (f"--{key}", _flag(value))]
-    return LaunchPlan(argv, environment(cfg, topo, dataset_dir, run_dir), dataset_dir, topo, t.per_device_batch_size, accumulation)
+    return LaunchPlan(
+        argv, environment(cfg, topo, dataset_dir, run_dir), dataset_dir, topo, t.per_device_batch_size, accumulation
+    )

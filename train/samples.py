@@ -155,7 +155,9 @@ def to_sample(trajectory: Trajectory, workspace: Path, mask_critic: bool = False
     messages: list[SwiftMessage] = []
     for index, message in enumerate(trajectory.messages):
         messages += _convert(message, index, workspace, mask_critic)
-    sample = Sample(trajectory.task_id, trajectory.agent, trajectory.policy, trajectory.tools_json, tuple(messages), trajectory.origin)
+    sample = Sample(
+        trajectory.task_id, trajectory.agent, trajectory.policy, trajectory.tools_json, tuple(messages), trajectory.origin
+    )
     if not any(m.role == "user" for m in sample.messages):
         raise SampleError("no user message")
     cuts = sample.cut_points()

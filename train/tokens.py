@@ -53,8 +53,9 @@ def text_tokens(text: str) -> int:
     return math.ceil(ascii_chars / ASCII_CHARS_PER_TOKEN + (len(text) - ascii_chars) / OTHER_CHARS_PER_TOKEN)
 
 
-def glm4v_image_tokens(width: int, height: int, patch: int = 14, merge: int = 2,
-                       min_pixels: int = 112 * 112, max_pixels: int = 28 * 28 * 15_000) -> int:  # fmt: skip
+def glm4v_image_tokens(
+    width: int, height: int, patch: int = 14, merge: int = 2, min_pixels: int = 112 * 112, max_pixels: int = 28 * 28 * 15_000
+) -> int:
     """Image tokens of one image in GLM-4V (Glm4vImageProcessor's smart_resize, two frames), plus begin/end."""
     factor = patch * merge
     h, w = max(round(height / factor), 1) * factor, max(round(width / factor), 1) * factor

@@ -106,8 +106,10 @@ def encode_rows(rows: list[dict[str, Any]], counter: TemplateCounter, report: Va
             report.problems.append(f"row {number}: the template could not encode it: {type(exc).__name__}: {exc}")
             continue
         if n_images and count.image_tokens <= n_images:
-            report.problems.append(f"row {number}: {n_images} images gave {count.image_tokens} image tokens: not expanded "
-                                   "(does the tokenizer's <|image|> id match the template's?)")  # fmt: skip
+            report.problems.append(
+                f"row {number}: {n_images} images gave {count.image_tokens} image tokens: not expanded "
+                "(does the tokenizer's <|image|> id match the template's?)"
+            )
         report.counts.append(count)
         report.images_per_row.append(n_images)
 

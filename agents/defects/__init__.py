@@ -29,8 +29,4 @@ class Defect:
 
 def beyond_sides(values: Iterable[float], names: Iterable[str], unit: str) -> str:
     """'6px past the right, 3px past the bottom' for the sides past the tolerance."""
-    return ", ".join(
-        f"{v:.0f}px {unit} {name}"
-        for name, v in zip(names, values)
-        if v > EDGE_TOLERANCE_PX
-    )
+    return ", ".join(f"{v:.0f}px {unit} {name}" for name, v in zip(names, values) if v > EDGE_TOLERANCE_PX)

@@ -7,9 +7,7 @@ import re
 import numpy as np
 
 _GLYPH_BIN = 12  # a colour bin's mean lies this close to the colour of the glyphs it holds
-_RGBA = re.compile(
-    r"rgba?\(\s*([\d.]+)[,\s]+([\d.]+)[,\s]+([\d.]+)(?:\s*[,/]\s*([\d.]+%?))?\s*\)"
-)
+_RGBA = re.compile(r"rgba?\(\s*([\d.]+)[,\s]+([\d.]+)[,\s]+([\d.]+)(?:\s*[,/]\s*([\d.]+%?))?\s*\)")
 
 
 def relative_luminance(rgb: np.ndarray) -> float:
@@ -38,9 +36,7 @@ def to_hex(rgb: np.ndarray) -> str:
     return f"#{r:02x}{g:02x}{b:02x}"
 
 
-def region(
-    pixels: np.ndarray, rects: list[list[float]], scale: float, limit: int = 20_000
-) -> np.ndarray:
+def region(pixels: np.ndarray, rects: list[list[float]], scale: float, limit: int = 20_000) -> np.ndarray:
     """The pixels under the rectangles (CSS px), subsampled to at most about `limit`."""
     height, width = pixels.shape[:2]
     parts = []

@@ -23,9 +23,7 @@ class Reading:
     alpha: float
 
 
-def read_runs(
-    texts: Sequence[Mapping[str, Any]], pixels: np.ndarray, scale: float
-) -> list[Reading | None]:
+def read_runs(texts: Sequence[Mapping[str, Any]], pixels: np.ndarray, scale: float) -> list[Reading | None]:
     """One reading per text run; None where contrast cannot be read from colours (gradient or
     transparent fill, shadows and strokes, blend modes and filters) or nothing is visible."""
     return [_read(run, pixels, scale) for run in texts]
@@ -46,9 +44,7 @@ def _read(run: Mapping[str, Any], pixels: np.ndarray, scale: float) -> Reading |
     return Reading(seen, ground, contrast_ratio(seen, ground), alpha)
 
 
-def low_contrast(
-    texts: Sequence[Mapping[str, Any]], readings: Sequence[Reading | None], items: Items
-) -> list[Defect]:
+def low_contrast(texts: Sequence[Mapping[str, Any]], readings: Sequence[Reading | None], items: Items) -> list[Defect]:
     """WCAG 2.x: 4.5:1, or 3:1 for large text (>= 24 px, or >= 18.66 px bold); runs without letters
     or digits and runs of decoration (see agents/defects/decoration.py) are not judged."""
     defects = []

@@ -60,10 +60,7 @@ class Items:
             if item["svgText"]:
                 return f"a drawing with text and {item['shapes']} shapes"
             if _plain_shape(item):
-                return (
-                    f"an svg of {item['shapes']} shapes, {item['side']:.0f}px: "
-                    "an icon, not a large plain shape"
-                )
+                return f"an svg of {item['shapes']} shapes, {item['side']:.0f}px: an icon, not a large plain shape"
             return f"a drawing of {item['shapes']} shapes"
         if kind == "img":
             return "an image not marked decorative"
@@ -91,11 +88,7 @@ def ghost_items(
             continue
         faint[index] = faint.get(index, True) and ratio is not None and ratio < GHOST_CONTRAST
     return frozenset(
-        i
-        for i, is_faint in faint.items()
-        if is_faint
-        and items[i]["size"] >= display
-        and items[i]["chars"] <= GHOST_MAX_CHARS
+        i for i, is_faint in faint.items() if is_faint and items[i]["size"] >= display and items[i]["chars"] <= GHOST_MAX_CHARS
     )
 
 

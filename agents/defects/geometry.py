@@ -37,8 +37,7 @@ def overflow(layout: Mapping[str, Any], items: Items) -> list[Defect]:
                 "overflow",
                 "critical" if worst > 0.1 else "major",
                 entry["el"],
-                f"{entry['kind']} extends {beyond_sides(past, _SIDES, 'past the')} edge of the "
-                f"{width}x{height} slide ({why})",
+                f"{entry['kind']} extends {beyond_sides(past, _SIDES, 'past the')} edge of the {width}x{height} slide ({why})",
             )
         )
     scroll_w, scroll_h = layout["scroll"]
@@ -65,9 +64,7 @@ def text_clipped(layout: Mapping[str, Any]) -> list[Defect]:
             (hidden[0] + hidden[2]) / max(right - left, 1),
             (hidden[1] + hidden[3]) / max(bottom - top, 1),
         )
-        where = {"slide edge": "the slide edge", entry["el"]: "its own box"}.get(
-            entry["by"], entry["by"]
-        )
+        where = {"slide edge": "the slide edge", entry["el"]: "its own box"}.get(entry["by"], entry["by"])
         sides = beyond_sides(hidden, ("left", "above", "right", "below"), "hidden")
         defects.append(
             Defect(
@@ -80,16 +77,12 @@ def text_clipped(layout: Mapping[str, Any]) -> list[Defect]:
     return defects
 
 
-def size_mismatch(
-    layout: Mapping[str, Any], items: Items, known_sizes: Iterable[tuple[int, int]]
-) -> list[Defect]:
+def size_mismatch(layout: Mapping[str, Any], items: Items, known_sizes: Iterable[tuple[int, int]]) -> list[Defect]:
     """The box that holds the slide's content (html, body or a top-level container whose height is
     set, however: a length, var(), calc, an aspect ratio) has the computed size of another format:
     larger than the slide, another page shape, or exactly another known slide size."""
     width, height = layout["slide"]
-    others = [
-        (kw, kh) for kw, kh in known_sizes if abs(kw - width) > 2 or abs(kh - height) > 2
-    ]
+    others = [(kw, kh) for kw, kh in known_sizes if abs(kw - width) > 2 or abs(kh - height) > 2]
     for frame in layout["frames"]:
         w, h = frame["size"]
         if not frame["sized"] or min(w / width, h / height) < 0.5:
@@ -98,9 +91,7 @@ def size_mismatch(
             continue  # content beside it: a column or a panel, not the slide
         too_big = w > width + EDGE_TOLERANCE_PX or h > height + EDGE_TOLERANCE_PX
         shape = _format(w, h)
-        other_shape = (
-            abs((w / h) / (width / height) - 1.0) > ASPECT_TOLERANCE and shape is not None
-        )
+        other_shape = abs((w / h) / (width / height) - 1.0) > ASPECT_TOLERANCE and shape is not None
         other_size = any(abs(w - kw) <= 1 and abs(h - kh) <= 1 for kw, kh in others)
         if too_big or other_shape or other_size:
             return [

@@ -34,9 +34,7 @@ PLACED_INSIDE = 0.95  # share of a text's ink over a picture: placed on it, not 
 PICTURES = ("img", "canvas", "video")
 
 
-def overlaps(
-    layout: Mapping[str, Any], items: Items, pixels: np.ndarray, scale: float
-) -> list[Defect]:
+def overlaps(layout: Mapping[str, Any], items: Items, pixels: np.ndarray, scale: float) -> list[Defect]:
     defects = []
     for pair in layout["overlaps"]:
         share = pair["area"] / max(pair["smaller"], 1.0)
@@ -47,29 +45,20 @@ def overlaps(
             continue
         a, b = items.items[pair["a"]], items.items[pair["b"]]
         both_text = a["kind"] == b["kind"] == "text"
-        severity = (
-            "critical"
-            if both_text and share >= 0.1
-            else "major"
-            if share >= 0.1
-            else "minor"
-        )
+        severity = "critical" if both_text and share >= 0.1 else "major" if share >= 0.1 else "minor"
         left, top, right, bottom = pair["box"]
         defects.append(
             Defect(
                 "overlap",
                 severity,
                 a["el"],
-                f"overlaps {b['el']} by {right - left:.0f}x{bottom - top:.0f}px "
-                f"({share:.0%} of the smaller): {why}",
+                f"overlaps {b['el']} by {right - left:.0f}x{bottom - top:.0f}px ({share:.0%} of the smaller): {why}",
             )
         )
     return defects
 
 
-def _hidden_content(
-    pair: Mapping[str, Any], items: Items, pixels: np.ndarray, scale: float
-) -> str | None:
+def _hidden_content(pair: Mapping[str, Any], items: Items, pixels: np.ndarray, scale: float) -> str | None:
     """What content the top item hides, or None when it hides nothing a reader needs."""
     n = pair["n"]
     if n == 0:  # text on text (not probed), or no point could be hit-tested: judge the items alone
@@ -132,9 +121,7 @@ def _covers_picture(
     return f"the text covers a detailed area of the {kind} with no scrim or backing; content: {content}"
 
 
-def _plain_under(
-    pair: Mapping[str, Any], text: Mapping[str, Any], pixels: np.ndarray, scale: float
-) -> bool:
+def _plain_under(pair: Mapping[str, Any], text: Mapping[str, Any], pixels: np.ndarray, scale: float) -> bool:
     colour = parse_rgba(text["color"])
     found = region(pixels, [pair["box"]], scale)
     if colour is None or found.size == 0:

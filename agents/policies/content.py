@@ -96,7 +96,9 @@ def _units(doc: Document, language: str, slots: int, acronyms: set[str]) -> list
     top = [u for u in top if u.pool]
     if len(top) >= slots:
         return _spread(top, slots)
-    every = [_Unit(heading_text(s.heading, acronyms), list(section_sentences(s, language)), next(iter(s.figures), None)) for s in body]
+    every = [
+        _Unit(heading_text(s.heading, acronyms), list(section_sentences(s, language)), next(iter(s.figures), None)) for s in body
+    ]
     every = [u for u in every if u.pool]
     return _spread(every, slots) if len(every) >= slots else every
 
@@ -129,7 +131,9 @@ def outline(title: str, language: str, slide_count: int, documents: list[str], f
         bullets = key_sentences(unit.pool, BULLETS - bool(image), used)
         used += bullets
         if bullets:
-            made.append((SlidePlan(unit.heading, bullets, image, unit.figure.caption if image and unit.figure else ""), unit.pool))
+            made.append(
+                (SlidePlan(unit.heading, bullets, image, unit.figure.caption if image and unit.figure else ""), unit.pool)
+            )
     for plan, pool in list(made):  # too few sections for the slides asked: a continuation slide where sentences are left
         more = key_sentences([x for x in pool if x not in used], BULLETS, used) if len(made) < slots else []
         if len(more) >= 2:
@@ -157,5 +161,7 @@ def parse_manuscript(text: str) -> list[SlidePlan]:
         title = next((plain(m.group(1)) for m in _HEADING.finditer(chunk)), "")
         bullets = [plain(line[2:]) for line in chunk.splitlines() if line.startswith(("- ", "* "))]
         image = re.search(r"!\[([^\]]*)\]\(([^)\s]+)\)", chunk)
-        plans.append(SlidePlan(title, bullets, image.group(2) if image else None, SIZE_NOTE.sub("", image.group(1)) if image else ""))
+        plans.append(
+            SlidePlan(title, bullets, image.group(2) if image else None, SIZE_NOTE.sub("", image.group(1)) if image else "")
+        )
     return plans

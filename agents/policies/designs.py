@@ -28,14 +28,42 @@ class Design:
 
 
 DESIGNS = (
-    Design("clean", "#ffffff", "#1f2933", "#2563eb", "#52606d", "'Noto Sans', 'Noto Sans CJK SC', sans-serif",
-           "white canvas, a blue accent bar under each title, generous margins"),
-    Design("midnight", "#0f172a", "#e2e8f0", "#38bdf8", "#94a3b8", "'Noto Sans', 'Noto Sans CJK SC', sans-serif",
-           "dark navy canvas, cyan accents, light text for focus"),
-    Design("earth", "#f5f0e6", "#3d3425", "#5f7f3f", "#6b5d45", "'Noto Serif', 'Noto Serif CJK SC', serif",
-           "warm paper tones, olive accents, serif type for a calm, natural feel"),
-    Design("academic", "#fbfbfd", "#111827", "#8b1e3f", "#4b5563", "'Noto Serif', 'Noto Serif CJK SC', serif",
-           "restrained layout, burgundy rules, serif titles suited to a lecture"),
+    Design(
+        "clean",
+        "#ffffff",
+        "#1f2933",
+        "#2563eb",
+        "#52606d",
+        "'Noto Sans', 'Noto Sans CJK SC', sans-serif",
+        "white canvas, a blue accent bar under each title, generous margins",
+    ),
+    Design(
+        "midnight",
+        "#0f172a",
+        "#e2e8f0",
+        "#38bdf8",
+        "#94a3b8",
+        "'Noto Sans', 'Noto Sans CJK SC', sans-serif",
+        "dark navy canvas, cyan accents, light text for focus",
+    ),
+    Design(
+        "earth",
+        "#f5f0e6",
+        "#3d3425",
+        "#5f7f3f",
+        "#6b5d45",
+        "'Noto Serif', 'Noto Serif CJK SC', serif",
+        "warm paper tones, olive accents, serif type for a calm, natural feel",
+    ),
+    Design(
+        "academic",
+        "#fbfbfd",
+        "#111827",
+        "#8b1e3f",
+        "#4b5563",
+        "'Noto Serif', 'Noto Serif CJK SC', serif",
+        "restrained layout, burgundy rules, serif titles suited to a lecture",
+    ),
 )
 
 
@@ -68,7 +96,18 @@ def slide_html(
     """One standalone slide. `scale` shrinks the type (the fix for overflow)."""
     unit = min(width / 1280, height / 720) if width >= height else width / 1280
     return render(
-        TEMPLATES, "slide.html.j2", d=design, width=width, height=height, title=title, bullets=bullets, image=image, caption=caption,
-        title_px=round(46 * unit * scale), body_px=round(26 * unit * scale), pad=round(56 * unit),
-        stacked=stacked or width < height, cover=cover,
-    )  # fmt: skip
+        TEMPLATES,
+        "slide.html.j2",
+        d=design,
+        width=width,
+        height=height,
+        title=title,
+        bullets=bullets,
+        image=image,
+        caption=caption,
+        title_px=round(46 * unit * scale),
+        body_px=round(26 * unit * scale),
+        pad=round(56 * unit),
+        stacked=stacked or width < height,
+        cover=cover,
+    )

@@ -22,7 +22,9 @@ import numpy as np
 from core.language import normalize_text
 
 CJK = re.compile(r"[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]")
-_CJK_GAP = re.compile(r"(?<=[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff，。、；：！？（）])\s+(?=[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff，。、；：！？（）])")
+_CJK_GAP = re.compile(
+    r"(?<=[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff，。、；：！？（）])\s+(?=[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff，。、；：！？（）])"
+)
 _MD_HEADING = re.compile(r"^(#{1,6})\s+(.+?)\s*#*$")
 _BOLD_ONLY = re.compile(r"^(?:\*\*[^*\n]+\*\*[ \t]*)+$")
 _NUMBERED = re.compile(r"^((?:\d{1,2}\.)*\d{1,2})\.?\s+(\S.*)$")
@@ -37,8 +39,12 @@ _SPLIT = re.compile(r"(?<=[.!?])\s+|(?<=[。！？])")
 _ABBREVIATION = re.compile(r"(?:\b(?:al|e\.g|i\.e|Fig|Figs|Eq|Eqs|vs|cf|etc|Sec|No|resp|approx)|\b[A-Z])\.$")
 _MATH = re.compile(r"[=<>≤≥∑∫√∂∈∉×÷^_∗·→←↔⌈⌉⌊⌋|\\{}\[\]⟨⟩−±]")
 _CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f]")
-_ARTIFACT = re.compile(r"\s[:;,.]|\b(?:in|of|by|and|the|to|see|from|with)\.$|[,，]\s*[.。]")  # a space before punctuation; a removed citation's stub
-_VARIABLE = re.compile(r"(?<![A-Za-z])(?:[A-Za-z]|[a-z][A-Za-z0-9]|[A-Z][a-z0-9])\d*(?![A-Za-z])")  # x, p, xi, x0, Ln: a formula's symbols
+_ARTIFACT = re.compile(
+    r"\s[:;,.]|\b(?:in|of|by|and|the|to|see|from|with)\.$|[,，]\s*[.。]"
+)  # a space before punctuation; a removed citation's stub
+_VARIABLE = re.compile(
+    r"(?<![A-Za-z])(?:[A-Za-z]|[a-z][A-Za-z0-9]|[A-Z][a-z0-9])\d*(?![A-Za-z])"
+)  # x, p, xi, x0, Ln: a formula's symbols
 _STOP_SECTIONS = re.compile(r"^(?:references|bibliography|appendix|参考文献|附录)", re.IGNORECASE)
 _SKIP_SECTIONS = re.compile(r"^(?:acknowledg|contents|table of contents|exercises|problems|目录|致谢|习题|练习)", re.IGNORECASE)
 _STOPWORDS = frozenset(
@@ -84,7 +90,9 @@ def _heading(line: str) -> tuple[int | None, str] | None:
     numbered = _NUMBERED.match(text)
     rest = numbered.group(2) if numbered else text
     capitals = bool(_ALL_CAPS.match(text))
-    landmark = len(text.split()) <= 3 and bool(_STOP_SECTIONS.match(text) or _SKIP_SECTIONS.match(text))  # "Exercises" alone on a line
+    landmark = len(text.split()) <= 3 and bool(
+        _STOP_SECTIONS.match(text) or _SKIP_SECTIONS.match(text)
+    )  # "Exercises" alone on a line
     if not _heading_like(rest) or not (markdown or bold or numbered or capitals or landmark):
         return None
     if numbered:
@@ -96,11 +104,13 @@ def _heading_like(text: str) -> bool:
     words = text.split()
     letters = sum(ch.isalpha() for ch in text)
     return (
-        1 <= len(words) <= 12 and len(text) <= 80 and letters >= 2
+        1 <= len(words) <= 12
+        and len(text) <= 80
+        and letters >= 2
         and (text[0].isupper() or text[0].isdigit() or bool(CJK.match(text)))
         and (any(len(w) >= 3 and w.isalpha() for w in words) or len(CJK.findall(text)) >= 2)
         and not re.search(r"[.。:;,，]$|\.\s?\.|…|\s[\d.]+$", text)
-    )  # fmt: skip
+    )
 
 
 def _figure(lines: list[str], start: int, path: str) -> Figure | None:
@@ -116,7 +126,9 @@ def _figure(lines: list[str], start: int, path: str) -> Figure | None:
                     break
                 paragraph.append(plain(following))
             first = sentences(" ".join(paragraph))[0]
-            whole = first[-1:] in ".。" and len(first) <= 200 and first.count("(") == first.count(")") and not _ARTIFACT.search(first)
+            whole = (
+                first[-1:] in ".。" and len(first) <= 200 and first.count("(") == first.count(")") and not _ARTIFACT.search(first)
+            )
             return Figure(path, first) if whole else None
     return None
 
@@ -201,10 +213,23 @@ def whole_sentence(sentence: str, language: str) -> bool:
     words = sentence.split()
     variables = sum(len(w.strip(",.;:()")) == 1 and w.strip(",.;:()").isalpha() and w not in ("a", "A", "I") for w in words)
     if language == "zh":
-        return (12 <= cjk and len(sentence) <= 90 and sentence[-1] in "。！？." and bool(CJK.match(sentence))
-                and not _VARIABLE.search(sentence) and not _ARTIFACT.search(sentence))  # fmt: skip
-    return (cjk == 0 and 8 <= len(words) <= 32 and len(sentence) <= 210 and sentence[0].isupper() and sentence[-1] in ".!?"
-            and variables <= 1 and not _ARTIFACT.search(sentence))  # fmt: skip
+        return (
+            12 <= cjk
+            and len(sentence) <= 90
+            and sentence[-1] in "。！？."
+            and bool(CJK.match(sentence))
+            and not _VARIABLE.search(sentence)
+            and not _ARTIFACT.search(sentence)
+        )
+    return (
+        cjk == 0
+        and 8 <= len(words) <= 32
+        and len(sentence) <= 210
+        and sentence[0].isupper()
+        and sentence[-1] in ".!?"
+        and variables <= 1
+        and not _ARTIFACT.search(sentence)
+    )
 
 
 @lru_cache(maxsize=2048)

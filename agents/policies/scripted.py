@@ -28,7 +28,7 @@ from agents.policies.content import BULLETS, SlidePlan, manuscript_text, outline
 from agents.policies.extract import plain, sentences
 from agents.policies.designs import Design, design_for, design_plan, slide_html
 from core.language import detect_language
-from core.llm import estimate_prompt_tokens
+from core.wire import estimate_prompt_tokens
 from core.llm_types import ChatResult
 from core.metering import note_model
 from core.records import Message, ModelUse, ToolCall, Usage
@@ -40,7 +40,9 @@ MAX_SLIDE_FIXES = 4
 Calls = list[tuple[str, dict[str, Any]]]
 Plan = Generator[tuple[str, Calls], list[str], None]
 
-_SAVED_IMAGE = re.compile(r"^\d+\. .*\((?P<w>\d+)x(?P<h>\d+)\) saved to (?P<path>\S+)\n\s+caption: (?P<caption>.*)$", re.MULTILINE)
+_SAVED_IMAGE = re.compile(
+    r"^\d+\. .*\((?P<w>\d+)x(?P<h>\d+)\) saved to (?P<path>\S+)\n\s+caption: (?P<caption>.*)$", re.MULTILINE
+)
 _WHOLE_OUTPUT = re.compile(r"The whole output is in (\S+);")
 _HIT_URL = re.compile(r"^\s+(corpus://\S+)")
 _FIGURE_CAPTION = re.compile(r"^(?:figure|fig\.|图)\s*\d+", re.IGNORECASE)
@@ -62,7 +64,9 @@ class ScriptedPolicy:
         self._plan = plans[role](brief)
         self._turn = 0
 
-    async def chat(self, messages: Sequence[Message], tools: Sequence[dict] | None = None, image_root: Path | None = None) -> ChatResult:
+    async def chat(
+        self, messages: Sequence[Message], tools: Sequence[dict] | None = None, image_root: Path | None = None
+    ) -> ChatResult:
         note_model("agent", USE)
         observations = _latest_observations(messages)
         try:
@@ -70,7 +74,9 @@ class ScriptedPolicy:
         except StopIteration:  # the plan is over but the loop goes on (e.g. finalize refused): say so
             reasoning, calls = "The scripted plan has no further steps.", [("finalize", {"outcome": "done"})]
         self._turn += 1
-        tool_calls = tuple(ToolCall(f"call_{self._turn}_{i}", n, json.dumps(a, ensure_ascii=False)) for i, (n, a) in enumerate(calls))
+        tool_calls = tuple(
+            ToolCall(f"call_{self._turn}_{i}", n, json.dumps(a, ensure_ascii=False)) for i, (n, a) in enumerate(calls)
+        )
         out_chars = len(reasoning) + sum(len(c.arguments) for c in tool_calls)
         usage = Usage(estimate_prompt_tokens(messages), out_chars // 4)
         return ChatResult("", reasoning, tool_calls, usage, "tool_calls", 0.0, usage_reported=False)
@@ -102,20 +108,32 @@ def researcher(brief: Brief, finalize: bool = True) -> Plan:
     """Read the attachments (or the corpus document search finds on the topic), then write an extractive outline."""
     count = brief.slides or (1 if brief.aspect.startswith("A") else DEFAULT_SLIDES)
     title = topic(brief)
-    source = f"read {len(brief.attachments)} attachment(s)" if brief.attachments else f"search the corpus for '{title}' and read the best document"
-    plan = f"Scripted plan: {source}, write {count} slide(s) in {brief.language} from its sections, check the manuscript, finalize."
+    source = (
+        f"read {len(brief.attachments)} attachment(s)"
+        if brief.attachments
+        else f"search the corpus for '{title}' and read the best document"
+    )
+    plan = (
+        f"Scripted plan: {source}, write {count} slide(s) in {brief.language} from its sections, check the manuscript, finalize."
+    )
     yield plan, [("thinking", {"thought": plan})]
     documents: list[str] = []
     figures: dict[str, str] = {}  # file name as the document cites it -> its workspace path
     for attachment in brief.attachments:
         stem = PurePosixPath(attachment).stem
         folder = f"sources/{stem}"
-        (observation,) = yield f"Converting {attachment} to markdown.", [("convert_to_markdown", {"file_path": attachment, "output_folder": folder})]
+        (observation,) = yield (
+            f"Converting {attachment} to markdown.",
+            [("convert_to_markdown", {"file_path": attachment, "output_folder": folder})],
+        )
         converted = brief.workspace / folder / f"{stem}.md"
         if converted.exists():
             documents.append(converted.read_text(encoding="utf-8", errors="replace"))
-            figures |= {PurePosixPath(m.group(1)).name: m.group(1) for m in _LISTED_IMAGE.finditer(observation)
-                        if _landscape_enough(int(m.group(2)), int(m.group(3)))}  # fmt: skip
+            figures |= {
+                PurePosixPath(m.group(1)).name: m.group(1)
+                for m in _LISTED_IMAGE.finditer(observation)
+                if _landscape_enough(int(m.group(2)), int(m.group(3)))
+            }
     captions: dict[str, str] = {}
     if not documents:
         (found,) = yield f"Searching the corpus for '{title}'.", [("search_web", {"query": title, "max_results": 6})]
@@ -136,7 +154,10 @@ def researcher(brief: Brief, finalize: bool = True) -> Plan:
         yield "Collecting the figures into assets/.", [("execute_command", {"command": copy})]
         for s in pictured:
             s.image = f"assets/{PurePosixPath(s.image).name}"
-    yield f"Writing the manuscript: {len(slides)} slides.", [("write_file", {"path": brief.manuscript, "content": manuscript_text(slides)})]
+    yield (
+        f"Writing the manuscript: {len(slides)} slides.",
+        [("write_file", {"path": brief.manuscript, "content": manuscript_text(slides)})],
+    )
     for _ in range(3 if brief.can_inspect else 0):
         (report,) = yield "Checking the manuscript.", [("inspect_manuscript", {"md_file": brief.manuscript})]
         fixed = _fix_manuscript(slides, report, count)
@@ -178,7 +199,11 @@ def _fix_manuscript(slides: list[SlidePlan], report: str, count: int) -> list[Sl
     Too few slides is not fixed: the baseline has no more of the document to say, and padding
     would repeat it."""
     issues = [(m.group(1), int(m.group(2)) if m.group(2) else None) for m in _ISSUE.finditer(report)]
-    fixable = [(code, n) for code, n in issues if n and n <= len(slides) and code in ("missing_asset", "external_url", "duplicate_image", "missing_alt", "empty_slide")]
+    fixable = [
+        (code, n)
+        for code, n in issues
+        if n and n <= len(slides) and code in ("missing_asset", "external_url", "duplicate_image", "missing_alt", "empty_slide")
+    ]
     if not fixable and len(slides) <= count:
         return None
     slides = [SlidePlan(s.title, list(s.bullets), s.image, s.image_alt) for s in slides]
@@ -214,7 +239,10 @@ def presenter(brief: Brief) -> Plan:
             break
         reports: list[str] = []
         for batch in _batches(pending, brief.calls_per_turn):
-            reports += yield f"Inspecting {_numbers(batch)}.", [("inspect_slide", {"html_file": d.path, "aspect_ratio": brief.aspect}) for d in batch]
+            reports += yield (
+                f"Inspecting {_numbers(batch)}.",
+                [("inspect_slide", {"html_file": d.path, "aspect_ratio": brief.aspect}) for d in batch],
+            )
         pending = [draft for draft, report in zip(pending, reports) if draft.revise(report)]
         if not pending:
             break
@@ -243,8 +271,18 @@ class SlideDraft:
         return f"slides/slide_{self.number:02d}.html"
 
     def html(self, brief: Brief) -> str:
-        return slide_html(self.design, brief.width, brief.height, self.plan.title, self.bullets, self.image, self.plan.image_alt,
-                          self.scale, self.stacked, cover=self.cover)  # fmt: skip
+        return slide_html(
+            self.design,
+            brief.width,
+            brief.height,
+            self.plan.title,
+            self.bullets,
+            self.image,
+            self.plan.image_alt,
+            self.scale,
+            self.stacked,
+            cover=self.cover,
+        )
 
     def revise(self, report: str) -> bool:
         """Change what the inspection report measured; False when the slide has no major defect."""

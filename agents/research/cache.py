@@ -96,7 +96,9 @@ class ToolCache:
         self._count("misses", tool)
         if self.mode == "replay":
             shown = json.dumps(normalise_arguments(arguments), ensure_ascii=False)
-            raise CacheMiss(f"tool cache (replay mode) has no recorded result for {tool} {shown} with backend {backend!r} in {self.directory}")
+            raise CacheMiss(
+                f"tool cache (replay mode) has no recorded result for {tool} {shown} with backend {backend!r} in {self.directory}"
+            )
         result = await produce()
         self.store(tool, backend, arguments, result)
         return result

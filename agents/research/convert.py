@@ -27,7 +27,9 @@ ZIP_MAGIC = b"PK\x03\x04"
 TEXT_SUFFIXES = (".md", ".markdown", ".txt", ".csv", ".json")
 SUPPORTED = PDF_SUFFIXES + MARKITDOWN_SUFFIXES
 MAX_IMAGES = 60
-_DATA_URI = re.compile(r"data:image/(?P<kind>png|jpe?g|gif|webp|bmp|tiff|x-emf|x-wmf|svg\+xml);base64,(?P<data>[A-Za-z0-9+/=\s]+)")
+_DATA_URI = re.compile(
+    r"data:image/(?P<kind>png|jpe?g|gif|webp|bmp|tiff|x-emf|x-wmf|svg\+xml);base64,(?P<data>[A-Za-z0-9+/=\s]+)"
+)
 _IMAGE_REF = re.compile(r"!\[[^\]]*\]\((?P<path>[^)\s]+)\)")
 
 
@@ -60,7 +62,9 @@ def _size(data: bytes) -> tuple[int, int]:
 
 def _keep_largest(markdown: str, images: dict[str, bytes]) -> tuple[str, tuple[ConvertedImage, ...]]:
     """The images largest first (at most MAX_IMAGES; references to the others are dropped)."""
-    sized = sorted((ConvertedImage(name, data, *_size(data)) for name, data in images.items()), key=lambda i: (-i.width * i.height, i.name))
+    sized = sorted(
+        (ConvertedImage(name, data, *_size(data)) for name, data in images.items()), key=lambda i: (-i.width * i.height, i.name)
+    )
     kept = tuple(sized[:MAX_IMAGES])
     names = {i.name for i in kept}
     markdown = _IMAGE_REF.sub(lambda m: m.group() if m.group("path") in names else "", markdown)
@@ -81,7 +85,9 @@ def pdf_to_markdown(data: bytes, stem: str, with_images: bool = True) -> Convers
             markdown = pymupdf_rag.to_markdown(doc, ignore_images=True, ignore_graphics=True, table_strategy=None, filename=stem)
             return Conversion(unicodedata.normalize("NFKC", markdown), (), len(doc))
         with tempfile.TemporaryDirectory(prefix="convert-") as folder:
-            markdown = pymupdf_rag.to_markdown(doc, write_images=True, image_path=folder, image_format="png", table_strategy=None, filename=stem)
+            markdown = pymupdf_rag.to_markdown(
+                doc, write_images=True, image_path=folder, image_format="png", table_strategy=None, filename=stem
+            )
             files = {p.name: p.read_bytes() for p in sorted(Path(folder).iterdir())}
             markdown = markdown.replace(f"{folder}/", "")
         pages = len(doc)

@@ -191,7 +191,12 @@ def read_parquet(path: Path, batch_rows: int = 1024) -> Iterator[Document]:
             text = str(item.get("text") or "")
             doc_id = str(item.get("id") or f"{path.stem}-{row}")
             row += 1
-            yield Document(doc_id, clean(str(item.get("title") or "")) or _title_of(text, doc_id), str(item.get("url") or path.name), (_paragraphs(text),))
+            yield Document(
+                doc_id,
+                clean(str(item.get("title") or "")) or _title_of(text, doc_id),
+                str(item.get("url") or path.name),
+                (_paragraphs(text),),
+            )
 
 
 # ---------------------------------------------------------------- collections

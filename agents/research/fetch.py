@@ -42,14 +42,18 @@ def page_markdown(body: bytes, url: str) -> str:
             raise ToolError(f"{url}: {exc}") from exc
     head = body[:2048].lower()
     if b"\0" in head:
-        raise ToolError(f"{url} is a binary file, not a page; save it with download_file (and convert_to_markdown for documents).")
+        raise ToolError(
+            f"{url} is a binary file, not a page; save it with download_file (and convert_to_markdown for documents)."
+        )
     text = decode_file(body)
     return html_to_text(text) if any(m in head for m in _HTML_MARKERS) else text
 
 
 @FETCH.register("offline")
 async def fetch_offline(research: Research, url: str, sandbox: SandboxConfig) -> str:
-    raise ToolError(f"{url}: the web is not reachable here (tools.fetch_backend=offline); fetch the corpus:// addresses that search_web returns.")
+    raise ToolError(
+        f"{url}: the web is not reachable here (tools.fetch_backend=offline); fetch the corpus:// addresses that search_web returns."
+    )
 
 
 @FETCH.register("web")

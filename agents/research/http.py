@@ -54,7 +54,9 @@ def _failure(service: Service, what: str, response: httpx.Response) -> ToolError
     if response.status_code == 429:
         return ToolError(f"{service.name}: rate limited (HTTP 429) for {what}; wait, or use another tool or query.")
     detail = response.text[:200].strip()
-    return ToolError(f"{service.name}: HTTP {response.status_code} {response.reason_phrase} for {what}" + (f": {detail}" if detail else ""))
+    return ToolError(
+        f"{service.name}: HTTP {response.status_code} {response.reason_phrase} for {what}" + (f": {detail}" if detail else "")
+    )
 
 
 async def request(
@@ -76,7 +78,9 @@ async def request(
                 response = await client.request(method, service.url(path), params=params, json=json, headers=headers)
             except httpx.TransportError as exc:
                 if attempt == attempts - 1:
-                    raise ToolError(f"{service.name}: cannot reach {service.base_url} for {what} ({type(exc).__name__}: {exc})") from exc
+                    raise ToolError(
+                        f"{service.name}: cannot reach {service.base_url} for {what} ({type(exc).__name__}: {exc})"
+                    ) from exc
             else:
                 if response.status_code < 400:
                     return response

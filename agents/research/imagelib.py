@@ -88,7 +88,11 @@ def _extract(path: Path, folder: Path, title: str) -> list[LibraryImage]:
             image_id = f"{path.stem}-p{page_no + 1}-{len(images) + 1}"
             (folder / f"{image_id}.png").write_bytes(_png(doc, xref))
             caption = _caption(doc[page_no], bbox, f"Image on page {page_no + 1} of {title}")
-            images.append(LibraryImage(image_id, f"{image_id}.png", width, height, caption, title, f"{corpus_url(path.stem)} page {page_no + 1}"))
+            images.append(
+                LibraryImage(
+                    image_id, f"{image_id}.png", width, height, caption, title, f"{corpus_url(path.stem)} page {page_no + 1}"
+                )
+            )
     return images
 
 
@@ -101,7 +105,9 @@ def build_library(source: Path, folder: Path) -> list[LibraryImage]:
         for path in document_files(source):
             if path.suffix.lower() == PDF_SUFFIX:
                 images += _extract(path, staging, read_pdf(path).title)
-        (staging / LIBRARY_FILE).write_text(json.dumps([asdict(i) for i in images], ensure_ascii=False, indent=1), encoding="utf-8")
+        (staging / LIBRARY_FILE).write_text(
+            json.dumps([asdict(i) for i in images], ensure_ascii=False, indent=1), encoding="utf-8"
+        )
         if folder.exists():
             shutil.rmtree(folder)
         os.replace(staging, folder)
@@ -117,18 +123,26 @@ class ImageLibrary:
         try:
             entries = json.loads((self.folder / LIBRARY_FILE).read_text(encoding="utf-8"))
         except (OSError, json.JSONDecodeError) as exc:
-            raise LibraryError(f"{self.folder}: not an image library (build one with scripts/build_image_library.py): {exc}") from exc
+            raise LibraryError(
+                f"{self.folder}: not an image library (build one with scripts/build_image_library.py): {exc}"
+            ) from exc
         self.images = [LibraryImage(**e) for e in entries]
         self._db = sqlite3.connect(":memory:", check_same_thread=False)
-        self._db.execute("CREATE VIRTUAL TABLE captions USING fts5(caption, title, tokenize='porter unicode61 remove_diacritics 2')")
-        self._db.executemany("INSERT INTO captions(rowid, caption, title) VALUES (?, ?, ?)",
-                             [(n, index_terms(i.caption), index_terms(i.title)) for n, i in enumerate(self.images)])  # fmt: skip
+        self._db.execute(
+            "CREATE VIRTUAL TABLE captions USING fts5(caption, title, tokenize='porter unicode61 remove_diacritics 2')"
+        )
+        self._db.executemany(
+            "INSERT INTO captions(rowid, caption, title) VALUES (?, ?, ?)",
+            [(n, index_terms(i.caption), index_terms(i.title)) for n, i in enumerate(self.images)],
+        )
 
     def search(self, query: str, limit: int) -> list[ImageHit]:
         expression = match_expression(query)
         if expression is None:
             return []
-        rows = self._db.execute("SELECT rowid FROM captions WHERE captions MATCH ? ORDER BY bm25(captions, 2.0, 1.0) LIMIT ?", (expression, limit))
+        rows = self._db.execute(
+            "SELECT rowid FROM captions WHERE captions MATCH ? ORDER BY bm25(captions, 2.0, 1.0) LIMIT ?", (expression, limit)
+        )
         found = [self.images[rowid] for (rowid,) in rows.fetchall()]
         return [ImageHit(i.title, i.file, i.width, i.height, i.caption, source=i.source) for i in found]
 

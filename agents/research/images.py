@@ -35,8 +35,15 @@ def _openverse_hit(item: dict[str, Any]) -> ImageHit:
     licence = " ".join(x for x in (str(item.get("license") or "").upper(), str(item.get("license_version") or "")) if x)
     creator = f" by {item['creator']}" if item.get("creator") else ""
     caption = plain(item.get("title"), CAPTION_CHARS) + (f" (tags: {tags})" if tags else "")
-    return ImageHit(plain(item.get("title"), 200) or item["url"], item["url"], item.get("width"), item.get("height"),
-                    plain(caption, CAPTION_CHARS), (licence + creator) or None, item.get("foreign_landing_url"))  # fmt: skip
+    return ImageHit(
+        plain(item.get("title"), 200) or item["url"],
+        item["url"],
+        item.get("width"),
+        item.get("height"),
+        plain(caption, CAPTION_CHARS),
+        (licence + creator) or None,
+        item.get("foreign_landing_url"),
+    )
 
 
 @IMAGES.register("openverse")
@@ -55,7 +62,11 @@ def _commons_hit(page: dict[str, Any]) -> ImageHit:
         return plain((meta.get(name) or {}).get("value"), CAPTION_CHARS)
 
     title = PurePosixPath(str(page.get("title", "")).removeprefix("File:")).stem
-    url, width, height = (info["thumburl"], info.get("thumbwidth"), info.get("thumbheight")) if info.get("thumburl") else (info["url"], info.get("width"), info.get("height"))
+    url, width, height = (
+        (info["thumburl"], info.get("thumbwidth"), info.get("thumbheight"))
+        if info.get("thumburl")
+        else (info["url"], info.get("width"), info.get("height"))
+    )
     licence = " ".join(x for x in (field("LicenseShortName"), field("Artist") and f"by {field('Artist')}") if x)
     return ImageHit(title, url, width, height, field("ImageDescription") or title, licence or None, info.get("descriptionurl"))
 

@@ -106,7 +106,9 @@ def _insert(db: sqlite3.Connection, doc: Document) -> tuple[int, int]:
     try:
         db.execute("INSERT INTO documents VALUES (?, ?, ?, ?, ?)", (doc.id, doc.title, doc.source, len(doc.pages), pages))
     except sqlite3.IntegrityError as exc:
-        raise CorpusError(f"two documents have the id {doc.id!r} (the second from {doc.source}); ids are file names without suffix") from exc
+        raise CorpusError(
+            f"two documents have the id {doc.id!r} (the second from {doc.source}); ids are file names without suffix"
+        ) from exc
     title_terms = index_terms(doc.title)
     rows = [
         (title_terms, index_terms(passage), doc.id, page_no, passage)
@@ -185,7 +187,9 @@ class CorpusIndex:
             raise CorpusError(f"{self.path}: no corpus index (build one with `python -m agents.corpus build SOURCE {self.path}`)")
         rows = self._query("SELECT value FROM meta WHERE key = 'schema_version'", ())
         if not rows or rows[0][0] != SCHEMA_VERSION:
-            raise CorpusError(f"{self.path}: index schema {rows and rows[0][0]!r}, this code reads {SCHEMA_VERSION!r}; rebuild it")
+            raise CorpusError(
+                f"{self.path}: index schema {rows and rows[0][0]!r}, this code reads {SCHEMA_VERSION!r}; rebuild it"
+            )
 
     def _connect(self) -> sqlite3.Connection:
         try:
@@ -249,7 +253,10 @@ class CorpusIndex:
 
     def paper(self, paper_id: str) -> Paper:
         """A paper by its id, or by a suffix of it (an arXiv id such as 1706.03762)."""
-        rows = self._query("SELECT record FROM papers WHERE id = ? OR id LIKE ? ORDER BY id = ? DESC LIMIT 1", (paper_id, f"%{paper_id}", paper_id))
+        rows = self._query(
+            "SELECT record FROM papers WHERE id = ? OR id LIKE ? ORDER BY id = ? DESC LIMIT 1",
+            (paper_id, f"%{paper_id}", paper_id),
+        )
         if not rows:
             raise CorpusError(f"paper {paper_id!r}: not in the offline index {self.path}")
         return _paper(rows[0][0])
@@ -272,4 +279,3 @@ class CorpusIndex:
 
 def _paper(record: str) -> Paper:
     return from_json(Paper, json.loads(record))
-

@@ -54,7 +54,9 @@ async def analyze_document(model: Model, task: str, document_name: str, text: st
 
 async def caption_image(model: Model, image: str, image_root: Path) -> str:
     """The captioner's description of a workspace image (`image` is relative to `image_root`)."""
-    return await _ask(model, Message("user", render(PROMPTS, "image_caption.j2"), images=(image,)), f"image_caption of {image}", image_root)
+    return await _ask(
+        model, Message("user", render(PROMPTS, "image_caption.j2"), images=(image,)), f"image_caption of {image}", image_root
+    )
 
 
 async def generate_image(cfg: ImageGenerationConfig, prompt: str, width: int, height: int, retries: int) -> bytes:

@@ -25,7 +25,11 @@ if TYPE_CHECKING:
     from agents.research.runtime import Research
 
 SCHOLAR_PAPERS = 10
-_ATOM = {"a": "http://www.w3.org/2005/Atom", "arxiv": "http://arxiv.org/schemas/atom", "os": "http://a9.com/-/spec/opensearch/1.1/"}
+_ATOM = {
+    "a": "http://www.w3.org/2005/Atom",
+    "arxiv": "http://arxiv.org/schemas/atom",
+    "os": "http://a9.com/-/spec/opensearch/1.1/",
+}
 _ARXIV_ID = re.compile(
     r"(?:arxiv[:_]|https?://(?:export\.)?arxiv\.org/(?:abs|pdf)/)?(?P<id>\d{4}\.\d{4,5}|[a-z\-]+(?:\.[a-z]{2})?/\d{7})(?:v\d+)?(?:\.pdf)?",
     re.IGNORECASE,
@@ -99,7 +103,9 @@ def _arxiv_entries(xml: str, what: str) -> tuple[list[ET.Element], int]:
 def _arxiv_paper(entry: ET.Element) -> Paper:
     url = _text(entry, "a:id")
     authors = tuple(_text(a, "a:name") for a in entry.findall("a:author", _ATOM))
-    return Paper(arxiv_id(url) or url, _text(entry, "a:title"), authors, _year(_text(entry, "a:published")), _text(entry, "a:summary"), url)
+    return Paper(
+        arxiv_id(url) or url, _text(entry, "a:title"), authors, _year(_text(entry, "a:published")), _text(entry, "a:summary"), url
+    )
 
 
 class ArxivPapers:
@@ -109,7 +115,12 @@ class ArxivPapers:
 
     async def search(self, research: Research, query: str, max_results: int) -> list[Paper]:
         words = [w for w in re.findall(r"[^\W_]+", query) if w.casefold() not in STOPWORDS] or query.split()
-        params = {"search_query": " AND ".join(f"all:{w}" for w in words), "start": 0, "max_results": max_results, "sortBy": "relevance"}
+        params = {
+            "search_query": " AND ".join(f"all:{w}" for w in words),
+            "start": 0,
+            "max_results": max_results,
+            "sortBy": "relevance",
+        }
         entries, _ = await self._query(research, f"search {query!r}", params)
         return [_arxiv_paper(e) for e in entries]
 
@@ -128,7 +139,13 @@ class ArxivPapers:
 
     async def scholar(self, research: Research, author_id: str) -> Scholar:
         name = " ".join(author_id.split())
-        params = {"search_query": f'au:"{name}"', "start": 0, "max_results": SCHOLAR_PAPERS, "sortBy": "submittedDate", "sortOrder": "descending"}
+        params = {
+            "search_query": f'au:"{name}"',
+            "start": 0,
+            "max_results": SCHOLAR_PAPERS,
+            "sortBy": "submittedDate",
+            "sortOrder": "descending",
+        }
         entries, total = await self._query(research, f"author {name!r}", params)
         if not entries:
             raise ToolError(f"arxiv: no papers by {name!r}")
@@ -157,14 +174,25 @@ class SemanticScholarPapers:
         params = {"query": query, "limit": max_results, "fields": "title,abstract,year,authors,url,externalIds"}
         data = await self._get(research, "paper/search", f"search {query!r}", params)
         return [
-            Paper(p["paperId"], p.get("title") or "", tuple(a.get("name") or "" for a in p.get("authors") or []), p.get("year"),
-                  p.get("abstract") or "", p.get("url") or "")  # fmt: skip
+            Paper(
+                p["paperId"],
+                p.get("title") or "",
+                tuple(a.get("name") or "" for a in p.get("authors") or []),
+                p.get("year"),
+                p.get("abstract") or "",
+                p.get("url") or "",
+            )
             for p in data.get("data") or []
             if isinstance(p, dict) and p.get("paperId")
         ]
 
     async def authors(self, research: Research, paper_id: str) -> list[Author]:
-        data = await self._get(research, f"paper/{_s2_id(paper_id)}/authors", f"authors of {paper_id!r}", {"fields": "name,affiliations", "limit": 100})
+        data = await self._get(
+            research,
+            f"paper/{_s2_id(paper_id)}/authors",
+            f"authors of {paper_id!r}",
+            {"fields": "name,affiliations", "limit": 100},
+        )
         return [
             Author(a["authorId"], a.get("name") or "", tuple(a.get("affiliations") or ()))
             for a in data.get("data") or []
@@ -176,9 +204,15 @@ class SemanticScholarPapers:
         a = await self._get(research, f"author/{author_id.strip()}", f"author {author_id!r}", {"fields": fields})
         papers = sorted(((p.get("title") or "", p.get("year")) for p in a.get("papers") or []), key=lambda p: -(p[1] or 0))
         return Scholar(
-            str(a.get("authorId") or author_id), a.get("name") or "", tuple(a.get("affiliations") or ()), a.get("paperCount"),
-            a.get("citationCount"), a.get("hIndex"), tuple(papers[:SCHOLAR_PAPERS]), a.get("homepage"),
-        )  # fmt: skip
+            str(a.get("authorId") or author_id),
+            a.get("name") or "",
+            tuple(a.get("affiliations") or ()),
+            a.get("paperCount"),
+            a.get("citationCount"),
+            a.get("hIndex"),
+            tuple(papers[:SCHOLAR_PAPERS]),
+            a.get("homepage"),
+        )
 
 
 PAPERS.register("semantic_scholar")(SemanticScholarPapers())

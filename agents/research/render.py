@@ -45,7 +45,11 @@ def papers_text(query: str, papers: Sequence[Paper]) -> str:
     lines = [f"Papers for {query!r}:"]
     for n, p in enumerate(papers, 1):
         abstract = p.abstract if len(p.abstract) <= ABSTRACT_SHOWN else p.abstract[:ABSTRACT_SHOWN].rsplit(" ", 1)[0] + "…"
-        lines += [f"{n}. {p.title} ({p.year or 'year unknown'})", f"   id: {p.id} | {p.url}", f"   authors: {_authors(p.authors)}"]
+        lines += [
+            f"{n}. {p.title} ({p.year or 'year unknown'})",
+            f"   id: {p.id} | {p.url}",
+            f"   authors: {_authors(p.authors)}",
+        ]
         if abstract:
             lines.append(f"   abstract: {abstract}")
     return "\n".join(lines)

@@ -102,7 +102,11 @@ class Research:
 
     def unavailable_tools(self) -> set[str]:
         """Tools to leave out of the toolset: those whose model role or endpoint is not configured."""
-        needs = {"document_analyze": self.analyzer, "image_caption": self.captioner, "image_generation": self.config.image_generation}
+        needs = {
+            "document_analyze": self.analyzer,
+            "image_caption": self.captioner,
+            "image_generation": self.config.image_generation,
+        }
         return {name for name, dependency in needs.items() if dependency is None}
 
 
@@ -121,7 +125,9 @@ def _model(llm: Optional[LLMConfig], roles: Mapping[str, RoleConfig], role: str)
     return role_client(llm, roles, role)
 
 
-def build_research(config: ToolsConfig, run_dir: Path, llm: Optional[LLMConfig] = None, roles: Mapping[str, RoleConfig] = {}) -> Research:
+def build_research(
+    config: ToolsConfig, run_dir: Path, llm: Optional[LLMConfig] = None, roles: Mapping[str, RoleConfig] = {}
+) -> Research:
     """The research state of one worker; the tool cache goes to `config.cache_dir` or `<run_dir>/tool_cache`."""
     validate_tools_config(config)
     cache = ToolCache(Path(config.cache_dir).expanduser() if config.cache_dir else run_dir / "tool_cache", config.cache)
@@ -135,8 +141,11 @@ def validate_tools_config(config: ToolsConfig) -> None:
         raise ConfigError(f"tools.cache={config.cache!r}: expected one of {MODES}")
     if config.cache == "replay" and config.cache_dir and not Path(config.cache_dir).expanduser().is_dir():
         raise ConfigError(f"tools.cache=replay but tools.cache_dir={config.cache_dir!r} does not exist")
-    paths = [("corpus_index", config.corpus_index, Path.is_file), ("image_library", config.image_library, Path.is_dir),
-             ("documents", config.documents, Path.exists)]  # fmt: skip
+    paths = [
+        ("corpus_index", config.corpus_index, Path.is_file),
+        ("image_library", config.image_library, Path.is_dir),
+        ("documents", config.documents, Path.exists),
+    ]
     for key, value, exists in paths:
         if value and not exists(Path(value).expanduser()):
             raise ConfigError(f"tools.{key}={value!r} does not exist")
@@ -156,5 +165,7 @@ def validate_tools_config(config: ToolsConfig) -> None:
             raise ConfigError(f"tools.{key}={name!r} needs tools.services.{service}, which is missing")
         env = config.services[service].api_key_env
         if not env or not os.environ.get(env):
-            raise ConfigError(f"tools.{key}={name!r} needs an API key: set the variable named by tools.services.{service}.api_key_env ({env!r})")
+            raise ConfigError(
+                f"tools.{key}={name!r} needs an API key: set the variable named by tools.services.{service}.api_key_env ({env!r})"
+            )
     check_jail(config.sandbox)

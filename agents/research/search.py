@@ -58,7 +58,9 @@ async def search_searxng(research: Research, query: str, max_results: int, time_
 @SEARCH.register("tavily", key_of="tavily")
 async def search_tavily(research: Research, query: str, max_results: int, time_range: Optional[str]) -> list[SearchHit]:
     service = research.service("tavily")
-    body = {"query": query, "max_results": max_results, "search_depth": "basic"} | ({"time_range": time_range} if time_range else {})
+    body = {"query": query, "max_results": max_results, "search_depth": "basic"} | (
+        {"time_range": time_range} if time_range else {}
+    )
     data = await post_json(service, "/search", f"search {query!r}", json=body, headers=service.auth())
     return _hits(data.get("results", []), "title", "url", "content", "published_date", max_results)
 

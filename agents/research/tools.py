@@ -44,7 +44,9 @@ def _model_timeout(cfg: SandboxConfig) -> float:
     return max(cfg.call_timeout_s, MODEL_CALL_TIMEOUT_S)
 
 
-async def _retrieve(research: Research, tool_name: str, backend: str, arguments: dict[str, Any], call: Callable[[], Awaitable[Any]]) -> Any:
+async def _retrieve(
+    research: Research, tool_name: str, backend: str, arguments: dict[str, Any], call: Callable[[], Awaitable[Any]]
+) -> Any:
     """The JSON form of `call()`'s records, through the tool cache."""
 
     async def produce() -> Any:
@@ -58,7 +60,9 @@ async def search_web(
     ctx: ToolContext,
     query: Query,
     max_results: MaxResults = 5,
-    time_range: Annotated[Optional[TimeRange], Field(description="Only pages from the last day, week, month or year (web backends).")] = None,
+    time_range: Annotated[
+        Optional[TimeRange], Field(description="Only pages from the last day, week, month or year (web backends).")
+    ] = None,
 ) -> str:
     """Search the web (or, offline, the local document collection). Returns titles, URLs and snippets; read a result with fetch_url."""
     research = research_of(ctx)
@@ -71,7 +75,9 @@ async def search_web(
         shared = await SEARCH.get(backend)(research, query, max_results, time_range)
         return (own + [h for h in shared if h.url not in {o.url for o in own}])[:max_results]
 
-    found = await _retrieve(research, "search_web", backend, arguments | ({"attachments": attached[1]} if attached else {}), search)
+    found = await _retrieve(
+        research, "search_web", backend, arguments | ({"attachments": attached[1]} if attached else {}), search
+    )
     return hits_text(query, [from_json(SearchHit, h) for h in found])
 
 
@@ -89,13 +95,18 @@ async def attachment_index(ctx: ToolContext) -> tuple[CorpusIndex, str] | None:
 
 
 @tool(ROLE)
-async def fetch_url(ctx: ToolContext, url: Annotated[str, Field(min_length=1, description="An http(s) URL, or a corpus:// address from search_web.")]) -> str:
+async def fetch_url(
+    ctx: ToolContext,
+    url: Annotated[str, Field(min_length=1, description="An http(s) URL, or a corpus:// address from search_web.")],
+) -> str:
     """Read a web page or PDF as Markdown (or a corpus:// document from search_web). Long pages are saved whole; read them on with read_file."""
     research = research_of(ctx)
     attached = await attachment_index(ctx) if url.startswith(CORPUS_SCHEME) else None
     arguments = {"url": url} | ({"attachments": attached[1]} if attached else {})
     index = attached[0] if attached else None
-    return await _retrieve(research, "fetch_url", research.config.fetch_backend, arguments, lambda: fetch_page(research, url, ctx.sandbox, index))
+    return await _retrieve(
+        research, "fetch_url", research.config.fetch_backend, arguments, lambda: fetch_page(research, url, ctx.sandbox, index)
+    )
 
 
 @tool(ROLE)
@@ -104,7 +115,9 @@ async def search_images(ctx: ToolContext, query: Query) -> str:
     download_file; results from the local library are copied into the workspace (assets/library/)."""
     research = research_of(ctx)
     backend = research.config.image_backend
-    found = await _retrieve(research, "search_images", backend, {"query": query}, lambda: IMAGES.get(backend)(research, query, IMAGE_RESULTS))
+    found = await _retrieve(
+        research, "search_images", backend, {"query": query}, lambda: IMAGES.get(backend)(research, query, IMAGE_RESULTS)
+    )
     hits = [from_json(ImageHit, h) for h in found]
     saved: list[str] = []
     if backend == "offline":
@@ -120,26 +133,43 @@ async def search_papers(ctx: ToolContext, query: Query, max_results: MaxResults 
     """Search research papers: titles, authors, year, abstract and an id for get_paper_authors."""
     research = research_of(ctx)
     backend = research.config.paper_backend
-    found = await _retrieve(research, "search_papers", backend, {"query": query, "max_results": max_results},
-                            lambda: PAPERS.get(backend).search(research, query, max_results))  # fmt: skip
+    found = await _retrieve(
+        research,
+        "search_papers",
+        backend,
+        {"query": query, "max_results": max_results},
+        lambda: PAPERS.get(backend).search(research, query, max_results),
+    )
     return papers_text(query, [from_json(Paper, p) for p in found])
 
 
 @tool(ROLE)
-async def get_paper_authors(ctx: ToolContext, paper_id: Annotated[str, Field(min_length=1, description="A paper id from search_papers.")]) -> str:
+async def get_paper_authors(
+    ctx: ToolContext, paper_id: Annotated[str, Field(min_length=1, description="A paper id from search_papers.")]
+) -> str:
     """List a paper's authors (with affiliations when known) and their author_id for get_scholar_details."""
     research = research_of(ctx)
     backend = research.config.paper_backend
-    found = await _retrieve(research, "get_paper_authors", backend, {"paper_id": paper_id}, lambda: PAPERS.get(backend).authors(research, paper_id))
+    found = await _retrieve(
+        research, "get_paper_authors", backend, {"paper_id": paper_id}, lambda: PAPERS.get(backend).authors(research, paper_id)
+    )
     return authors_text(paper_id, [from_json(Author, a) for a in found])
 
 
 @tool(ROLE)
-async def get_scholar_details(ctx: ToolContext, author_id: Annotated[str, Field(min_length=1, description="An author_id from get_paper_authors.")]) -> str:
+async def get_scholar_details(
+    ctx: ToolContext, author_id: Annotated[str, Field(min_length=1, description="An author_id from get_paper_authors.")]
+) -> str:
     """Details of a researcher: affiliations, counts of papers and citations, h-index where known, and their papers."""
     research = research_of(ctx)
     backend = research.config.paper_backend
-    found = await _retrieve(research, "get_scholar_details", backend, {"author_id": author_id}, lambda: PAPERS.get(backend).scholar(research, author_id))
+    found = await _retrieve(
+        research,
+        "get_scholar_details",
+        backend,
+        {"author_id": author_id},
+        lambda: PAPERS.get(backend).scholar(research, author_id),
+    )
     return scholar_text(from_json(Scholar, found))
 
 
@@ -164,7 +194,9 @@ async def convert_to_markdown(
     markdown_path = str(folder / f"{PurePosixPath(file_path).stem}.md")
     ctx.workspace.write_bytes(markdown_path, conversion.markdown.encode())
     pages = f", {conversion.pages} pages" if conversion.pages else ""
-    lines = [f"Converted {file_path} to {markdown_path} ({len(conversion.markdown):,} characters{pages}); read it with read_file."]
+    lines = [
+        f"Converted {file_path} to {markdown_path} ({len(conversion.markdown):,} characters{pages}); read it with read_file."
+    ]
     if conversion.images:
         lines.append(f"{len(conversion.images)} image(s), largest first:")
         lines += [f"- {folder / i.name} ({i.width}x{i.height})" for i in conversion.images]
@@ -177,7 +209,9 @@ async def convert_to_markdown(
 async def document_analyze(
     ctx: ToolContext,
     task: Annotated[str, Field(min_length=1, description="What to find out or extract from the document.")],
-    document_path: Annotated[str, Field(description="A document in the workspace (PDF, DOCX, PPTX, XLSX, HTML, Markdown or text).")],
+    document_path: Annotated[
+        str, Field(description="A document in the workspace (PDF, DOCX, PPTX, XLSX, HTML, Markdown or text).")
+    ],
 ) -> str:
     """Have a reading model answer a question about a long document (summaries, key numbers, structure)."""
     research = research_of(ctx)
@@ -191,7 +225,9 @@ async def document_analyze(
 
 
 @tool(ROLE, timeout_s=_model_timeout)
-async def image_caption(ctx: ToolContext, image_path: Annotated[str, Field(description="An image file in the workspace.")]) -> str:
+async def image_caption(
+    ctx: ToolContext, image_path: Annotated[str, Field(description="An image file in the workspace.")]
+) -> str:
     """Describe an image (what it shows, readable text, colours) and suggest alt text."""
     research = research_of(ctx)
     if research.captioner is None:

@@ -79,10 +79,14 @@ async def execute_command(
     async with _one_at_a_time(root):
         with tempfile.TemporaryFile() as output:  # a file, not a pipe: a background job cannot hold the call open
             proc = await asyncio.create_subprocess_exec(
-                *jail.prepare(cfg, root, ["bash", "-c", command]), cwd=root, env=command_env(root),
-                stdin=asyncio.subprocess.DEVNULL, stdout=output, stderr=asyncio.subprocess.STDOUT,
+                *jail.prepare(cfg, root, ["bash", "-c", command]),
+                cwd=root,
+                env=command_env(root),
+                stdin=asyncio.subprocess.DEVNULL,
+                stdout=output,
+                stderr=asyncio.subprocess.STDOUT,
                 start_new_session=True,
-            )  # fmt: skip
+            )
             timed_out = False
             try:
                 async with asyncio.timeout(cfg.command_timeout_s):

@@ -35,7 +35,9 @@ def _save_todo(ctx: ToolContext, items: list[dict[str, str]]) -> str:
 @tool(*ROLES)
 async def todo_create(
     ctx: ToolContext,
-    items: Annotated[list[Annotated[str, Field(min_length=1)]], Field(min_length=1, description="The steps of the plan, in order.")],
+    items: Annotated[
+        list[Annotated[str, Field(min_length=1)]], Field(min_length=1, description="The steps of the plan, in order.")
+    ],
 ) -> str:
     """Write a new todo list (it replaces the current one); every item starts as pending."""
     return _save_todo(ctx, [{"item": item, "status": "pending"} for item in items])

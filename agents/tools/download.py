@@ -63,7 +63,9 @@ async def checked_request(url: httpx.URL, cfg: SandboxConfig) -> httpx.Request:
     addresses = await _resolve(url.host, url.port or (443 if url.scheme == "https" else 80))
     for address in addresses:
         if why := refusal(address):
-            raise SandboxError(f"{url}: refused, {url.host} resolves to {address}, a {why} address; only public addresses can be reached")
+            raise SandboxError(
+                f"{url}: refused, {url.host} resolves to {address}, a {why} address; only public addresses can be reached"
+            )
     headers["Host"] = url.netloc.decode("ascii")
     extensions = {"sni_hostname": url.host} if url.scheme == "https" else {}
     return httpx.Request("GET", url.copy_with(host=str(addresses[0])), headers=headers, extensions=extensions)

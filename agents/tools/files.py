@@ -28,7 +28,9 @@ def image_size(data: bytes) -> tuple[str, int, int] | None:
 def _encoded(ctx: ToolContext, content: str) -> bytes:
     data = content.encode()
     if len(data) > ctx.sandbox.max_write_bytes:
-        raise ToolError(f"The content is {len(data):,} bytes; one write may hold at most {ctx.sandbox.max_write_bytes:,}. Write it in parts (mode='append').")
+        raise ToolError(
+            f"The content is {len(data):,} bytes; one write may hold at most {ctx.sandbox.max_write_bytes:,}. Write it in parts (mode='append')."
+        )
     return data
 
 
@@ -37,7 +39,9 @@ async def read_file(
     ctx: ToolContext,
     path: WorkspacePath,
     offset: Annotated[int, Field(ge=0, description="Character offset to start reading at.")] = 0,
-    length: Annotated[Optional[int], Field(ge=1, description="Characters to read (default and maximum: the observation limit).")] = None,
+    length: Annotated[
+        Optional[int], Field(ge=1, description="Characters to read (default and maximum: the observation limit).")
+    ] = None,
 ) -> Observation:
     """Read a text file, a page at a time (offset/length in characters), or look at an image file."""
     if path.lower().endswith(IMAGE_SUFFIXES):
@@ -59,7 +63,9 @@ async def read_file(
         page = text.read(length)
         more = bool(text.read(1))
     if not page:
-        return Observation(f"{path}: offset {offset} is past the end of the file." if offset else f"{path} is empty.", is_error=bool(offset))
+        return Observation(
+            f"{path}: offset {offset} is past the end of the file." if offset else f"{path} is empty.", is_error=bool(offset)
+        )
     end = offset + len(page)
     tail = f"\n[characters {offset}-{end}; more follows: read_file(path={path!r}, offset={end})]" if more else ""
     return Observation(page + tail)
@@ -70,7 +76,9 @@ async def write_file(
     ctx: ToolContext,
     path: WorkspacePath,
     content: Annotated[str, Field(description="The text to write.")],
-    mode: Annotated[Literal["write", "append"], Field(description="'write' replaces the file, 'append' adds to its end.")] = "write",
+    mode: Annotated[
+        Literal["write", "append"], Field(description="'write' replaces the file, 'append' adds to its end.")
+    ] = "write",
 ) -> str:
     """Write text to a file (parent folders are created)."""
     data = _encoded(ctx, content)
@@ -92,7 +100,11 @@ async def edit_file(
     if found != expected_replacements:
         raise ToolError(
             f"{path}: old_string occurs {found} time(s), expected {expected_replacements}. Nothing was changed; "
-            + ("copy the exact text with read_file." if found == 0 else "add surrounding text to make it unique, or set expected_replacements.")
+            + (
+                "copy the exact text with read_file."
+                if found == 0
+                else "add surrounding text to make it unique, or set expected_replacements."
+            )
         )
     ctx.workspace.write_bytes(path, _encoded(ctx, text.replace(old_string, new_string)))
     return f"Replaced {found} occurrence(s) in {path}."
@@ -135,4 +147,3 @@ async def list_directory(
     if len(entries) > MAX_LISTED:
         lines.append(f"... and {len(entries) - MAX_LISTED} more; list a subfolder or use a smaller depth.")
     return "\n".join(lines)
-

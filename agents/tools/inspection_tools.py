@@ -53,9 +53,17 @@ async def inspect_slide(
         raise ToolError(f"{html_file!r} could not be rendered: {exc}") from exc
     data = result.to_dict() | {"artifact": path, "png": str(png)}  # the critic looks at the PNG with its own model
     if ctx.resources.get(VISION, True):
-        header, seen, images = f"Rendered {path} at {result.width}x{result.height} ({aspect}); the image is attached.", None, (str(png),)
+        header, seen, images = (
+            f"Rendered {path} at {result.width}x{result.height} ({aspect}); the image is attached.",
+            None,
+            (str(png),),
+        )
     else:  # a model that reads no images gets the layout in text instead
-        header, seen, images = f"Rendered {path} at {result.width}x{result.height} ({aspect}).", layout_summary(result.layout, result.width, result.height), ()
+        header, seen, images = (
+            f"Rendered {path} at {result.width}x{result.height} ({aspect}).",
+            layout_summary(result.layout, result.width, result.height),
+            (),
+        )
     text = "\n".join(filter(None, [header, result.report(), blocked_note(result.blocked), seen]))
     return Observation(text, images=images, data=data)
 
@@ -69,9 +77,13 @@ def blocked_note(blocked: Mapping[str, str]) -> str | None:
     if not blocked:
         return None
     kinds = Counter(BLOCKED_KINDS.get(why, why) for why in blocked.values())
-    shown = ", ".join(list(blocked)[:BLOCKED_SHOWN]) + (f" and {len(blocked) - BLOCKED_SHOWN} more" if len(blocked) > BLOCKED_SHOWN else "")
-    return (f"{len(blocked)} request(s) of the slide were blocked ({', '.join(f'{n} {kind}' for kind, n in kinds.items())}): {shown}. "
-            "A slide loads only files in the workspace: download what it needs with download_file and link the local copy.")  # fmt: skip
+    shown = ", ".join(list(blocked)[:BLOCKED_SHOWN]) + (
+        f" and {len(blocked) - BLOCKED_SHOWN} more" if len(blocked) > BLOCKED_SHOWN else ""
+    )
+    return (
+        f"{len(blocked)} request(s) of the slide were blocked ({', '.join(f'{n} {kind}' for kind, n in kinds.items())}): {shown}. "
+        "A slide loads only files in the workspace: download what it needs with download_file and link the local copy."
+    )
 
 
 def _next_render(ctx: ToolContext, stem: str) -> PurePosixPath:
@@ -93,7 +105,11 @@ async def inspect_manuscript(
     if ctx.workspace.stat(path) is None:
         raise ToolError(f"{md_file!r} does not exist.")
     constraints: Constraints | None = ctx.resources.get(CONSTRAINTS)
-    wanted = {"slides_min": constraints.slides_min, "slides_max": constraints.slides_max, "language": constraints.language} if constraints else None
+    wanted = (
+        {"slides_min": constraints.slides_min, "slides_max": constraints.slides_max, "language": constraints.language}
+        if constraints
+        else None
+    )
     try:
         report = await asyncio.to_thread(diagnose_manuscript, ctx.workspace.root / path, ctx.workspace.root, wanted)
     except ValueError as exc:

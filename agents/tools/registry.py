@@ -119,7 +119,9 @@ class Tool:
         except (ToolError, SandboxError) as exc:
             return Observation(str(exc), is_error=True)
         except TimeoutError:
-            return Observation(f"{self.name} did not finish within {self.timeout_s(ctx.sandbox):g} s and was stopped.", is_error=True)
+            return Observation(
+                f"{self.name} did not finish within {self.timeout_s(ctx.sandbox):g} s and was stopped.", is_error=True
+            )
         except Exception as exc:
             log.debug("tool %s failed on %s", self.name, raw_arguments, exc_info=True)
             return Observation(f"{self.name} failed: {type(exc).__name__}: {exc}", is_error=True)

@@ -110,9 +110,13 @@ def load(export: Path, processor_dir: Path, max_length: int) -> Batches:
             encoded.append(item)
             lengths.append(item["length"])
     if not encoded:
-        raise DataError(f"--data {export}: none of its {len(rows)} samples fits in --max-length {max_length} "
-                        "(train.sft leaves longer ones out too); raise --max-length or use an export of shorter samples")  # fmt: skip
+        raise DataError(
+            f"--data {export}: none of its {len(rows)} samples fits in --max-length {max_length} "
+            "(train.sft leaves longer ones out too); raise --max-length or use an export of shorter samples"
+        )
     groups, _ = calculate_matched_group(list(enumerate(lengths)), max_length)
     packs = [Pack(tuple(i for i, _ in g), tuple(n for _, n in g)) for g in groups]
     fill = statistics.mean(sum(p.documents) for p in packs) / max_length
-    return Batches(template, encoded, packs, max_length, len(rows), too_long, tokens_per_rollout(rows, export), max(lengths), fill)
+    return Batches(
+        template, encoded, packs, max_length, len(rows), too_long, tokens_per_rollout(rows, export), max(lengths), fill
+    )

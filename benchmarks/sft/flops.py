@@ -61,12 +61,21 @@ class Shape:
     def of(cls, config: Glm4vConfig) -> Shape:
         t, v = config.text_config, config.vision_config
         return cls(
-            hidden=t.hidden_size, layers=t.num_hidden_layers, heads=t.num_attention_heads, kv_heads=t.num_key_value_heads,
-            head_dim=t.hidden_size // t.num_attention_heads, mlp=t.intermediate_size, vocab=t.vocab_size,
-            vision_hidden=v.hidden_size, vision_layers=v.depth, vision_mlp=v.out_hidden_size, merger_mlp=v.intermediate_size,
-            out_hidden=v.out_hidden_size, patch_pixels=v.in_channels * v.temporal_patch_size * v.patch_size**2,
+            hidden=t.hidden_size,
+            layers=t.num_hidden_layers,
+            heads=t.num_attention_heads,
+            kv_heads=t.num_key_value_heads,
+            head_dim=t.hidden_size // t.num_attention_heads,
+            mlp=t.intermediate_size,
+            vocab=t.vocab_size,
+            vision_hidden=v.hidden_size,
+            vision_layers=v.depth,
+            vision_mlp=v.out_hidden_size,
+            merger_mlp=v.intermediate_size,
+            out_hidden=v.out_hidden_size,
+            patch_pixels=v.in_channels * v.temporal_patch_size * v.patch_size**2,
             merge=v.spatial_merge_size,
-        )  # fmt: skip
+        )
 
     def with_layers(self, layers: int) -> Shape:
         return Shape(**{**self.__dict__, "layers": layers})

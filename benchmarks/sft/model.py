@@ -29,8 +29,14 @@ import torch
 from transformers import Glm4vConfig, Glm4vForConditionalGeneration
 
 from scripts.make_tiny_model import (
-    SPECIAL_TOKENS, TINY_IMAGE_SIZE, VOCAB_SIZE, build_processor, build_tokenizer, media_token_ids, tiny_config,
-)  # fmt: skip
+    SPECIAL_TOKENS,
+    TINY_IMAGE_SIZE,
+    VOCAB_SIZE,
+    build_processor,
+    build_tokenizer,
+    media_token_ids,
+    tiny_config,
+)
 
 FULL_LAYERS = 40
 FULL_IMAGE_SIZE = {"shortest_edge": 12_544, "longest_edge": 9_633_792}
@@ -57,16 +63,36 @@ def full_config(layers: int = FULL_LAYERS) -> Glm4vConfig:
     """GLM-4.6V-Flash's architecture with `layers` decoder layers (see the module docstring for the sources)."""
     return Glm4vConfig(
         text_config=dict(
-            vocab_size=VOCAB_SIZE, hidden_size=4096, intermediate_size=13_696, num_hidden_layers=layers,
-            num_attention_heads=32, num_key_value_heads=2, max_position_embeddings=131_072,
-            pad_token_id=SPECIAL_TOKENS["<|endoftext|>"], rms_norm_eps=1e-5,
-            rope_parameters={"rope_type": "default", "rope_theta": 500_000.0, "partial_rotary_factor": 0.5,
-                             "mrope_section": [8, 12, 12]},
+            vocab_size=VOCAB_SIZE,
+            hidden_size=4096,
+            intermediate_size=13_696,
+            num_hidden_layers=layers,
+            num_attention_heads=32,
+            num_key_value_heads=2,
+            max_position_embeddings=131_072,
+            pad_token_id=SPECIAL_TOKENS["<|endoftext|>"],
+            rms_norm_eps=1e-5,
+            rope_parameters={
+                "rope_type": "default",
+                "rope_theta": 500_000.0,
+                "partial_rotary_factor": 0.5,
+                "mrope_section": [8, 12, 12],
+            },
         ),
-        vision_config=dict(depth=24, hidden_size=1536, intermediate_size=13_696, num_heads=12, out_hidden_size=4096,
-                           patch_size=14, spatial_merge_size=2, temporal_patch_size=2, image_size=336),
-        tie_word_embeddings=False, **media_token_ids(),
-    )  # fmt: skip
+        vision_config=dict(
+            depth=24,
+            hidden_size=1536,
+            intermediate_size=13_696,
+            num_heads=12,
+            out_hidden_size=4096,
+            patch_size=14,
+            spatial_merge_size=2,
+            temporal_patch_size=2,
+            image_size=336,
+        ),
+        tie_word_embeddings=False,
+        **media_token_ids(),
+    )
 
 
 def model_config(size: Size, layers: int) -> Glm4vConfig:

@@ -49,16 +49,25 @@ class Summary:
         full_flops_per_token = sum(s.full_flops for s in steps) / tokens
         paper_flops = PAPER_ROLLOUTS * PAPER_EPOCHS * tokens_per_rollout * full_flops_per_token
         return cls(
-            tokens_per_s=tokens / seconds, tflops=flops_per_s / 1e12, mfu=mfu, peak_memory_gib=peak_memory / GIB,
-            step_seconds=statistics.median(s.seconds for s in steps), data_seconds=statistics.median(s.data_seconds for s in steps),
-            full_tokens_per_s=flops_per_s / full_flops_per_token, paper_gpu_hours=paper_flops / flops_per_s / 3600,
+            tokens_per_s=tokens / seconds,
+            tflops=flops_per_s / 1e12,
+            mfu=mfu,
+            peak_memory_gib=peak_memory / GIB,
+            step_seconds=statistics.median(s.seconds for s in steps),
+            data_seconds=statistics.median(s.data_seconds for s in steps),
+            full_tokens_per_s=flops_per_s / full_flops_per_token,
+            paper_gpu_hours=paper_flops / flops_per_s / 3600,
             a800_gpu_hours=paper_flops / (mfu * A800_TFLOPS * 1e12) / 3600 if mfu else None,
-        )  # fmt: skip
+        )
 
 
 def table(summary: Summary, layers: int, peak_tflops: Optional[float], memory_kind: str, tokens_per_rollout: float) -> str:
     s = summary
-    mfu = f"{s.mfu:.1%} of {peak_tflops:,.0f} TFLOP/s (bf16 datasheet)" if s.mfu is not None else "n/a (peak unknown: --peak-tflops)"
+    mfu = (
+        f"{s.mfu:.1%} of {peak_tflops:,.0f} TFLOP/s (bf16 datasheet)"
+        if s.mfu is not None
+        else "n/a (peak unknown: --peak-tflops)"
+    )
     a800 = f"; at this MFU on A800s: {s.a800_gpu_hours:,.1f}" if s.a800_gpu_hours is not None else ""
     rows = [
         ("tokens/s/GPU", f"{s.tokens_per_s:,.0f} ({layers} layers)"),
@@ -75,8 +84,10 @@ def table(summary: Summary, layers: int, peak_tflops: Optional[float], memory_ki
         ("tokens per rollout", f"{tokens_per_rollout:,.0f} (this export, the dataset card's estimate)"),
     ]
     width = max(len(k) for k, _ in rows)
-    return "\n".join([f"| {'metric'.ljust(width)} | value |", f"|{'-' * (width + 2)}|-------|"]
-                     + [f"| {k.ljust(width)} | {v} |" for k, v in rows])  # fmt: skip
+    return "\n".join(
+        [f"| {'metric'.ljust(width)} | value |", f"|{'-' * (width + 2)}|-------|"]
+        + [f"| {k.ljust(width)} | {v} |" for k, v in rows]
+    )
 
 
 def record(setting: dict[str, Any], data: dict[str, Any], steps: list[Step], summary: Summary) -> dict[str, Any]:
@@ -93,9 +104,11 @@ def compare(records: list[dict[str, Any]]) -> str:
     for r in records:
         s, m = r["setting"], r["summary"]
         mfu = f"{m['mfu']:.1%}" if m["mfu"] is not None else "n/a"
-        lines.append(f"| {s['device']} | {s['layers']} | {s['max_length']:,} | {s['attention']} | {'yes' if s['liger'] else 'no'} | "
-                     f"{m['tokens_per_s']:,.0f} | {m['tflops']:,.3g} | {mfu} | {m['peak_memory_gib']:,.1f} GiB | "
-                     f"{m['step_seconds']:,.2f} s |")  # fmt: skip
+        lines.append(
+            f"| {s['device']} | {s['layers']} | {s['max_length']:,} | {s['attention']} | {'yes' if s['liger'] else 'no'} | "
+            f"{m['tokens_per_s']:,.0f} | {m['tflops']:,.3g} | {mfu} | {m['peak_memory_gib']:,.1f} GiB | "
+            f"{m['step_seconds']:,.2f} s |"
+        )
     return "\n".join(lines)
 
 

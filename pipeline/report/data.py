@@ -114,7 +114,9 @@ def stage_records(store: RunStore, stage: str, parquet: str, cls: type[R]) -> li
 def _stage_figures(store: RunStore) -> dict[str, dict[str, Any]]:
     """Each stage's own figures: its StageDone record (units/stages), then its stats/<stage>.json."""
     found = {name: json.loads(done.figures_json) for name, done in store.load_map("stages", StageDone).items()}
-    for path in sorted(p for p in store.path("stats").glob("*.json") if p.name not in (USAGE[-1], PROJECTION[-1])):  # the cost section's
+    for path in sorted(
+        p for p in store.path("stats").glob("*.json") if p.name not in (USAGE[-1], PROJECTION[-1])
+    ):  # the cost section's
         try:
             found[path.stem] = found.get(path.stem, {}) | json.loads(path.read_text(encoding="utf-8"))
         except (OSError, json.JSONDecodeError) as exc:
@@ -155,8 +157,12 @@ def read_deck(root: Path, rollout: Rollout) -> list[DeckSlide]:
     data = _deck_defects(root, rollout)
     if data is not None and isinstance(data.get("slides"), list):
         return [
-            DeckSlide(str(s.get("png", "")), str(s.get("file", "")), tuple(d for d in s.get("defects") or () if isinstance(d, dict)),
-                      s["pptx"] if isinstance(s.get("pptx"), dict) else None)  # fmt: skip
+            DeckSlide(
+                str(s.get("png", "")),
+                str(s.get("file", "")),
+                tuple(d for d in s.get("defects") or () if isinstance(d, dict)),
+                s["pptx"] if isinstance(s.get("pptx"), dict) else None,
+            )
             for s in data["slides"]
             if isinstance(s, dict)
         ]

@@ -187,13 +187,21 @@ def _funnel(run: RunData, rows: tuple[RolloutRow, ...], accepted: int | None) ->
     done = sum(row.status == "done" for row in rows)
     samples = run.sft_samples
     return (
-        FunnelStep(f"tasks ({split})", len(tasks) if run.tasks else None, f"{others} more in other splits" if run.tasks else "no tasks/*.parquet"),
+        FunnelStep(
+            f"tasks ({split})",
+            len(tasks) if run.tasks else None,
+            f"{others} more in other splits" if run.tasks else "no tasks/*.parquet",
+        ),
         FunnelStep("rollouts", len(rows), f"{done} finished, {len(rows) - done} failed"),
-        FunnelStep(ACCEPTED, accepted, f"gates: {', '.join(run.gates) or 'none'}" if accepted is not None else "the filters have not run"),
+        FunnelStep(
+            ACCEPTED, accepted, f"gates: {', '.join(run.gates) or 'none'}" if accepted is not None else "the filters have not run"
+        ),
         FunnelStep(
             "SFT samples",
             sum(samples.values()) if samples is not None else None,
-            ", ".join(f"{k} {v}" for k, v in samples.items()) + " (a sample per agent trajectory)" if samples is not None else "the export has not run",
+            ", ".join(f"{k} {v}" for k, v in samples.items()) + " (a sample per agent trajectory)"
+            if samples is not None
+            else "the export has not run",
         ),
     )
 
@@ -202,7 +210,9 @@ def _ratio(numerator: float, denominator: float | None) -> float | None:
     return numerator / denominator if denominator else None
 
 
-def _headline(run: RunData, rows: tuple[RolloutRow, ...], tokens: int, cost: float | None, accepted: int | None) -> dict[str, float | None]:
+def _headline(
+    run: RunData, rows: tuple[RolloutRow, ...], tokens: int, cost: float | None, accepted: int | None
+) -> dict[str, float | None]:
     walls = sorted(row.wall_s for row in rows if row.wall_s > 0)
     return {
         "yield": _ratio(accepted, len(rows)) if accepted is not None else None,
@@ -240,7 +250,9 @@ def _task_mix(run: RunData) -> tuple[MixTable, ...]:
     for title, key in keys.items():
         counts = Counter((key(t), t.split) for t in run.tasks.values())
         labels = sorted({label for label, _ in counts})
-        tables.append(MixTable(title, tuple(MixRow(label, counts[(label, "train")], counts[(label, "eval")]) for label in labels)))
+        tables.append(
+            MixTable(title, tuple(MixRow(label, counts[(label, "train")], counts[(label, "eval")]) for label in labels))
+        )
     return tuple(tables)
 
 
@@ -258,4 +270,3 @@ def metrics(figures: Figures) -> dict[str, float]:
     found |= {f"defects/{code}/{severity}": n for (code, severity), n in figures.defects.items()}
     found |= {f"findings/{k}": v for k, v in figures.findings.items()}
     return {k: v for k, v in found.items() if v is not None}
-

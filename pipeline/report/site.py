@@ -31,7 +31,12 @@ HERE = Path(__file__).parent
 AGENT_ORDER = ("researcher", "presenter", "single")
 NONE = "–"  # what a figure that does not exist yet shows
 FILTERS = ("source", "language", "status", "category")  # the task table's filters (RolloutRow attributes)
-STAGE_LABELS = {"task_drafts": "tasks: drafts", "task_gate": "tasks: quality gate", "verdicts": "filters", "eval_scores": "eval: scores"}
+STAGE_LABELS = {
+    "task_drafts": "tasks: drafts",
+    "task_gate": "tasks: quality gate",
+    "verdicts": "filters",
+    "eval_scores": "eval: scores",
+}
 
 
 @dataclass(frozen=True)
@@ -69,7 +74,11 @@ def write_site(run: RunData, figures: Figures) -> Site:
     (out / "rollouts").mkdir(parents=True, exist_ok=True)
     shutil.copytree(HERE / "static", out / "static", dirs_exist_ok=True)
     decks = run.decks
-    firsts = {r.task_id: f"{workspace(r)}/{decks[r.task_id][0].png}" for r in run.rollouts if decks[r.task_id] and decks[r.task_id][0].png}
+    firsts = {
+        r.task_id: f"{workspace(r)}/{decks[r.task_id][0].png}"
+        for r in run.rollouts
+        if decks[r.task_id] and decks[r.task_id][0].png
+    }
     thumbs, stats = make_thumbnails(run.root, out / "thumbs", firsts.values())
     covers = {task_id: thumbs[source] for task_id, source in firsts.items() if source in thumbs}
     verdicts: dict[str, list[Verdict]] = defaultdict(list)
@@ -78,8 +87,15 @@ def write_site(run: RunData, figures: Figures) -> Site:
     rows = {row.task_id: row for row in figures.rows}
     ids = [r.task_id for r in run.rollouts]
     for i, rollout in enumerate(run.rollouts):
-        page = _rollout_page(run, rollout, rows[rollout.task_id], decks[rollout.task_id], verdicts[rollout.task_id],
-                             ids[i - 1] if i else None, ids[i + 1] if i + 1 < len(ids) else None)  # fmt: skip
+        page = _rollout_page(
+            run,
+            rollout,
+            rows[rollout.task_id],
+            decks[rollout.task_id],
+            verdicts[rollout.task_id],
+            ids[i - 1] if i else None,
+            ids[i + 1] if i + 1 < len(ids) else None,
+        )
         (out / "rollouts" / f"{rollout.task_id}.html").write_text(page, encoding="utf-8")
     index = out / "index.html"
     index.write_text(_index_page(run, figures, covers), encoding="utf-8")
@@ -119,8 +135,15 @@ def _charts(figures: Figures) -> list[charts.Chart]:
     return found
 
 
-def _rollout_page(run: RunData, rollout: Rollout, row: RolloutRow, deck: list[DeckSlide], verdicts: list[Verdict],
-                  previous: str | None, following: str | None) -> str:  # fmt: skip
+def _rollout_page(
+    run: RunData,
+    rollout: Rollout,
+    row: RolloutRow,
+    deck: list[DeckSlide],
+    verdicts: list[Verdict],
+    previous: str | None,
+    following: str | None,
+) -> str:
     trajectories, broken = _trajectories(run.root, rollout)
     order = {gate: i for i, gate in enumerate((ENVIRONMENT, *run.gates))}
     return _render(

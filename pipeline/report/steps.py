@@ -164,7 +164,9 @@ def _critic(steps: list[StepView], message: Message, record: CriticInjection | N
     if message.role == "assistant":
         tool, artifact, image = (record.observation_ref.split(":", 2) + ["", ""])[:3] if record else ("", "", "")
         steps[-1].injections.append(
-            Injection(record.critic_model if record else "", findings(record.findings_json) if record else [], tool, artifact, image)
+            Injection(
+                record.critic_model if record else "", findings(record.findings_json) if record else [], tool, artifact, image
+            )
         )
     elif steps[-1].injections:
         steps[-1].injections[-1].thought = message.content

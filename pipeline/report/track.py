@@ -9,8 +9,23 @@ from core.tracking import Tracker
 from pipeline.report.figures import Figures, RolloutRow, metrics
 
 TABLE = "report/rollouts"
-COLUMNS = ["task_id", "first_slide", "source", "language", "aspect", "slides_asked", "status", "category",
-           "slides", "defects", "injections", "steps", "tokens", "cost_usd", "wall_s"]  # fmt: skip
+COLUMNS = [
+    "task_id",
+    "first_slide",
+    "source",
+    "language",
+    "aspect",
+    "slides_asked",
+    "status",
+    "category",
+    "slides",
+    "defects",
+    "injections",
+    "steps",
+    "tokens",
+    "cost_usd",
+    "wall_s",
+]
 
 
 def track(tracker: Tracker, figures: Figures, covers: dict[str, Path]) -> None:
@@ -22,5 +37,20 @@ def track(tracker: Tracker, figures: Figures, covers: dict[str, Path]) -> None:
 
 
 def _row(r: RolloutRow, cover: Path | None) -> list[Any]:
-    return [r.task_id, cover, r.source, r.language, r.aspect, r.slides_asked, r.status, r.category,
-            r.slides, r.defects, r.injections, r.steps, r.tokens, r.cost_usd, r.wall_s]  # fmt: skip
+    return [
+        r.task_id,
+        cover,
+        r.source,
+        r.language,
+        r.aspect,
+        r.slides_asked,
+        r.status,
+        r.category,
+        r.slides,
+        r.defects,
+        r.injections,
+        r.steps,
+        r.tokens,
+        r.cost_usd,
+        r.wall_s,
+    ]

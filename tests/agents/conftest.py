@@ -29,9 +29,7 @@ def fixture_aspect(path: Path) -> str:
 
 @pytest_asyncio.fixture(scope="session", loop_scope="session")
 async def renderer() -> Renderer:
-    async with Renderer(
-        RenderConfig(max_concurrent=4, max_pages=4, timeout_s=20), read_page=read_slide_layout
-    ) as shared:
+    async with Renderer(RenderConfig(max_concurrent=4, max_pages=4, timeout_s=20), read_page=read_slide_layout) as shared:
         yield shared
 
 
@@ -39,19 +37,12 @@ async def render_folder(renderer: Renderer, folder: Path, out: Path) -> dict[str
     """Every slide of a fixture folder rendered once, concurrently, keyed by file name."""
     files = sorted(folder.glob("*.html"))
     results = await asyncio.gather(
-        *(
-            renderer.render(
-                f, fixture_aspect(f), png_path=out / f"{f.stem}.png", workspace=FIXTURES
-            )
-            for f in files
-        )
+        *(renderer.render(f, fixture_aspect(f), png_path=out / f"{f.stem}.png", workspace=FIXTURES) for f in files)
     )
     return {f.name: r for f, r in zip(files, results)}
 
 
 @pytest_asyncio.fixture(scope="session", loop_scope="session")
-async def fixture_results(
-    renderer: Renderer, tmp_path_factory: pytest.TempPathFactory
-) -> dict[str, RenderResult]:
+async def fixture_results(renderer: Renderer, tmp_path_factory: pytest.TempPathFactory) -> dict[str, RenderResult]:
     """Every fixture slide rendered once, concurrently, keyed by file name."""
     return await render_folder(renderer, SLIDES, tmp_path_factory.mktemp("fixture_renders"))

@@ -47,21 +47,14 @@ def test_slide_json(tmp_path: Path) -> None:
         1280,
         720,
     )
-    assert (
-        Path(report["png"]) == slide.with_suffix(".png")
-        and slide.with_suffix(".png").is_file()
-    )
+    assert Path(report["png"]) == slide.with_suffix(".png") and slide.with_suffix(".png").is_file()
     assert {d["code"] for d in report["defects"]} == {"overlap"}
-    assert all(
-        list(d) == ["code", "severity", "element", "detail"] for d in report["defects"]
-    )
+    assert all(list(d) == ["code", "severity", "element", "detail"] for d in report["defects"])
 
 
 @pytest.mark.chromium
 def test_slide_human_report_and_png_option(tmp_path: Path) -> None:
-    slide = _copy_slide(
-        tmp_path, "clean_image_text_en.html"
-    )  # ../assets resolve: slides/ implies its parent
+    slide = _copy_slide(tmp_path, "clean_image_text_en.html")  # ../assets resolve: slides/ implies its parent
     done = _run(
         "agents.inspect",
         "slide",
@@ -73,9 +66,7 @@ def test_slide_human_report_and_png_option(tmp_path: Path) -> None:
     )
     assert done.returncode == 0, done.stderr
     assert done.stdout.splitlines()[-1] == "No defects measured."
-    assert (tmp_path / "out" / "x.png").is_file() and not slide.with_suffix(
-        ".png"
-    ).exists()
+    assert (tmp_path / "out" / "x.png").is_file() and not slide.with_suffix(".png").exists()
 
 
 def test_manuscript_json(tmp_path: Path) -> None:
@@ -84,9 +75,7 @@ def test_manuscript_json(tmp_path: Path) -> None:
         "# 标题\n\n这是第一页的内容。\n\n---\n\n# 第二页\n\n![](https://example.com/a.png)\n",
         encoding="utf-8",
     )
-    done = _run(
-        "agents.inspect", "manuscript", md, "--json", "--slides", "3-5", "--lang", "zh"
-    )
+    done = _run("agents.inspect", "manuscript", md, "--json", "--slides", "3-5", "--lang", "zh")
     assert done.returncode == 0, done.stderr
     report = json.loads(done.stdout)
     assert list(report) == ["slides", "language", "issues"]
@@ -141,9 +130,7 @@ def test_manuscript_json(tmp_path: Path) -> None:
         ),
     ],
 )
-def test_unusable_input_exits_2_with_one_line(
-    args: tuple[str | Path, ...], message: str
-) -> None:
+def test_unusable_input_exits_2_with_one_line(args: tuple[str | Path, ...], message: str) -> None:
     done = _run(*args)
     assert done.returncode == 2
     assert done.stdout == ""
@@ -168,9 +155,7 @@ def test_a_slide_that_hangs_exits_2_after_one_timeout(tmp_path: Path) -> None:
 def test_deck_cli(tmp_path: Path) -> None:
     shutil.copytree(FIXTURES / "assets", tmp_path / "assets")
     (tmp_path / "slides").mkdir()
-    for number, name in enumerate(
-        ["clean_title_zh.html", "clean_chart_svg_en.html"], start=1
-    ):
+    for number, name in enumerate(["clean_title_zh.html", "clean_chart_svg_en.html"], start=1):
         shutil.copy(SLIDES / name, tmp_path / "slides" / f"slide_{number:02d}.html")
     done = _run(
         "agents.deck",

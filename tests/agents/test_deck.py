@@ -66,9 +66,7 @@ async def test_export_16_9_deck(renderer: Renderer, tmp_path: Path) -> None:
     assert export.pages == 3 and export.defects == 0
     with pymupdf.open(ws / "deck.pdf") as pdf:
         assert [(p.rect.width, p.rect.height) for p in pdf] == [(960, 540)] * 3
-        assert (
-            "Retrieval-Augmented" in pdf[0].get_text() and "华东" in pdf[2].get_text()
-        )
+        assert "Retrieval-Augmented" in pdf[0].get_text() and "华东" in pdf[2].get_text()
         assert pdf[1].get_images()  # the photo came along
     assert [p.name for p in export.pngs] == [
         "slide_01.png",
@@ -88,13 +86,9 @@ async def test_export_16_9_deck(renderer: Renderer, tmp_path: Path) -> None:
 
 @pytest.mark.chromium
 @session_loop
-async def test_export_4_3_deck_keeps_one_page_per_slide(
-    renderer: Renderer, tmp_path: Path
-) -> None:
+async def test_export_4_3_deck_keeps_one_page_per_slide(renderer: Renderer, tmp_path: Path) -> None:
     ws = _workspace(tmp_path, ["clean_43_zh.html", "overflow_1_list_en.html"])
-    export = await export_deck(
-        renderer, ws / "slides", "4:3", ws / "out" / "deck.pdf", png_dir=ws / "png"
-    )
+    export = await export_deck(renderer, ws / "slides", "4:3", ws / "out" / "deck.pdf", png_dir=ws / "png")
     assert export.pages == 2 and export.pptx is None and export.defects > 0
     with pymupdf.open(ws / "out" / "deck.pdf") as pdf:
         assert [(p.rect.width, p.rect.height) for p in pdf] == [(720, 540)] * 2
@@ -107,14 +101,18 @@ async def test_export_reuses_inspections_of_unchanged_slides(renderer: Renderer,
     slides = tmp_path / "slides"
     slides.mkdir()
     for n in (1, 2):
-        (slides / f"slide_0{n}.html").write_text(f'<html><body style="margin:0;width:1280px;height:720px"><h1>Slide {n}</h1></body></html>')
+        (slides / f"slide_0{n}.html").write_text(
+            f'<html><body style="margin:0;width:1280px;height:720px"><h1>Slide {n}</h1></body></html>'
+        )
     for n in (1, 2):
         await inspect_slide(renderer, tmp_path, f"slides/slide_0{n}.html", "16:9")
     (slides / "slide_02.html").write_text('<html><body style="margin:0;width:1280px;height:720px"><h1>Changed</h1></body></html>')
     deck = await export_deck(renderer, slides, "16:9", tmp_path / "deck.pdf", png_dir=tmp_path / "previews", workspace=tmp_path)
     first, second = deck.results
     assert first.seconds == 0.0 and second.seconds > 0.0  # slide 1 reused; slide 2 changed, so rendered again
-    assert first.page_data.data["title"] == "Slide 1" and second.page_data.data["title"] == "Changed"  # layouts come with the prints
+    assert (
+        first.page_data.data["title"] == "Slide 1" and second.page_data.data["title"] == "Changed"
+    )  # layouts come with the prints
     assert (tmp_path / "previews" / "slide_01.png").read_bytes() == (tmp_path / "renders" / "slide_01.png").read_bytes()
     assert "Changed" in pymupdf.open(tmp_path / "deck.pdf")[1].get_text()
 
@@ -128,7 +126,9 @@ async def test_inspection_does_not_wait_for_its_pdf_page_and_a_failed_print_is_r
     from agents.inspection import inspect_slide
 
     (tmp_path / "slides").mkdir()
-    (tmp_path / "slides" / "slide_01.html").write_text('<html><body style="margin:0;width:1280px;height:720px"><h1>Only</h1></body></html>')
+    (tmp_path / "slides" / "slide_01.html").write_text(
+        '<html><body style="margin:0;width:1280px;height:720px"><h1>Only</h1></body></html>'
+    )
     entered, release = asyncio.Event(), asyncio.Event()
 
     async def stalled_print(self: Page, **options: object) -> bytes:
@@ -142,6 +142,8 @@ async def test_inspection_does_not_wait_for_its_pdf_page_and_a_failed_print_is_r
     await asyncio.wait_for(entered.wait(), 30)  # the print starts after the page's layout is read
     release.set()
     monkeypatch.undo()
-    deck = await export_deck(renderer, tmp_path / "slides", "16:9", tmp_path / "deck.pdf", png_dir=tmp_path / "previews", workspace=tmp_path)
+    deck = await export_deck(
+        renderer, tmp_path / "slides", "16:9", tmp_path / "deck.pdf", png_dir=tmp_path / "previews", workspace=tmp_path
+    )
     assert deck.pages == 1 and deck.results[0].seconds > 0.0  # rendered again, not reused
     assert "Only" in pymupdf.open(tmp_path / "deck.pdf")[0].get_text()

@@ -33,9 +33,14 @@ pytestmark = [pytest.mark.chromium, session_loop]
 def env(renderer: Renderer, workspace: Path, model_for, **modes: object) -> GenerationEnv:
     research = build_research(ToolsConfig(), workspace)
     return GenerationEnv(
-        agent=AgentConfig(max_steps=60), sandbox=SandboxConfig(), renderer=renderer, model_for=model_for,
-        resources={RESOURCE_KEY: research}, removed_tools=frozenset(research.unavailable_tools()), **modes,
-    )  # fmt: skip
+        agent=AgentConfig(max_steps=60),
+        sandbox=SandboxConfig(),
+        renderer=renderer,
+        model_for=model_for,
+        resources={RESOURCE_KEY: research},
+        removed_tools=frozenset(research.unavailable_tools()),
+        **modes,
+    )
 
 
 def scripted(role, brief):
@@ -50,7 +55,9 @@ def tool_names(trajectory: Trajectory) -> set[str]:
     ("pdf", "language", "aspect", "slides"),
     [("arxiv_1706.03762.pdf", "en", "16:9", 6), ("edu_zh_thu-numerical-analysis-notes.pdf", "zh", "4:3", 5)],
 )
-async def test_scripted_policy_makes_a_valid_deck(renderer: Renderer, tmp_path: Path, pdf: str, language: str, aspect: str, slides: int) -> None:
+async def test_scripted_policy_makes_a_valid_deck(
+    renderer: Renderer, tmp_path: Path, pdf: str, language: str, aspect: str, slides: int
+) -> None:
     constraints = Constraints(slides, slides, aspect, language)
     task = Task(f"t-{language}", "arxiv", "Present the attached document.", language, (str(SHARED / pdf),), constraints)
     outcome = await generate_deck(task, tmp_path, env(renderer, tmp_path, scripted, policy="scripted"))
@@ -65,14 +72,23 @@ async def test_scripted_policy_makes_a_valid_deck(renderer: Renderer, tmp_path: 
         assert any(c.name.startswith("inspect_") for m in trajectory.messages for c in m.tool_calls)
     assert len(list((tmp_path / "previews").glob("*.png"))) == slides
     deck = Presentation(str(tmp_path / "deck.pptx"))  # editable: the slides' titles are text, the notes the manuscript's sections
-    assert len(deck.slides) == slides and all(any(s.has_text_frame and s.text_frame.text.strip() for s in slide.shapes) for slide in deck.slides)
+    assert len(deck.slides) == slides and all(
+        any(s.has_text_frame and s.text_frame.text.strip() for s in slide.shapes) for slide in deck.slides
+    )
     notes = [slide.notes_slide.notes_text_frame.text for slide in deck.slides if slide.has_notes_slide]
     assert len(notes) == slides and all(note.lstrip().startswith("#") for note in notes)
     assert json.loads((tmp_path / "deck_defects.json").read_text())["pptx"] == {"mode": "editable"}
 
 
 async def test_a_fidelity_check_that_cannot_run_is_recorded_and_the_deck_stands(renderer: Renderer, tmp_path: Path) -> None:
-    task = Task("t-check", "manual", "A short talk about topic number 3 for a general audience.", "en", (), Constraints(3, 3, "16:9", "en"))
+    task = Task(
+        "t-check",
+        "manual",
+        "A short talk about topic number 3 for a general audience.",
+        "en",
+        (),
+        Constraints(3, 3, "16:9", "en"),
+    )
     deck = DeckConfig(check=True, soffice=str(tmp_path / "no-soffice"))
     outcome = await generate_deck(task, tmp_path, env(renderer, tmp_path, scripted, policy="scripted", deck=deck))
     assert outcome.status == "done", outcome.failure
@@ -80,14 +96,21 @@ async def test_a_fidelity_check_that_cannot_run_is_recorded_and_the_deck_stands(
     assert pptx["mode"] == "editable" and "is not installed: Debian libreoffice-impress" in pptx["fidelity"]["error"]
 
 
-OVERFLOWING = '<html><body style="margin:0;width:1280px;height:720px;overflow:hidden"><div style="font-size:90px">{}</div></body></html>'
+OVERFLOWING = (
+    '<html><body style="margin:0;width:1280px;height:720px;overflow:hidden"><div style="font-size:90px">{}</div></body></html>'
+)
 FITTING = '<html><body style="margin:0;width:1280px;height:720px"><h1 style="font-size:40px">{}</h1><img src="../assets/chart.png" style="width:300px"></body></html>'
 
 
 @pytest.mark.parametrize("language", ["en", "zh"])
-async def test_scripted_slides_stay_in_the_task_language_when_the_corpus_mixes_languages(renderer: Renderer, tmp_path: Path, language: str) -> None:
+async def test_scripted_slides_stay_in_the_task_language_when_the_corpus_mixes_languages(
+    renderer: Renderer, tmp_path: Path, language: str
+) -> None:
     """With no attachment the Researcher draws on the offline corpus, which holds English and Chinese documents."""
-    instruction = {"en": "A short talk about topic number 3 for a general audience.", "zh": "面向大众的关于第三个主题的简短演讲。"}[language]
+    instruction = {
+        "en": "A short talk about topic number 3 for a general audience.",
+        "zh": "面向大众的关于第三个主题的简短演讲。",
+    }[language]
     task = Task(f"t-{language}", "manual", instruction, language, (), Constraints(4, 4, "16:9", language))
     outcome = await generate_deck(task, tmp_path, env(renderer, tmp_path, scripted, policy="scripted"))
     assert outcome.status == "done", outcome.failure
@@ -112,10 +135,17 @@ def clumsy_model(body: dict) -> Reply:
         if "missing_asset" in last or "slide_count" in last:
             fixed = "# Intro\n\n![a bar chart](assets/chart.png)\n\n---\n\n# Results\n\n- it works\n"
             copy = "mkdir -p assets && cp attachments/chart.png assets/chart.png"
-            return Reply("", [("execute_command", {"command": copy}), ("write_file", {"path": "manuscript.md", "content": fixed})])
+            return Reply(
+                "", [("execute_command", {"command": copy}), ("write_file", {"path": "manuscript.md", "content": fixed})]
+            )
         return Reply("", [("inspect_manuscript", {"md_file": "manuscript.md"})])
-    written = [c["function"]["arguments"] for m in messages if m["role"] == "assistant" for c in m.get("tool_calls") or []
-               if c["function"]["name"] == "write_file"]  # fmt: skip
+    written = [
+        c["function"]["arguments"]
+        for m in messages
+        if m["role"] == "assistant"
+        for c in m.get("tool_calls") or []
+        if c["function"]["name"] == "write_file"
+    ]
     if turns == 0:  # far too much text for one slide
         return Reply("", [("write_file", {"path": "slides/slide_01.html", "content": OVERFLOWING.format("word " * 400)})])
     if last.startswith("Wrote"):
@@ -152,8 +182,12 @@ async def test_inspection_catches_and_fixes_a_models_mistakes(renderer: Renderer
 async def test_ablation_modes_change_the_offered_tools(renderer: Renderer, tmp_path: Path) -> None:
     task = Task("t-abl", "manual", "A talk about attention in neural networks.", "en", (), Constraints(3, 3, "16:9", None))
     grounded = await generate_deck(task, tmp_path / "a", env(renderer, tmp_path / "a", scripted, policy="scripted"))
-    blind = await generate_deck(task, tmp_path / "b", env(renderer, tmp_path / "b", scripted, policy="scripted", reflection="none"))
-    single = await generate_deck(task, tmp_path / "c", env(renderer, tmp_path / "c", scripted, policy="scripted", agents="single"))
+    blind = await generate_deck(
+        task, tmp_path / "b", env(renderer, tmp_path / "b", scripted, policy="scripted", reflection="none")
+    )
+    single = await generate_deck(
+        task, tmp_path / "c", env(renderer, tmp_path / "c", scripted, policy="scripted", agents="single")
+    )
     researcher, presenter = (tool_names(t) for t in grounded.trajectories)
     assert "inspect_manuscript" in researcher and "inspect_slide" in presenter and "search_web" in researcher
     assert not {"inspect_manuscript", "inspect_slide"} & set().union(*(tool_names(t) for t in blind.trajectories))

@@ -87,9 +87,7 @@ def test_the_background_of_pale_text_is_not_taken_for_its_glyphs() -> None:
 
 
 def _outside(item: int, kind: str) -> dict[str, Any]:
-    return {
-        "el": kind, "item": item, "kind": kind, "box": [150, 0, 230, 80], "past": [0, 0, 30, 0], "text": False
-    }
+    return {"el": kind, "item": item, "kind": kind, "box": [150, 0, 230, 80], "past": [0, 0, 30, 0], "text": False}
 
 
 def test_decoration_bleeding_off_the_edge_is_no_overflow() -> None:
@@ -130,6 +128,7 @@ def _pair(a: int, b: int, **probe: Any) -> dict[str, Any]:
 
 def test_an_overlap_is_a_defect_only_where_content_is_hidden() -> None:
     items = [_item("text"), _item("svg", shapes=12, svgText=True), _item("img")]
+
     def under(**hits: int) -> dict[str, int]:
         return {"text": 0, "shape": 0, "thin": 0, "none": 0, "box": 0, **hits}
 
@@ -161,9 +160,7 @@ def test_a_caption_on_a_plain_part_of_an_image_hides_nothing() -> None:
 
 
 def test_the_slide_box_is_judged_by_its_computed_size() -> None:
-    def frame(
-        size: list[float], sized: bool = True, outside: list[int] | None = None
-    ) -> dict[str, Any]:
+    def frame(size: list[float], sized: bool = True, outside: list[int] | None = None) -> dict[str, Any]:
         return {"el": "div.slide", "size": size, "sized": sized, "outside": outside or []}
 
     items = [_item("text"), _item("img"), _item("svg", shapes=1, side=300.0)]

@@ -21,9 +21,7 @@ DEFECT_CODES = (
     "blank",
     "size_mismatch",
 )
-DEFECTIVE = sorted(
-    p.name for p in SLIDES.glob("*.html") if p.name.startswith(DEFECT_CODES)
-)
+DEFECTIVE = sorted(p.name for p in SLIDES.glob("*.html") if p.name.startswith(DEFECT_CODES))
 
 
 def _expected_code(name: str) -> str:
@@ -32,9 +30,7 @@ def _expected_code(name: str) -> str:
 
 def test_fixture_set_covers_every_defect_and_both_languages() -> None:
     assert len(CLEAN) >= 12
-    assert any(n.endswith("_zh.html") for n in CLEAN) and any(
-        n.endswith("_en.html") for n in CLEAN
-    )
+    assert any(n.endswith("_zh.html") for n in CLEAN) and any(n.endswith("_en.html") for n in CLEAN)
     for code in DEFECT_CODES:
         assert 2 <= sum(_expected_code(n) == code for n in DEFECTIVE) <= 3, code
 
@@ -42,9 +38,7 @@ def test_fixture_set_covers_every_defect_and_both_languages() -> None:
 @pytest.mark.chromium
 @session_loop
 @pytest.mark.parametrize("name", CLEAN)
-async def test_clean_fixture_has_no_defects(
-    name: str, fixture_results: dict[str, RenderResult]
-) -> None:
+async def test_clean_fixture_has_no_defects(name: str, fixture_results: dict[str, RenderResult]) -> None:
     result = fixture_results[name]
     assert result.defects == (), [d.line() for d in result.defects]
     assert result.blocked_requests == 0
@@ -54,18 +48,14 @@ async def test_clean_fixture_has_no_defects(
 @pytest.mark.chromium
 @session_loop
 @pytest.mark.parametrize("name", DEFECTIVE)
-async def test_defect_fixture_is_detected(
-    name: str, fixture_results: dict[str, RenderResult]
-) -> None:
+async def test_defect_fixture_is_detected(name: str, fixture_results: dict[str, RenderResult]) -> None:
     defects = fixture_results[name].defects
     code = _expected_code(name)
     assert code in {d.code for d in defects}, [d.line() for d in defects]
     for d in defects:
         assert d.severity in ("critical", "major", "minor") and d.element and d.detail
         if d.code != "broken_image":
-            assert any(ch.isdigit() for ch in d.detail), (
-                d.line()
-            )  # measured, with numbers
+            assert any(ch.isdigit() for ch in d.detail), d.line()  # measured, with numbers
 
 
 @pytest.mark.chromium
@@ -75,9 +65,7 @@ async def test_every_png_has_the_slide_size(
 ) -> None:
     """Concurrent renders at mixed sizes: each capture matches its own page's viewport."""
     for name, result in fixture_results.items():
-        assert Image.open(result.png_path).size == aspect_size(
-            fixture_aspect(SLIDES / name)
-        ), name
+        assert Image.open(result.png_path).size == aspect_size(fixture_aspect(SLIDES / name)), name
 
 
 @pytest.mark.chromium
@@ -86,27 +74,11 @@ async def test_details_carry_the_measured_numbers(
     fixture_results: dict[str, RenderResult],
 ) -> None:
     overflow = fixture_results["overflow_2_image_en.html"].defects
-    assert any(
-        d.code == "overflow"
-        and d.element == "img"
-        and "200px past the right" in d.detail
-        for d in overflow
-    )
+    assert any(d.code == "overflow" and d.element == "img" and "200px past the right" in d.detail for d in overflow)
     mismatch = fixture_results["size_mismatch_1_body43_en.html"].defects
-    assert any(
-        d.element == "body" and "960x720" in d.detail and "1280x720" in d.detail
-        for d in mismatch
-    )
-    contrast = [
-        d
-        for d in fixture_results["low_contrast_1_grey_en.html"].defects
-        if d.code == "low_contrast"
-    ]
-    assert (
-        contrast
-        and contrast[0].element == "p.faint"
-        and "< 4.5:1" in contrast[0].detail
-    )
+    assert any(d.element == "body" and "960x720" in d.detail and "1280x720" in d.detail for d in mismatch)
+    contrast = [d for d in fixture_results["low_contrast_1_grey_en.html"].defects if d.code == "low_contrast"]
+    assert contrast and contrast[0].element == "p.faint" and "< 4.5:1" in contrast[0].detail
     broken = fixture_results["broken_image_3_external_zh.html"].defects
     assert any("external URL" in d.detail for d in broken)
     assert fixture_results["broken_image_3_external_zh.html"].blocked_requests == 1
@@ -116,9 +88,7 @@ async def test_details_carry_the_measured_numbers(
 @session_loop
 async def test_inspect_slide_reports(renderer: Renderer, tmp_path: Path) -> None:
     png = tmp_path / "overlap.png"
-    inspection = await inspect_slide(
-        renderer, FIXTURES, "slides/overlap_1_title_en.html", "16:9", png_path=png
-    )
+    inspection = await inspect_slide(renderer, FIXTURES, "slides/overlap_1_title_en.html", "16:9", png_path=png)
     assert isinstance(inspection, SlideInspection)
     assert (inspection.width, inspection.height) == (1280, 720)
     assert inspection.png == png and png.stat().st_size > 1000
@@ -137,13 +107,9 @@ async def test_inspect_slide_reports(renderer: Renderer, tmp_path: Path) -> None
 
 @pytest.mark.chromium
 @session_loop
-async def test_inspect_slide_default_png_goes_to_renders(
-    renderer: Renderer, tmp_path: Path
-) -> None:
+async def test_inspect_slide_default_png_goes_to_renders(renderer: Renderer, tmp_path: Path) -> None:
     (tmp_path / "slides").mkdir()
-    (tmp_path / "slides" / "slide_01.html").write_text(
-        (SLIDES / "clean_title_en.html").read_text(), encoding="utf-8"
-    )
+    (tmp_path / "slides" / "slide_01.html").write_text((SLIDES / "clean_title_en.html").read_text(), encoding="utf-8")
     inspection = await inspect_slide(renderer, tmp_path, "slides/slide_01.html", "16:9")
     assert inspection.png == tmp_path.resolve() / "renders" / "slide_01.png"
     assert inspection.png.is_file()
@@ -158,12 +124,8 @@ async def test_inspect_slide_refuses_files_outside_the_workspace(
 
 
 def test_contrast_ratio_matches_wcag() -> None:
-    assert contrast_ratio(
-        np.array([0, 0, 0]), np.array([255, 255, 255])
-    ) == pytest.approx(21.0)
-    assert contrast_ratio(
-        np.array([119, 119, 119]), np.array([255, 255, 255])
-    ) == pytest.approx(4.48, abs=0.01)
+    assert contrast_ratio(np.array([0, 0, 0]), np.array([255, 255, 255])) == pytest.approx(21.0)
+    assert contrast_ratio(np.array([119, 119, 119]), np.array([255, 255, 255])) == pytest.approx(4.48, abs=0.01)
 
 
 def bare_layout(**parts: object) -> dict[str, object]:
@@ -186,9 +148,7 @@ def bare_layout(**parts: object) -> dict[str, object]:
     return {**base, **parts}
 
 
-def _text_run(
-    color: str, rects: list[list[float]], size: float = 20
-) -> dict[str, object]:
+def _text_run(color: str, rects: list[list[float]], size: float = 20) -> dict[str, object]:
     return {
         "el": "p",
         "rects": rects,

@@ -21,8 +21,7 @@ from tests.agents.test_inspection import DEFECT_CODES
 
 REVIEW = FIXTURES / "review"
 LABELS: dict[str, list[str]] = {
-    name: entry["codes"]
-    for name, entry in tomllib.loads((REVIEW / "labels.toml").read_text(encoding="utf-8")).items()
+    name: entry["codes"] for name, entry in tomllib.loads((REVIEW / "labels.toml").read_text(encoding="utf-8")).items()
 }
 MIN_RECALL = 0.95
 MAX_TRAP_CLAIMS = 1
@@ -65,9 +64,7 @@ def table(scores: Mapping[str, Score], traps: list[str]) -> str:
 
 
 @pytest_asyncio.fixture(scope="module", loop_scope="session")
-async def review_results(
-    renderer: Renderer, tmp_path_factory: pytest.TempPathFactory
-) -> dict[str, RenderResult]:
+async def review_results(renderer: Renderer, tmp_path_factory: pytest.TempPathFactory) -> dict[str, RenderResult]:
     results = await render_folder(renderer, REVIEW, tmp_path_factory.mktemp("review_renders"))
     return {name.removesuffix(".html"): result for name, result in results.items()}
 
@@ -110,4 +107,3 @@ async def test_details_say_why_the_item_is_content(
                 assert "): " in d.detail, d.line()  # the share, then what is hidden
             if d.code == "overflow" and not d.detail.startswith("document"):
                 assert "(content: " in d.detail or "(its glyphs" in d.detail, d.line()
-

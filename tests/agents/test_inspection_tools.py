@@ -40,5 +40,7 @@ async def test_a_slide_loading_only_its_workspace_gets_no_note(renderer: Rendere
     (tmp_path / "slides").mkdir()
     (tmp_path / "slides" / "slide_01.html").write_text("<html><body><h1>Tides</h1></body></html>", encoding="utf-8")
     ctx = ToolContext(Workspace(tmp_path), "presenter", {RENDERER: renderer})
-    obs = await toolset_for("presenter").call(ctx, ToolCall("c1", "inspect_slide", json.dumps({"html_file": "slides/slide_01.html"})))
+    obs = await toolset_for("presenter").call(
+        ctx, ToolCall("c1", "inspect_slide", json.dumps({"html_file": "slides/slide_01.html"}))
+    )
     assert "blocked" not in obs.text, obs.text

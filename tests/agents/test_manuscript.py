@@ -69,9 +69,7 @@ def test_separators_inside_code_fences_do_not_split() -> None:
 
 def test_leading_and_trailing_separators_are_not_slides() -> None:
     assert split_slides("---\n# One\n---\n# Two\n---\n") == ["# One", "# Two"]
-    assert split_slides("# One\n --- \n# Two") == [
-        "# One\n --- \n# Two"
-    ]  # not exactly ---
+    assert split_slides("# One\n --- \n# Two") == ["# One\n --- \n# Two"]  # not exactly ---
 
 
 def test_each_issue_code(workspace: Path) -> None:
@@ -111,9 +109,7 @@ def test_constraints_on_count_and_language(workspace: Path) -> None:
     )
     assert _codes(result) == [("slide_count", None), ("language", None)]
     assert result["issues"][0]["detail"] == "2 slides; the task asks for 5-10"
-    exact = inspect_manuscript(
-        path, workspace, {"slides_min": 3, "slides_max": 3, "language": "English"}
-    )
+    exact = inspect_manuscript(path, workspace, {"slides_min": 3, "slides_max": 3, "language": "English"})
     assert [i["detail"] for i in exact["issues"]] == ["2 slides; the task asks for 3"]
 
 

@@ -40,7 +40,14 @@ async def labelled(renderer: Renderer, tmp_path_factory: pytest.TempPathFactory)
     names = sorted(p.name for p in LABELLED.glob("*.html") if fixture_aspect(p) == "16:9")
     ws = _deck(tmp_path_factory.mktemp("labelled"), names)
     export = await export_deck(
-        renderer, ws / "slides", "16:9", ws / "deck.pdf", png_dir=ws / "previews", pptx_path=ws / "deck.pptx", workspace=ws, manuscript=MANUSCRIPT
+        renderer,
+        ws / "slides",
+        "16:9",
+        ws / "deck.pdf",
+        png_dir=ws / "previews",
+        pptx_path=ws / "deck.pptx",
+        workspace=ws,
+        manuscript=MANUSCRIPT,
     )
     return ws, export
 
@@ -95,7 +102,9 @@ async def test_every_img_of_the_fixtures_is_a_picture_and_every_table_native(ren
     (ws / "slides").mkdir()
     for number, name in enumerate(names, 1):
         shutil.copy(FIXTURES / "slides" / name, ws / "slides" / f"slide_{number:02d}.html")
-    await export_deck(renderer, ws / "slides", "16:9", ws / "deck.pdf", png_dir=ws / "previews", pptx_path=ws / "deck.pptx", workspace=ws)
+    await export_deck(
+        renderer, ws / "slides", "16:9", ws / "deck.pdf", png_dir=ws / "previews", pptx_path=ws / "deck.pptx", workspace=ws
+    )
     deck = Presentation(str(ws / "deck.pptx"))
     for number, slide in enumerate(deck.slides, 1):
         html = _html(ws, number)
@@ -169,7 +178,9 @@ async def test_check_renders_with_libreoffice_and_the_labelled_set_meets_the_tar
 async def test_a_rewrapped_block_is_counted(renderer: Renderer, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     """A PPTX whose paragraph re-wraps (its text frame made narrower and wrapping) fails the line check."""
     ws = _deck(tmp_path, ["paragraphs_en.html"])
-    await export_deck(renderer, ws / "slides", "16:9", ws / "deck.pdf", png_dir=ws / "previews", pptx_path=ws / "deck.pptx", workspace=ws)
+    await export_deck(
+        renderer, ws / "slides", "16:9", ws / "deck.pdf", png_dir=ws / "previews", pptx_path=ws / "deck.pptx", workspace=ws
+    )
     deck = Presentation(str(ws / "deck.pptx"))
     body = next(s for s in deck.slides[0].shapes if s.has_text_frame and s.text_frame.text.startswith("Stacking"))
     body.width = body.width // 2
@@ -188,9 +199,15 @@ async def test_a_rewrapped_block_is_counted(renderer: Renderer, tmp_path: Path, 
 async def test_the_export_runs_the_check_when_configured(renderer: Renderer, tmp_path: Path) -> None:
     ws = _deck(tmp_path, ["bullets_zh.html", "table_en.html"])
     export = await export_deck(
-        renderer, ws / "slides", "16:9", ws / "deck.pdf", png_dir=ws / "previews", pptx_path=ws / "deck.pptx", workspace=ws,
+        renderer,
+        ws / "slides",
+        "16:9",
+        ws / "deck.pdf",
+        png_dir=ws / "previews",
+        pptx_path=ws / "deck.pptx",
+        workspace=ws,
         deck=DeckConfig(check=True),
-    )  # fmt: skip
+    )
     assert export.fidelity is not None and export.fidelity["deck"]["within_targets"], export.fidelity
     assert [s["objects"]["tables"] for s in export.fidelity["slides"]] == [0, 1]
 
@@ -200,9 +217,15 @@ async def test_the_export_runs_the_check_when_configured(renderer: Renderer, tmp
 async def test_picture_mode_writes_one_picture_per_slide(renderer: Renderer, tmp_path: Path) -> None:
     ws = _deck(tmp_path, ["bullets_en.html", "table_zh.html"])
     await export_deck(
-        renderer, ws / "slides", "16:9", ws / "deck.pdf", png_dir=ws / "previews", pptx_path=ws / "deck.pptx", workspace=ws,
+        renderer,
+        ws / "slides",
+        "16:9",
+        ws / "deck.pdf",
+        png_dir=ws / "previews",
+        pptx_path=ws / "deck.pptx",
+        workspace=ws,
         deck=DeckConfig(pptx_mode=PptxMode.picture),
-    )  # fmt: skip
+    )
     deck = Presentation(str(ws / "deck.pptx"))
     assert [[s.shape_type for s in slide.shapes] for slide in deck.slides] == [[MSO_SHAPE_TYPE.PICTURE]] * 2
     picture = deck.slides[0].shapes[0]
@@ -215,7 +238,9 @@ async def test_an_editable_pptx_needs_a_renderer_that_reads_layouts(tmp_path: Pa
     ws = _deck(tmp_path, ["bullets_en.html"])
     async with Renderer() as plain:
         with pytest.raises(ValueError, match="no layout was read for slide_01.html"):
-            await export_deck(plain, ws / "slides", "16:9", ws / "deck.pdf", png_dir=ws / "previews", pptx_path=ws / "deck.pptx", workspace=ws)
+            await export_deck(
+                plain, ws / "slides", "16:9", ws / "deck.pdf", png_dir=ws / "previews", pptx_path=ws / "deck.pptx", workspace=ws
+            )
 
 
 def test_check_cli_names_a_missing_or_unreadable_input(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

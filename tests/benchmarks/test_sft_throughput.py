@@ -32,11 +32,26 @@ def export(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 @pytest.mark.swift
 @pytest.mark.slow
-@pytest.mark.timeout(1800)  # 4 steps of 2,048 tokens through a 151,552-word vocabulary: 2-3 min on two idle cores, 15 on busy ones
+@pytest.mark.timeout(
+    1800
+)  # 4 steps of 2,048 tokens through a 151,552-word vocabulary: 2-3 min on two idle cores, 15 on busy ones
 def test_tiny_run_prints_the_table_and_writes_the_json(export: Path, tmp_path: Path) -> None:
     out = tmp_path / "tiny.json"
-    command = [sys.executable, "-m", "benchmarks.sft_throughput", "--size", "tiny", "--steps", "3", "--max-length", "2048",
-               "--data", str(export), "--json", str(out)]  # fmt: skip
+    command = [
+        sys.executable,
+        "-m",
+        "benchmarks.sft_throughput",
+        "--size",
+        "tiny",
+        "--steps",
+        "3",
+        "--max-length",
+        "2048",
+        "--data",
+        str(export),
+        "--json",
+        str(out),
+    ]
     done = subprocess.run(command, cwd=PROJECT_ROOT, capture_output=True, text=True, timeout=1700, check=False)
     assert done.returncode == 0, (done.stdout + done.stderr)[-4000:]
     for metric in ("tokens/s/GPU", "achieved TFLOP/s", "MFU", "peak CPU (process RSS) memory", "step time", "paper setting"):
@@ -92,7 +107,9 @@ def test_the_flop_count_covers_every_weight_of_glm_46v_flash() -> None:
     per_patch = visual.patch_embed.proj.weight.numel() + sum(
         m.weight.numel() for m in visual.blocks.modules() if isinstance(m, torch.nn.Linear)
     )
-    merger = visual.downsample.weight.numel() + sum(m.weight.numel() for m in visual.merger.modules() if isinstance(m, torch.nn.Linear))
+    merger = visual.downsample.weight.numel() + sum(
+        m.weight.numel() for m in visual.merger.modules() if isinstance(m, torch.nn.Linear)
+    )
     grid = (1, 52, 92)  # a 1280x720 slide under GLM-4.6V-Flash's image processor
     attention = 24 * 4 * (52 * 92) ** 2 * 1536
     assert shape.vision_forward(grid) == 2 * 52 * 92 * per_patch + attention + 2 * (52 * 92 // 4) * merger

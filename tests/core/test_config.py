@@ -76,8 +76,14 @@ def test_common_overrides() -> None:
 
 @pytest.mark.parametrize(
     ("override", "message"),
-    [("no_such_key=1", "no_such_key"), ("llm.no_such=1", "no_such"), ("limit=abc", "limit"), ("critic.mode=loud", "loud"),
-     ("llm.max_concurrency=many", "max_concurrency"), ("llm=nope", "nope")],
+    [
+        ("no_such_key=1", "no_such_key"),
+        ("llm.no_such=1", "no_such"),
+        ("limit=abc", "limit"),
+        ("critic.mode=loud", "loud"),
+        ("llm.max_concurrency=many", "max_concurrency"),
+        ("llm=nope", "nope"),
+    ],
 )
 def test_typos_and_wrong_types_fail_before_work(override: str, message: str) -> None:
     with pytest.raises((ConfigCompositionException, ValidationError)) as err:
@@ -87,11 +93,18 @@ def test_typos_and_wrong_types_fail_before_work(override: str, message: str) -> 
 
 @pytest.mark.parametrize(
     ("override", "message"),
-    [("limit=0", "limit=0"), ("filters.gates=[taste]", "taste"), ("llm.backend=carrier-pigeon", "llm.backend=carrier-pigeon: unknown backend"),
-     ("roles.critic.backend=carrier-pigeon", "roles.critic.backend=carrier-pigeon"),
-     ("run.name=a/b", "run.dir"), ("sources.persona.share=0.9", "sum to 1"), ("ray.num_workers=0", "ray.num_workers"),
-     ("ray.threads_per_worker=-1", "ray.threads_per_worker=-1"), ("llm.context_window=0", "llm.context_window=0"),
-     ("ray.address=auto", "llm=local serves on this machine's loopback")],
+    [
+        ("limit=0", "limit=0"),
+        ("filters.gates=[taste]", "taste"),
+        ("llm.backend=carrier-pigeon", "llm.backend=carrier-pigeon: unknown backend"),
+        ("roles.critic.backend=carrier-pigeon", "roles.critic.backend=carrier-pigeon"),
+        ("run.name=a/b", "run.dir"),
+        ("sources.persona.share=0.9", "sum to 1"),
+        ("ray.num_workers=0", "ray.num_workers"),
+        ("ray.threads_per_worker=-1", "ray.threads_per_worker=-1"),
+        ("llm.context_window=0", "llm.context_window=0"),
+        ("ray.address=auto", "llm=local serves on this machine's loopback"),
+    ],
 )
 def test_semantic_errors_name_the_key(override: str, message: str) -> None:
     with pytest.raises(ConfigError, match=message.replace("[", r"\[")):
@@ -122,7 +135,10 @@ def test_cli_from_another_directory(tmp_path: Path) -> None:
     run = tmp_path / "r"
     out = subprocess.run(
         [sys.executable, "-m", "pipeline.synthesize", "--cfg", "job", f"run.dir={run}", "limit=3", "llm=openai"],
-        cwd=tmp_path, capture_output=True, text=True, check=True,
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        check=True,
     ).stdout
     assert str(run) in out and "limit: 3" in out and "backend: openai" in out
     bad = subprocess.run([sys.executable, "-m", "pipeline.synthesize", "limit=abc"], cwd=tmp_path, capture_output=True, text=True)

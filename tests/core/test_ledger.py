@@ -87,13 +87,19 @@ def test_a_template_s_hash_covers_what_it_includes(tmp_path: Path) -> None:
 def test_a_changed_template_changes_the_config_hash_and_is_named_unless_forced(tmp_path: Path) -> None:
     root, config = tmp_path / "run", {"run": {"name": "x"}}
     first = RunStore.open(root, config, prompts={"critic/prompts/slide_review.j2": "aaaaaaaaaaaa"}).config_hash
-    with pytest.raises(ConfigMismatch, match=r"prompt templates changed since: critic/prompts/slide_review.j2 \(aaaaaaaaaaaa -> bbbbbbbbbbbb\)"):
+    with pytest.raises(
+        ConfigMismatch, match=r"prompt templates changed since: critic/prompts/slide_review.j2 \(aaaaaaaaaaaa -> bbbbbbbbbbbb\)"
+    ):
         RunStore.open(root, config, prompts={"critic/prompts/slide_review.j2": "bbbbbbbbbbbb"})
     forced = RunStore.open(root, config, force=True, prompts={"critic/prompts/slide_review.j2": "bbbbbbbbbbbb"})
-    assert forced.config_hash != first and json.loads((root / "prompts.json").read_text()) == {"critic/prompts/slide_review.j2": "bbbbbbbbbbbb"}
+    assert forced.config_hash != first and json.loads((root / "prompts.json").read_text()) == {
+        "critic/prompts/slide_review.j2": "bbbbbbbbbbbb"
+    }
 
 
-def test_an_edited_template_of_a_run_s_folders_stops_its_rerun_unless_forced(make_run, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_an_edited_template_of_a_run_s_folders_stops_its_rerun_unless_forced(
+    make_run, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """open_run hashes the templates of the config class's PROMPTS folders: an edit between two runs is a mismatch."""
     folder = tmp_path / "prompts"
     folder.mkdir()
@@ -102,7 +108,8 @@ def test_an_edited_template_of_a_run_s_folders_stops_its_rerun_unless_forced(mak
     first = make_run().store
     before = first.config_hash
     assert json.loads((first.root / "prompts.json").read_text())["critic/prompts/slide_review.j2"] == template_digest(
-        PROJECT_ROOT / "critic" / "prompts", "slide_review.j2")  # fmt: skip
+        PROJECT_ROOT / "critic" / "prompts", "slide_review.j2"
+    )
     assert make_run().store.config_hash == before  # nothing changed: the same run
     (folder / "review.j2").write_text("Review the slide harshly.")
     with pytest.raises(ConfigMismatch, match=f"prompt templates changed since: {folder / 'review.j2'}"):

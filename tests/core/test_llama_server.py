@@ -13,11 +13,20 @@ import pytest
 pytest.importorskip("llama_cpp")
 from core.llama_server import bounded_chatml_function_calling  # noqa: E402
 
-TOOLS = [{"type": "function", "function": {"name": "write_file", "parameters": {"type": "object", "properties": {"path": {"type": "string"}}}}}]
+TOOLS = [
+    {
+        "type": "function",
+        "function": {"name": "write_file", "parameters": {"type": "object", "properties": {"path": {"type": "string"}}}},
+    }
+]
 MESSAGES = [
     {"role": "system", "content": "You write slides."},
     {"role": "user", "content": "Write <h1>Tides</h1> into a.html"},
-    {"role": "assistant", "content": None, "tool_calls": [{"id": "c1", "type": "function", "function": {"name": "write_file", "arguments": '{"path": "a.html"}'}}]},
+    {
+        "role": "assistant",
+        "content": None,
+        "tool_calls": [{"id": "c1", "type": "function", "function": {"name": "write_file", "arguments": '{"path": "a.html"}'}}],
+    },
     {"role": "tool", "tool_call_id": "c1", "content": "Wrote 14 bytes to a.html."},
 ]
 
@@ -34,9 +43,16 @@ class RecordingLlama:
     def create_completion(self, prompt: str, max_tokens: int | None = None, **kwargs: Any) -> dict[str, Any]:
         self.calls.append({"prompt": prompt, "max_tokens": max_tokens})
         text, used = ("message", 2) if len(self.calls) == 1 else ("and so on " * 40, min(max_tokens or 400, 400))
-        return {"id": f"cmpl-{next(self.ids)}", "object": "text_completion", "created": 0, "model": "m",
-                "choices": [{"text": text, "index": 0, "logprobs": None, "finish_reason": "length" if used == max_tokens else "stop"}],
-                "usage": {"prompt_tokens": 50, "completion_tokens": used, "total_tokens": 50 + used}}  # fmt: skip
+        return {
+            "id": f"cmpl-{next(self.ids)}",
+            "object": "text_completion",
+            "created": 0,
+            "model": "m",
+            "choices": [
+                {"text": text, "index": 0, "logprobs": None, "finish_reason": "length" if used == max_tokens else "stop"}
+            ],
+            "usage": {"prompt_tokens": 50, "completion_tokens": used, "total_tokens": 50 + used},
+        }
 
 
 def test_the_prompt_keeps_html_and_quotes_as_written() -> None:
@@ -62,8 +78,12 @@ def test_the_state_cache_weighs_the_logits_each_entry_copies() -> None:
     cache = llama_cpp.LlamaRAMCache(capacity_bytes=3 << 20)  # the name the server builds its cache from
     for first_token in range(4):
         cache[(first_token, 1, 2)] = llama_cpp.LlamaState(
-            input_ids=np.zeros(8, dtype=np.intc), scores=np.zeros((1 << 18,), dtype=np.single),  # 1 MiB
-            n_tokens=3, llama_state=b"x" * 1024, llama_state_size=1024, seed=0,
-        )  # fmt: skip
+            input_ids=np.zeros(8, dtype=np.intc),
+            scores=np.zeros((1 << 18,), dtype=np.single),  # 1 MiB
+            n_tokens=3,
+            llama_state=b"x" * 1024,
+            llama_state_size=1024,
+            seed=0,
+        )
     assert len(cache.cache_state) == 2  # each entry weighs just over 1 MiB: two fit, the older ones went
     assert (3, 1, 2) in cache

@@ -14,7 +14,8 @@ from aiohttp import web
 from PIL import Image
 
 from core.config import LLMConfig, PriceConfig
-from core.llm import DataURLs, ModelClient
+from core.llm import ModelClient
+from core.wire import DataURLs
 from core.usage import UsageMeter
 from core.llm_types import ModelError
 from core.records import Message, ToolCall
@@ -69,8 +70,11 @@ async def test_gives_up_after_the_cap_and_says_why() -> None:
 
 @pytest.mark.parametrize(
     ("status", "message", "kind"),
-    [(400, "bad tool schema", "bad_request"), (401, "no key", "auth"),
-     (400, "This model's maximum context length is 65536 tokens", "context_length")],
+    [
+        (400, "bad tool schema", "bad_request"),
+        (401, "no key", "auth"),
+        (400, "This model's maximum context length is 65536 tokens", "context_length"),
+    ],
 )
 async def test_client_errors_are_not_retried(status: int, message: str, kind: str) -> None:
     with FakeOpenAIServer(lambda _: ErrorReply(status, message)) as srv:
@@ -136,7 +140,9 @@ async def test_a_text_only_model_gets_no_image_only_a_note(tmp_path: Path) -> No
     assert "image_url" not in json.dumps(wire)
 
 
-@pytest.mark.parametrize(("llama_context_error", "kind"), [("Requested tokens (9000) exceed context window of 8192", "context_length")])
+@pytest.mark.parametrize(
+    ("llama_context_error", "kind"), [("Requested tokens (9000) exceed context window of 8192", "context_length")]
+)
 async def test_llama_cpp_context_refusal_is_a_context_length_error(llama_context_error: str, kind: str) -> None:
     with FakeOpenAIServer(lambda _: ErrorReply(400, llama_context_error)) as srv:
         with pytest.raises(ModelError) as err:
@@ -195,7 +201,9 @@ async def test_concurrency_backs_off_on_429_and_recovers() -> None:
 async def test_sampling_and_extra_body_reach_the_server() -> None:
     with FakeOpenAIServer(answer) as srv:
         extra = {"chat_template_kwargs": {"enable_thinking": False}}
-        await client(srv, temperature=0.2, max_tokens=77, extra_body=extra).chat(HELLO, tools=[{"type": "function", "function": {"name": "f", "parameters": {}}}])
+        await client(srv, temperature=0.2, max_tokens=77, extra_body=extra).chat(
+            HELLO, tools=[{"type": "function", "function": {"name": "f", "parameters": {}}}]
+        )
         body = srv.requests[0]
     assert (body["temperature"], body["max_tokens"], body["model"]) == (0.2, 77, "fake")
     assert body["chat_template_kwargs"] == {"enable_thinking": False} and body["tools"][0]["function"]["name"] == "f"

@@ -26,8 +26,12 @@ pytestmark = pytest.mark.real_model
 
 @dataclass
 class Cfg:
-    llm: LLMConfig = field(default_factory=lambda: LLMConfig(backend=Backend.local, base_url=LOCAL_UNSTARTED, model="smol", max_tokens=16))
-    roles: dict[str, RoleConfig] = field(default_factory=lambda: {"agent": RoleConfig(), "critic": RoleConfig(backend=Backend.scripted)})
+    llm: LLMConfig = field(
+        default_factory=lambda: LLMConfig(backend=Backend.local, base_url=LOCAL_UNSTARTED, model="smol", max_tokens=16)
+    )
+    roles: dict[str, RoleConfig] = field(
+        default_factory=lambda: {"agent": RoleConfig(), "critic": RoleConfig(backend=Backend.scripted)}
+    )
 
 
 def servers_running() -> list[psutil.Process]:

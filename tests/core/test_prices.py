@@ -26,7 +26,9 @@ def synth(*overrides: str, name: str = "synthesize"):
         return compose(name, overrides=list(overrides))
 
 
-@pytest.mark.parametrize("url", ["http://127.0.0.1:8000/v1", "http://localhost:1234/v1", "http://[::1]:8000/v1", "http://127.0.0.2/v1"])
+@pytest.mark.parametrize(
+    "url", ["http://127.0.0.1:8000/v1", "http://localhost:1234/v1", "http://[::1]:8000/v1", "http://127.0.0.2/v1"]
+)
 def test_an_endpoint_on_this_machine_costs_nothing_whatever_the_model(url: str) -> None:
     price = price_of(LLMConfig(base_url=url, model="gpt-4o"))
     assert price.known and price.cost(10**6, 10**6, 0, 5.0) == 0.0
@@ -52,7 +54,9 @@ def test_list_prices_by_model_name_with_provider_prefix_or_date() -> None:
         assert (price.input_per_mtok, price.output_per_mtok, price.cached_input_per_mtok) == (2.5, 10.0, 1.25), model
     assert price_of(LLMConfig(base_url=HOSTED, model="gpt-4o-mini")).input_per_mtok == 0.15  # not gpt-4o's
     # cached prompt tokens at their own rate: 1M prompt tokens of which half cached, 1M completion tokens
-    assert price_of(LLMConfig(base_url=HOSTED, model="gpt-4o")).cost(10**6, 10**6, 5 * 10**5, 0.0) == pytest.approx(1.25 + 0.625 + 10)
+    assert price_of(LLMConfig(base_url=HOSTED, model="gpt-4o")).cost(10**6, 10**6, 5 * 10**5, 0.0) == pytest.approx(
+        1.25 + 0.625 + 10
+    )
 
 
 def test_an_unlisted_hosted_model_has_an_unknown_price_not_zero() -> None:
@@ -61,13 +65,19 @@ def test_an_unlisted_hosted_model_has_an_unknown_price_not_zero() -> None:
 
 
 def test_a_configured_price_wins_even_on_this_machine() -> None:
-    price = price_of(LLMConfig(base_url="http://127.0.0.1:8000/v1", model="x", price=PriceConfig(input_per_mtok=1.0, output_per_mtok=4.0)))
+    price = price_of(
+        LLMConfig(base_url="http://127.0.0.1:8000/v1", model="x", price=PriceConfig(input_per_mtok=1.0, output_per_mtok=4.0))
+    )
     assert price.cost(10**6, 10**6, 0, 0.0) == pytest.approx(5.0)
 
 
 def test_a_role_on_another_model_does_not_inherit_the_backbone_s_price() -> None:
     llm = LLMConfig(base_url=HOSTED, model="my-finetune", price=PriceConfig(input_per_mtok=0.1, output_per_mtok=0.2))
-    roles = {"critic": RoleConfig(model="gpt-4o-mini"), "judge": RoleConfig(temperature=0.0), "other": RoleConfig(model="mystery")}
+    roles = {
+        "critic": RoleConfig(model="gpt-4o-mini"),
+        "judge": RoleConfig(temperature=0.0),
+        "other": RoleConfig(model="mystery"),
+    }
     assert price_of(resolve_role(llm, roles, "judge")).input_per_mtok == 0.1  # same endpoint and model: the backbone's price
     assert price_of(resolve_role(llm, roles, "critic")).input_per_mtok == 0.15  # its own list price
     assert not price_of(resolve_role(llm, roles, "other")).known  # unknown, not the backbone's
@@ -79,7 +89,9 @@ def test_gpu_hours_price_the_endpoint_s_busy_time_shared_by_the_calls_in_flight(
     """Two calls in flight together for ~0.4 s: ~0.4 s of the fleet's time in all, not 0.8."""
     gpu_hour, gpus = 36.0, 2  # $0.02 per second of the fleet
     with FakeOpenAIServer(lambda _: Reply("ok"), latency_s=0.4) as srv:
-        client = ModelClient(LLMConfig(base_url=srv.url, model="m", max_concurrency=2, price=PriceConfig(gpu_hour=gpu_hour, gpus=gpus)))
+        client = ModelClient(
+            LLMConfig(base_url=srv.url, model="m", max_concurrency=2, price=PriceConfig(gpu_hour=gpu_hour, gpus=gpus))
+        )
 
         async def two() -> None:
             await asyncio.gather(client.chat([Message("user", "a")]), client.chat([Message("user", "b")]))
@@ -114,8 +126,15 @@ def test_a_cost_cap_needs_every_role_s_price() -> None:
     cfg = synth("run.max_cost_usd=1", "llm=openai", "roles.critic.model=my-finetune")
     with pytest.raises(ConfigError, match="role critic's price is unknown"):
         check_caps(cfg, ("agent", "critic"))
-    validate(synth("rollouts.max_cost_usd=0.5", "llm=openai", "roles.critic.model=my-finetune",
-                   "roles.critic.price.input_per_mtok=1", "roles.critic.price.output_per_mtok=2"))  # fmt: skip
+    validate(
+        synth(
+            "rollouts.max_cost_usd=0.5",
+            "llm=openai",
+            "roles.critic.model=my-finetune",
+            "roles.critic.price.input_per_mtok=1",
+            "roles.critic.price.output_per_mtok=2",
+        )
+    )
     with pytest.raises(ConfigError, match="run.max_cost_usd=-1"):
         validate(synth("run.max_cost_usd=-1"))
 

@@ -14,20 +14,44 @@ import pytest
 
 import core.records
 from core.records import (
-    SCHEMA_VERSION, Constraints, CriticInjection, Message, ModelUse, Origin, Record, RecordError, Rollout, Step, Task, ToolCall,
-    Trajectory, Usage, Verdict, _fields, read_parquet, write_parquet,
+    SCHEMA_VERSION,
+    Constraints,
+    CriticInjection,
+    Message,
+    ModelUse,
+    Origin,
+    Record,
+    RecordError,
+    Rollout,
+    Step,
+    Task,
+    ToolCall,
+    Trajectory,
+    Usage,
+    Verdict,
+    _fields,
+    read_parquet,
+    write_parquet,
 )
 from core.usage import RoleUsage
 
 ORIGIN = Origin({"critic/prompts/slide_review.j2": "0123456789ab"}, {"critic": ModelUse("gpt-4o", "openai", 0.7, 0.95, 8192)})
 
 TASK = Task(
-    task_id="persona-0001", source="persona", instruction="做一个关于数值分析的报告 😀", language="zh",
-    attachments=("data/a.pdf",), constraints=Constraints(slides_min=8, slides_max=8, aspect_ratio="16:9", language="zh"),
-    provenance={"source_id": "p1", "licence": "CC BY-NC-SA 4.0"}, split="train", origin=ORIGIN,
+    task_id="persona-0001",
+    source="persona",
+    instruction="做一个关于数值分析的报告 😀",
+    language="zh",
+    attachments=("data/a.pdf",),
+    constraints=Constraints(slides_min=8, slides_max=8, aspect_ratio="16:9", language="zh"),
+    provenance={"source_id": "p1", "licence": "CC BY-NC-SA 4.0"},
+    split="train",
+    origin=ORIGIN,
 )
 TRAJECTORY = Trajectory(
-    task_id="persona-0001", agent="presenter", model="glm",
+    task_id="persona-0001",
+    agent="presenter",
+    model="glm",
     messages=(
         Message("system", "sys", kind="prompt"),
         Message("assistant", "", reasoning="think", tool_calls=(ToolCall("c1", "inspect_slide", '{"html_file": "s.html"}'),)),
@@ -36,16 +60,32 @@ TRAJECTORY = Trajectory(
     ),
     steps=(Step(0, 1.5, 0.25, 0.5, Usage(100, 20), ("inspect_slide",)), Step(1, 2.0, 0.1, 0.0, error="model_error")),
     injections=(CriticInjection(1, 3, "critic-vlm", '[{"category": "layout"}]', "inspect_slide:slides/s.html"),),
-    status="finalized", outcome="slides",
+    status="finalized",
+    outcome="slides",
 )
 ROLLOUT = Rollout(
-    task_id="persona-0001", status="failed", failure="environment/timeout", artifacts={"pdf": "rollouts/x/deck.pdf"},
-    steps={"researcher": 3}, tool_counts={"write_file": 2}, prompt_tokens={"agent": 10}, completion_tokens={"agent": 1},
-    cost_usd=0.25, wall_s=12.5, usage={"agent": RoleUsage(calls=2, prompt_tokens=10, completion_tokens=1, cost_usd=0.25, failures={"server": 1})},
+    task_id="persona-0001",
+    status="failed",
+    failure="environment/timeout",
+    artifacts={"pdf": "rollouts/x/deck.pdf"},
+    steps={"researcher": 3},
+    tool_counts={"write_file": 2},
+    prompt_tokens={"agent": 10},
+    completion_tokens={"agent": 1},
+    cost_usd=0.25,
+    wall_s=12.5,
+    usage={"agent": RoleUsage(calls=2, prompt_tokens=10, completion_tokens=1, cost_usd=0.25, failures={"server": 1})},
     origin=ORIGIN,
 )
-VERDICT = Verdict(task_id="persona-0001", gate="constraint", passed=False, category="constraint", score=0.5, reasons=("3 pages, expected 8",),
-                  usage={"judge": RoleUsage(calls=1, unpriced_calls=1)})  # fmt: skip
+VERDICT = Verdict(
+    task_id="persona-0001",
+    gate="constraint",
+    passed=False,
+    category="constraint",
+    score=0.5,
+    reasons=("3 pages, expected 8",),
+    usage={"judge": RoleUsage(calls=1, unpriced_calls=1)},
+)
 ALL = [TASK, TRAJECTORY, ROLLOUT, VERDICT]
 
 
@@ -63,7 +103,9 @@ def test_json_round_trip(record) -> None:
 
 
 def test_json_takes_numpy_scalars_and_non_ascii_text_as_is() -> None:
-    rollout = Rollout(task_id="t-数值", status="done", cost_usd=np.float64(0.125), wall_s=np.float32(2.5), steps={"presenter": np.int64(7)})
+    rollout = Rollout(
+        task_id="t-数值", status="done", cost_usd=np.float64(0.125), wall_s=np.float32(2.5), steps={"presenter": np.int64(7)}
+    )
     text = rollout.to_json()
     assert "t-数值" in text
     assert Rollout.from_json(text) == Rollout(task_id="t-数值", status="done", cost_usd=0.125, wall_s=2.5, steps={"presenter": 7})
@@ -89,8 +131,18 @@ def test_json_and_arrow_encode_the_same_fields() -> None:
 
 def test_schema_is_stable() -> None:
     names = [f.name for f in Task.arrow_schema()]
-    assert names == ["task_id", "source", "instruction", "language", "attachments", "constraints", "provenance", "split", "origin",
-                     "schema_version"]  # fmt: skip
+    assert names == [
+        "task_id",
+        "source",
+        "instruction",
+        "language",
+        "attachments",
+        "constraints",
+        "provenance",
+        "split",
+        "origin",
+        "schema_version",
+    ]
     assert str(Trajectory.arrow_schema().field("steps").type).startswith("list<item: struct<index: int64")
 
 
@@ -108,7 +160,9 @@ def test_a_version_1_record_reads_with_the_new_fields_at_their_defaults(record, 
     """A run directory written before version 2 (no origin, no usage) stays readable, as JSON units and as Parquet."""
     cls = type(record)
     old = {k: v for k, v in json.loads(record.to_json()).items() if k not in ADDED_IN_2} | {"schema_version": 1}
-    expected = dataclasses.replace(record, **{f.name: f.default_factory() for f in dataclasses.fields(cls) if f.name in ADDED_IN_2})
+    expected = dataclasses.replace(
+        record, **{f.name: f.default_factory() for f in dataclasses.fields(cls) if f.name in ADDED_IN_2}
+    )
     assert cls.from_json(json.dumps(old)) == expected
     schema = cls.arrow_schema()
     fields = [f for f in schema if f.name not in ADDED_IN_2]

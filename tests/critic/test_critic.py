@@ -28,7 +28,14 @@ AGENT_SECRET = "agent-history-marker-42"
 
 
 def slide_data() -> dict:
-    return {"artifact": "slides/slide_01.html", "png": "renders/slide_01.png", "width": 1280, "height": 720, "aspect": "16:9", "defects": DEFECTS}
+    return {
+        "artifact": "slides/slide_01.html",
+        "png": "renders/slide_01.png",
+        "width": 1280,
+        "height": 720,
+        "aspect": "16:9",
+        "defects": DEFECTS,
+    }
 
 
 @pytest.fixture
@@ -65,7 +72,10 @@ async def test_critic_request_holds_only_the_observation_and_artifact(ctx: ToolC
     assert "Secret slide title" in text and "right edge 1400px" in text and AGENT_SECRET not in json.dumps(request)
     assert message["content"][1]["image_url"]["url"].startswith("data:image/png;base64,")
     (injection,) = injections
-    assert injection.critic_model == "critic-vlm" and injection.observation_ref == "inspect_slide:slides/slide_01.html:renders/slide_01.png"
+    assert (
+        injection.critic_model == "critic-vlm"
+        and injection.observation_ref == "inspect_slide:slides/slide_01.html:renders/slide_01.png"
+    )
     assert "shrink it" in injection.thought and "[layout/major]" in injection.thought
     assert json.loads(injection.findings_json)[0]["category"] == "layout"
     assert hook.findings == {"layout": 1}
@@ -80,7 +90,9 @@ async def test_findings_below_the_threshold_are_counted_not_injected(ctx: ToolCo
 
 async def test_a_broken_critic_never_breaks_the_rollout(ctx: ToolContext) -> None:
     with FakeOpenAIServer(lambda _: Reply("I refuse to answer in JSON")) as srv:
-        hook = CriticHook(ModelCritic(ModelClient(LLMConfig(base_url=srv.url, model="c", backoff_base_s=0.01), "critic")), "major", "en")
+        hook = CriticHook(
+            ModelCritic(ModelClient(LLMConfig(base_url=srv.url, model="c", backoff_base_s=0.01), "critic")), "major", "en"
+        )
         assert await hook.after_step(state(ctx, slide_data())) == []
     assert hook.errors == 1
 
@@ -104,6 +116,7 @@ async def test_inspections_of_one_turn_are_reviewed_concurrently_and_injected_in
     observations = tuple(Observation("measured", data=slide_data() | {"artifact": f"slides/slide_0{n}.html"}) for n in (1, 2))
     injections = await CriticHook(WaitingCritic(), "major", "en").after_step(StepState(0, calls, observations, ctx))
     assert [json.loads(i.findings_json)[0]["evidence"] for i in injections] == ["slides/slide_01.html", "slides/slide_02.html"]
+
 
 async def test_rules_mode_uses_measured_defects_only(ctx: ToolContext) -> None:
     hook = make_critic_hook("rules", None, "major", "zh")
@@ -149,7 +162,9 @@ async def test_injection_sits_before_the_next_model_turn(ctx: ToolContext) -> No
     tools = Toolset({**toolset_for("presenter").tools, "inspect_slide": inspect})
     with FakeOpenAIServer(agent) as srv:
         model = ModelClient(LLMConfig(base_url=srv.url, model="agent"), "agent")
-        trajectory = await Agent(model, tools, ctx, AgentConfig(), "t1", hooks=[rules_hook()]).run("sys " + AGENT_SECRET, "make slides")
+        trajectory = await Agent(model, tools, ctx, AgentConfig(), "t1", hooks=[rules_hook()]).run(
+            "sys " + AGENT_SECRET, "make slides"
+        )
     roles = [(m["role"], (m.get("tool_calls") or [{}])[0].get("function", {}).get("name")) for m in seen[1]]
     # the inspection's result (its image follows as a user message, vLLM style), then the critic's thinking call
     assert roles[-4:] == [("tool", None), ("user", None), ("assistant", "thinking"), ("tool", None)]

@@ -18,7 +18,9 @@ from tests.filters.decks import uniform_deck
 
 def test_perfect_and_reversed_raters() -> None:
     same = agreement([1, 2, 3, 4, 5], [1, 2, 3, 4, 5])
-    assert (same.n, same.spearman, same.exact, same.within_one, same.kappa, same.kappa_quadratic) == pytest.approx((5, 1, 1, 1, 1, 1))
+    assert (same.n, same.spearman, same.exact, same.within_one, same.kappa, same.kappa_quadratic) == pytest.approx(
+        (5, 1, 1, 1, 1, 1)
+    )
     rev = agreement([1, 2, 3, 4, 5], [5, 4, 3, 2, 1])
     assert rev.spearman == pytest.approx(-1.0) and (rev.exact, rev.within_one) == (0.2, 0.2)
     assert rev.kappa == pytest.approx(0.0)  # agreement on 3-3 only, as often as chance
@@ -59,16 +61,26 @@ def write_labels(folder: Path) -> Path:
 def test_calibrate_against_labels_and_a_second_judge(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     labels = write_labels(tmp_path)
     with FakeOpenAIServer(scripted_replies([GOOD_DESCRIPTION], [GOOD_SCORES])) as srv:
-        second = ["--second", "judge=openai", "--second", f"judge.endpoint.base_url={srv.url}", "--second", "judge.endpoint.model=fake"]
+        second = [
+            "--second",
+            "judge=openai",
+            "--second",
+            f"judge.endpoint.base_url={srv.url}",
+            "--second",
+            "judge.endpoint.model=fake",
+        ]
         assert main([str(labels), *second]) == 0
         assert len(srv.requests) == 2 * 6  # describer + judge for each of the six slides
     out = tmp_path / "labels_calibration"
     rows = list(csv.DictReader((out / "agreement.csv").open()))
     assert [(r["Raters"], r["Dimension"]) for r in rows] == [
-        ("labels vs judge A (scripted-judge)", "content"), ("labels vs judge A (scripted-judge)", "style"),
-        ("labels vs judge B (fake)", "content"), ("labels vs judge B (fake)", "style"),
-        ("judge A (scripted-judge) vs judge B (fake)", "content"), ("judge A (scripted-judge) vs judge B (fake)", "style"),
-    ]  # fmt: skip
+        ("labels vs judge A (scripted-judge)", "content"),
+        ("labels vs judge A (scripted-judge)", "style"),
+        ("labels vs judge B (fake)", "content"),
+        ("labels vs judge B (fake)", "style"),
+        ("judge A (scripted-judge) vs judge B (fake)", "content"),
+        ("judge A (scripted-judge) vs judge B (fake)", "style"),
+    ]
     assert all(r["n"] == "4" for r in rows)
     assert rows[2]["spearman"] == "" and rows[2]["exact"] == "0.5"  # judge B says 4 for everything: labels 4, 4, 2, 3
     scores = list(csv.DictReader((out / "scores.csv").open()))
@@ -79,10 +91,16 @@ def test_calibrate_against_labels_and_a_second_judge(tmp_path: Path, capsys: pyt
 
 @pytest.mark.parametrize(
     ("content", "message"),
-    [("path,content\nx.pdf,3\n", "missing column"), ("path,content,style\nx.pdf,3,9\n", "1-5"),
-     ("path,content,style\nnowhere.pdf,3,3\n", "nowhere.pdf"), ("path,content,style\n", "no labelled rows")],
-)  # fmt: skip
-def test_calibrate_refuses_bad_labels_before_any_model_call(tmp_path: Path, capsys: pytest.CaptureFixture[str], content: str, message: str) -> None:
+    [
+        ("path,content\nx.pdf,3\n", "missing column"),
+        ("path,content,style\nx.pdf,3,9\n", "1-5"),
+        ("path,content,style\nnowhere.pdf,3,3\n", "nowhere.pdf"),
+        ("path,content,style\n", "no labelled rows"),
+    ],
+)
+def test_calibrate_refuses_bad_labels_before_any_model_call(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], content: str, message: str
+) -> None:
     labels = tmp_path / "labels.csv"
     labels.write_text(content)
     with FakeOpenAIServer(scripted_replies([GOOD_DESCRIPTION], [GOOD_SCORES])) as srv:

@@ -43,10 +43,12 @@ def test_a_mode_outside_its_set_fails_as_the_config_is_composed(override: str) -
 
 @pytest.mark.parametrize(
     ("override", "message"),
-    [("judge.max_concurrency=0", "judge.max_concurrency"),
-     ("diversity.batch_size=0", "diversity.batch_size"),
-     ("ray.num_workers=0", "ray.num_workers")],
-)  # fmt: skip
+    [
+        ("judge.max_concurrency=0", "judge.max_concurrency"),
+        ("diversity.batch_size=0", "diversity.batch_size"),
+        ("ray.num_workers=0", "ray.num_workers"),
+    ],
+)
 def test_semantic_errors_name_the_key(synthesis_run: Path, override: str, message: str) -> None:
     with pytest.raises(ConfigError, match=message):
         validate(eval_config(f"tasks={synthesis_run}", override))
@@ -60,7 +62,11 @@ def test_the_runner_plays_without_a_critic(synthesis_run: Path) -> None:
 
 
 def test_missing_tasks_fail_before_any_work(tmp_path: Path) -> None:
-    done = subprocess.run([sys.executable, "-m", "eval.run", "tasks=nowhere", f"run.dir={tmp_path / 'run'}", "tracking=disabled"],
-                          cwd=tmp_path, capture_output=True, text=True)  # fmt: skip
+    done = subprocess.run(
+        [sys.executable, "-m", "eval.run", "tasks=nowhere", f"run.dir={tmp_path / 'run'}", "tracking=disabled"],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+    )
     assert done.returncode == 2 and "tasks=nowhere" in done.stderr and "pipeline.tasks" in done.stderr
     assert not (tmp_path / "run").exists()

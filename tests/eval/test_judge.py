@@ -24,12 +24,16 @@ from eval.slides import PageFacts, SlideView, load_deck
 from tests.eval.conftest import ENGLISH, export_workspace, slide_image
 from tests.fakes.openai_server import FakeOpenAIServer, Reply
 
-GOOD_DESCRIPTION = json.dumps({"content": "A title and three short bullets; a photo of a reef.", "style": "Blue palette, aligned."})
+GOOD_DESCRIPTION = json.dumps(
+    {"content": "A title and three short bullets; a photo of a reef.", "style": "Blue palette, aligned."}
+)
 GOOD_SCORES = json.dumps({"content": {"score": 4, "reason": "clear bullets"}, "style": {"score": 3, "reason": "plain layout"}})
 
 
 def has_image(body: dict[str, Any]) -> bool:
-    return any(isinstance(m["content"], list) and any(p.get("type") == "image_url" for p in m["content"]) for m in body["messages"])
+    return any(
+        isinstance(m["content"], list) and any(p.get("type") == "image_url" for p in m["content"]) for m in body["messages"]
+    )
 
 
 def scripted_replies(describer: list[str], judge: list[str]):
@@ -64,9 +68,12 @@ def deck(tmp_path: Path) -> list[SlideView]:
 def test_malformed_replies_are_asked_again_until_they_parse(tmp_path: Path, deck: list[SlideView]) -> None:
     policy = scripted_replies(
         describer=["This slide looks nice!", f"Here it is:\n```json\n{GOOD_DESCRIPTION}\n```"],
-        judge=['{"content": {"score": 7, "reason": "great"}, "style": {"score": 3, "reason": "ok"}}',
-               '{"content": {"score": "4.0", "reason": "x"}, "style": {"score": 3}}', f"{GOOD_SCORES} -- done"],
-    )  # fmt: skip
+        judge=[
+            '{"content": {"score": 7, "reason": "great"}, "style": {"score": 3, "reason": "ok"}}',
+            '{"content": {"score": "4.0", "reason": "x"}, "style": {"score": 3}}',
+            f"{GOOD_SCORES} -- done",
+        ],
+    )
     with FakeOpenAIServer(policy) as srv:
         judgement = judge_deck(judge_config(srv.url), deck[:1], tmp_path / "cache")
         requests = srv.requests
@@ -138,8 +145,12 @@ def scripted(slide: SlideView) -> tuple[int, int, str]:
     ],
 )
 def test_scripted_judge_rules(tmp_path: Path, words, images, boxes, defects, expected) -> None:
-    slide = SlideView(1, slide_image(tmp_path / "s.png", boxes=boxes), PageFacts(" ".join(["word"] * words), images),
-                      tuple({"code": c, "severity": s, "element": "e", "detail": "d"} for c, s in defects))  # fmt: skip
+    slide = SlideView(
+        1,
+        slide_image(tmp_path / "s.png", boxes=boxes),
+        PageFacts(" ".join(["word"] * words), images),
+        tuple({"code": c, "severity": s, "element": "e", "detail": "d"} for c, s in defects),
+    )
     content, style, text = scripted(slide)
     assert (content, style) == expected
     assert LABEL in text

@@ -21,7 +21,14 @@ from tests.filters.decks import PAGE_SIZES, uniform_deck, write_deck
     ("shape", "pages", "text", "kwargs", "expected", "failed"),
     [
         ("16:9", 3, ENGLISH, {"slides": 3, "aspect": "16:9", "explicit_language": "en"}, 5.0, ""),
-        ("16:9", 3, ENGLISH, {"slides": 5, "aspect": "16:9", "explicit_language": "en"}, 5 * 2 / 3, "slide count: expected 5, got 3"),
+        (
+            "16:9",
+            3,
+            ENGLISH,
+            {"slides": 5, "aspect": "16:9", "explicit_language": "en"},
+            5 * 2 / 3,
+            "slide count: expected 5, got 3",
+        ),
         ("16:9", 2, ENGLISH, {"slides": 2, "aspect": "4:3", "explicit_language": "zh"}, 5 / 3, "aspect ratio: expected 4:3"),
         ("A2", 1, CHINESE, {"slides": 1, "aspect": "A1", "explicit_language": "zh", "language": "zh"}, 5.0, ""),
         # no explicit constraint: the deck's language is still checked against the task's own language
@@ -52,7 +59,13 @@ def _score(root: Path, t, rollout: Rollout | None) -> DeckScore:
 
 
 def test_a_rendered_deck_gets_all_three_scores(tmp_path: Path) -> None:
-    rollout = export_workspace(tmp_path, "ok", "16:9", [ENGLISH, ENGLISH], defects={2: [{"code": "overlap", "severity": "critical", "element": "img", "detail": "x"}]})
+    rollout = export_workspace(
+        tmp_path,
+        "ok",
+        "16:9",
+        [ENGLISH, ENGLISH],
+        defects={2: [{"code": "overlap", "severity": "critical", "element": "img", "detail": "x"}]},
+    )
     score = _score(tmp_path, task("ok", slides=2, aspect="16:9"), rollout)
     assert (score.rendered, score.slides, score.constraint, score.failure) == (True, 2, 5.0, None)
     assert 1 <= score.style < score.content <= 5  # the measured overlap costs slide 2 its style
@@ -64,10 +77,14 @@ def test_a_rendered_deck_gets_all_three_scores(tmp_path: Path) -> None:
     [
         (None, "not generated"),
         (Rollout(task_id="t", status="failed", failure="environment/context_overflow"), "environment/context_overflow"),
-        (Rollout(task_id="t", status="done", artifacts={"pdf": "rollouts/t/deck.pdf", "defects": "rollouts/t/deck_defects.json"}),
-         "environment/unreadable_deck"),
+        (
+            Rollout(
+                task_id="t", status="done", artifacts={"pdf": "rollouts/t/deck.pdf", "defects": "rollouts/t/deck_defects.json"}
+            ),
+            "environment/unreadable_deck",
+        ),
     ],
-)  # fmt: skip
+)
 def test_decks_that_did_not_render_score_the_minimum(tmp_path: Path, rollout: Rollout | None, failure: str) -> None:
     score = _score(tmp_path, task("t", slides=2), rollout)
     assert (score.rendered, score.constraint, score.content, score.style) == (False, 0.0, 1.0, 1.0)
@@ -75,11 +92,17 @@ def test_decks_that_did_not_render_score_the_minimum(tmp_path: Path, rollout: Ro
 
 
 def test_aggregates_render_rate_unjudged_and_domains() -> None:
-    def deck(task_id: str, source: str, rendered: bool, constraint: float, content: float | None, style: float | None) -> DeckScore:
+    def deck(
+        task_id: str, source: str, rendered: bool, constraint: float, content: float | None, style: float | None
+    ) -> DeckScore:
         return DeckScore(task_id, source, "en", rendered, 3, constraint, content, style, 0.1, 100)
 
-    scores = [deck("a", "persona", True, 5.0, 4.0, 4.0), deck("b", "arxiv", True, 5.0, None, None),
-              deck("c", "arxiv", False, 0.0, 1.0, 1.0), deck("d", "finepdfs", True, 2.5, 3.0, 5.0)]  # fmt: skip
+    scores = [
+        deck("a", "persona", True, 5.0, 4.0, 4.0),
+        deck("b", "arxiv", True, 5.0, None, None),
+        deck("c", "arxiv", False, 0.0, 1.0, 1.0),
+        deck("d", "finepdfs", True, 2.5, 3.0, 5.0),
+    ]
     metrics = aggregate(scores)
     assert (metrics.tasks, metrics.rendered, metrics.unjudged, metrics.render_rate) == (4, 3, 1, 0.75)
     assert metrics.constraint == pytest.approx(12.5 / 4)

@@ -22,15 +22,37 @@ def test_pareto_frontier_on_a_known_point_set() -> None:
     assert pareto_frontier([(0.0, 4.0), (0.0, 4.0)]) == [0]
 
 
-def summary(model: str, variant: str = "full", framework: str = "DeepPresenter", avg: float = 4.0, cost: float = 0.5) -> RunSummary:
+def summary(
+    model: str, variant: str = "full", framework: str = "DeepPresenter", avg: float = 4.0, cost: float = 0.5
+) -> RunSummary:
     return RunSummary(
-        framework=framework, model=model, variant=variant, run_dir=f"runs/{model}", tasks=4, rendered=3, render_rate=0.75,
-        unjudged=0, constraint=avg + 0.5, content=avg - 0.5, style=avg, avg=avg, diversity=0.5 if variant == "full" else None,
-        vendi=2.5, cost_per_deck=cost, tokens_per_deck=1e5, policy="model", describer="gpt-4o", judge="gpt-4o",
-        judge_scripted=False, judge_cost_usd=0.1, encoder="facebook/dinov2-base",
-        domains={"PersonaHub": {"tasks": 3, "rendered": 2, "constraint": 4.0, "content": 3.5, "style": 4.1, "avg": 3.87},
-                 "arXiv": {"tasks": 1, "rendered": 1, "constraint": 5.0, "content": None, "style": None, "avg": None}},
-    )  # fmt: skip
+        framework=framework,
+        model=model,
+        variant=variant,
+        run_dir=f"runs/{model}",
+        tasks=4,
+        rendered=3,
+        render_rate=0.75,
+        unjudged=0,
+        constraint=avg + 0.5,
+        content=avg - 0.5,
+        style=avg,
+        avg=avg,
+        diversity=0.5 if variant == "full" else None,
+        vendi=2.5,
+        cost_per_deck=cost,
+        tokens_per_deck=1e5,
+        policy="model",
+        describer="gpt-4o",
+        judge="gpt-4o",
+        judge_scripted=False,
+        judge_cost_usd=0.1,
+        encoder="facebook/dinov2-base",
+        domains={
+            "PersonaHub": {"tasks": 3, "rendered": 2, "constraint": 4.0, "content": 3.5, "style": 4.1, "avg": 3.87},
+            "arXiv": {"tasks": 1, "rendered": 1, "constraint": 5.0, "content": None, "style": None, "avg": None},
+        },
+    )
 
 
 def test_tables_and_figure(tmp_path: Path) -> None:
@@ -51,8 +73,13 @@ def test_tables_and_figure(tmp_path: Path) -> None:
     assert table2.columns == ["Framework", "Model", "Constraint", "Content", "Style", "Avg.", "Diversity"]
     assert "| Gamma | gamma | **4.86** | **3.86** | **4.36** | **4.36** | **0.50** |" in table2.markdown()
     assert "| DeepPresenter | glm-sft (w/o Grounded Reflection) | 4.32 | 3.32 | 3.82 | 3.82 | – |" in table2.markdown()
-    assert [r[:2] for r in table3.rows] == [["glm-sft", "DeepPresenter"], ["glm-sft", "w/o Grounded Reflection"],
-                                            ["gpt-4o", "DeepPresenter"], ["gpt-4o", "w/o Dual-Agent"], ["gamma", "Gamma"]]  # fmt: skip
+    assert [r[:2] for r in table3.rows] == [
+        ["glm-sft", "DeepPresenter"],
+        ["glm-sft", "w/o Grounded Reflection"],
+        ["gpt-4o", "DeepPresenter"],
+        ["gpt-4o", "w/o Dual-Agent"],
+        ["gamma", "Gamma"],
+    ]
     assert domains.rows[1] == ["arXiv", 5.0, None, None, None, 1, 1]
     assert table2.csv().splitlines()[1] == "DeepPresenter,glm-sft,4.69,3.69,4.19,4.19,0.5"
     page = (tmp_path / "report.md").read_text()

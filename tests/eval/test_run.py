@@ -21,7 +21,13 @@ from tests.eval.test_judge import (
 from tests.fakes.openai_server import FakeOpenAIServer
 
 TASKS = [
-    Task("persona-1", "persona", "A short talk on coral reefs for high-school students.", "en", constraints=Constraints(3, 3, "16:9", "en")),
+    Task(
+        "persona-1",
+        "persona",
+        "A short talk on coral reefs for high-school students.",
+        "en",
+        constraints=Constraints(3, 3, "16:9", "en"),
+    ),
     Task("finepdfs-1", "finepdfs", "Explain the attached notes.", "en", attachments=("/nonexistent/notes.pdf",)),  # cannot start
     Task("arxiv-1", "arxiv", "一次关于注意力机制的组会报告。", "zh", constraints=Constraints(aspect_ratio="4:3", language="zh")),
     Task("persona-2", "persona", "Beyond the limit.", "en"),
@@ -30,7 +36,9 @@ FAST = ["tracking=disabled", "ray.num_workers=2", "ray.num_cpus_per_worker=0.5",
 
 
 def eval_run(cwd: Path, *overrides: str) -> subprocess.CompletedProcess[str]:
-    done = subprocess.run([sys.executable, "-m", "eval.run", *FAST, *overrides], cwd=cwd, capture_output=True, text=True, timeout=400)
+    done = subprocess.run(
+        [sys.executable, "-m", "eval.run", *FAST, *overrides], cwd=cwd, capture_output=True, text=True, timeout=400
+    )
     assert done.returncode == 0, done.stderr[-3000:]
     return done
 
@@ -46,17 +54,40 @@ def test_eval_run_offline_end_to_end(tmp_path: Path, tiny_encoder: Path) -> None
     assert [t.task_id for t in read_parquet(run / "tasks" / "eval.parquet", Task)] == ["persona-1", "finepdfs-1", "arxiv-1"]
     decks = {row["task_id"]: row for row in csv.DictReader((run / "scores" / "decks.csv").open())}
     assert decks["finepdfs-1"]["rendered"] == "False" and decks["finepdfs-1"]["failure"].startswith("environment/")
-    assert (decks["finepdfs-1"]["constraint"], decks["finepdfs-1"]["content"], decks["finepdfs-1"]["style"]) == ("0.0", "1.0", "1.0")
-    assert decks["persona-1"]["rendered"] == "True" and decks["persona-1"]["slides"] == "3" and decks["persona-1"]["constraint"] == "5.0"
+    assert (decks["finepdfs-1"]["constraint"], decks["finepdfs-1"]["content"], decks["finepdfs-1"]["style"]) == (
+        "0.0",
+        "1.0",
+        "1.0",
+    )
+    assert (
+        decks["persona-1"]["rendered"] == "True"
+        and decks["persona-1"]["slides"] == "3"
+        and decks["persona-1"]["constraint"] == "5.0"
+    )
 
     summary = RunSummary.read(run)
-    assert (summary.tasks, summary.rendered, summary.unjudged, summary.policy, summary.judge_scripted) == (3, 2, 0, "scripted", True)
+    assert (summary.tasks, summary.rendered, summary.unjudged, summary.policy, summary.judge_scripted) == (
+        3,
+        2,
+        0,
+        "scripted",
+        True,
+    )
     assert summary.render_rate == pytest.approx(2 / 3) and 0.0 <= summary.diversity <= 1.0 and summary.vendi >= 1.0
     assert all(1 <= v <= 5 for v in (summary.content, summary.style)) and summary.avg is not None
     assert list(summary.domains) == ["PersonaHub", "arXiv", "FinePDFs"]
 
     report = run / "report"
-    for name in ("table2.md", "table2.csv", "table3.md", "table3.csv", "domains.md", "domains.csv", "cost_vs_score.png", "report.md"):
+    for name in (
+        "table2.md",
+        "table2.csv",
+        "table3.md",
+        "table3.csv",
+        "domains.md",
+        "domains.csv",
+        "cost_vs_score.png",
+        "report.md",
+    ):
         assert (report / name).is_file() and (report / name).stat().st_size > 0, name
     table2 = (report / "table2.md").read_text()
     assert "| DeepPresenter | scripted-policy |" in table2 and "SCRIPTED: rule-based, not a model" in table2
@@ -71,7 +102,12 @@ def test_eval_run_offline_end_to_end(tmp_path: Path, tiny_encoder: Path) -> None
         described = sum(has_image(r) for r in srv.requests)
     single = RunSummary.read(ablation)
     assert (single.judge, single.judge_scripted, single.content, single.style, single.variant) == (
-        "fake-judge", False, 4.0, 3.0, "w/o Dual-Agent, w/o Grounded Reflection")
+        "fake-judge",
+        False,
+        4.0,
+        3.0,
+        "w/o Dual-Agent, w/o Grounded Reflection",
+    )
     assert described == len(srv.requests) / 2 == int(next(csv.DictReader((ablation / "scores" / "decks.csv").open()))["slides"])
     assert report_main([str(run), str(ablation), "--out", str(tmp_path / "tables")]) == 0
     table3 = list(csv.DictReader((tmp_path / "tables" / "table3.csv").open()))

@@ -26,7 +26,9 @@ def judge_model(body: dict) -> Reply:
     if text.startswith("You are describing one presentation slide"):
         png = base64.b64decode(next(p["image_url"]["url"] for p in first if p["type"] == "image_url").split(",", 1)[1])
         width, height = struct.unpack(">II", png[16:24])  # the PNG header
-        return Reply(json.dumps({"content": "BROKEN" if width * 3 == height * 4 else "a title and two bullets", "style": "dark on white"}))
+        return Reply(
+            json.dumps({"content": "BROKEN" if width * 3 == height * 4 else "a title and two bullets", "style": "dark on white"})
+        )
     if "BROKEN" in text:
         return Reply("no JSON here")
     return Reply(json.dumps({"content": {"score": 4, "reason": "clear"}, "style": {"score": 3, "reason": "plain"}}))
@@ -39,7 +41,10 @@ def config(srv: FakeOpenAIServer) -> EvalConfig:
 
 def test_scored_decks_are_units_and_a_rerun_judges_only_the_unjudged(tmp_path: Path) -> None:
     tasks = [task("good", slides=2, aspect="16:9"), task("bad", slides=1, aspect="4:3")]
-    rollouts = {"good": export_workspace(tmp_path, "good", "16:9", [ENGLISH, ENGLISH]), "bad": export_workspace(tmp_path, "bad", "4:3", [ENGLISH])}
+    rollouts = {
+        "good": export_workspace(tmp_path, "good", "16:9", [ENGLISH, ENGLISH]),
+        "bad": export_workspace(tmp_path, "bad", "4:3", [ENGLISH]),
+    }
     store = RunStore(tmp_path)
     with FakeOpenAIServer(judge_model) as srv:
         first = asyncio.run(score_all(config(srv), tasks, rollouts, store))

@@ -60,8 +60,15 @@ class ScriptedServer:
         if isinstance(answer.body, (dict, list)):
             return web.json_response(answer.body, status=answer.status, headers=answer.headers)
         if isinstance(answer.body, bytes):
-            return web.Response(body=answer.body, status=answer.status, headers=answer.headers, content_type=answer.content_type or "application/octet-stream")
-        return web.Response(text=answer.body or "", status=answer.status, headers=answer.headers, content_type=answer.content_type or "text/plain")
+            return web.Response(
+                body=answer.body,
+                status=answer.status,
+                headers=answer.headers,
+                content_type=answer.content_type or "application/octet-stream",
+            )
+        return web.Response(
+            text=answer.body or "", status=answer.status, headers=answer.headers, content_type=answer.content_type or "text/plain"
+        )
 
     async def __aenter__(self) -> ScriptedServer:
         app = web.Application()

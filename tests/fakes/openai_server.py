@@ -114,8 +114,14 @@ class FakeOpenAIServer:
     """`with FakeOpenAIServer(policy) as srv:` then point a client at `srv.url`."""
 
     def __init__(
-        self, policy: Policy, latency_s: float = 0.0, faults: FaultPlan | None = None, model: str = "fake",
-        capacity: int | None = None, keep_requests: bool = True, max_model_len: int | None = None,
+        self,
+        policy: Policy,
+        latency_s: float = 0.0,
+        faults: FaultPlan | None = None,
+        model: str = "fake",
+        capacity: int | None = None,
+        keep_requests: bool = True,
+        max_model_len: int | None = None,
     ):
         """`capacity`: above this many requests in flight, answer 429 (an overloaded endpoint).
         `max_model_len`: the context window /v1/models states for the model, as vLLM does.
@@ -202,7 +208,9 @@ class FakeOpenAIServer:
             return web.json_response({"error": {"message": "injected server error", "type": "server_error"}}, status=500)
         if fault == "429":
             headers = {"Retry-After": f"{self.faults.retry_after_s:g}"}
-            return web.json_response({"error": {"message": "injected rate limit", "type": "rate_limit"}}, status=429, headers=headers)
+            return web.json_response(
+                {"error": {"message": "injected rate limit", "type": "rate_limit"}}, status=429, headers=headers
+            )
         if fault == "hang":
             await asyncio.sleep(self.faults.hang_s)
         reply = self.policy(body)
@@ -246,7 +254,14 @@ class FakeOpenAIServer:
             "object": "chat.completion",
             "created": int(time.time()),
             "model": body.get("model", self.model),
-            "choices": [{"index": 0, "message": message, "finish_reason": reply.finish_reason or ("tool_calls" if calls else "stop"), "logprobs": None}],
+            "choices": [
+                {
+                    "index": 0,
+                    "message": message,
+                    "finish_reason": reply.finish_reason or ("tool_calls" if calls else "stop"),
+                    "logprobs": None,
+                }
+            ],
         }
         if reply.report_usage:
             payload["usage"] = {"prompt_tokens": prompt, "completion_tokens": completion, "total_tokens": prompt + completion}

@@ -46,7 +46,9 @@ def load_set(files: tuple[str, ...] = CORE) -> list[LabelledDeck]:
             if unknown:
                 raise ValueError(f"{name}: deck {entry['id']}: unknown codes {sorted(unknown)}")
             slides = tuple(tuple(str(x) for x in slide) for slide in entry["slides"])
-            decks.append(LabelledDeck(entry["id"], entry["source"], entry["lang"], entry["request"], frozenset(entry["codes"]), slides))
+            decks.append(
+                LabelledDeck(entry["id"], entry["source"], entry["lang"], entry["request"], frozenset(entry["codes"]), slides)
+            )
     return decks
 
 
@@ -100,7 +102,12 @@ def figures(results: list[tuple[LabelledDeck, ContentReport]]) -> dict[str, tupl
 
 def table(results: list[tuple[LabelledDeck, ContentReport]]) -> str:
     good = sum(not deck.codes for deck, _ in results)
-    lines = [f"{len(results)} decks ({good} good, {len(results) - good} bad)", "", "| check | labelled | flagged | precision | recall |", "|---|---:|---:|---:|---:|"]
+    lines = [
+        f"{len(results)} decks ({good} good, {len(results) - good} bad)",
+        "",
+        "| check | labelled | flagged | precision | recall |",
+        "|---|---:|---:|---:|---:|",
+    ]
     for code, (tp, fp, fn) in figures(results).items():
         precision = f"{tp / (tp + fp):.2f}" if tp + fp else "-"
         recall = f"{tp / (tp + fn):.2f}" if tp + fn else "-"

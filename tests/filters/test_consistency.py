@@ -42,7 +42,13 @@ async def test_no_injections_pass_without_a_call(tmp_path: Path) -> None:
     with FakeOpenAIServer(replay([judged((1, "ignored"))])) as srv:
         verdict = await model_gate(srv).judge(candidate(tmp_path, Spec("t1", "16:9", "en", 2)))
         assert srv.requests == []
-    assert (verdict.gate, verdict.passed, verdict.category, verdict.score, verdict.reasons) == ("consistency", True, None, 1.0, ("no critic injections",))
+    assert (verdict.gate, verdict.passed, verdict.category, verdict.score, verdict.reasons) == (
+        "consistency",
+        True,
+        None,
+        1.0,
+        ("no critic injections",),
+    )
 
 
 async def test_judge_sees_findings_actions_and_diff_and_passes_an_addressed_injection(tmp_path: Path) -> None:
@@ -59,7 +65,11 @@ async def test_judge_sees_findings_actions_and_diff_and_passes_an_addressed_inje
 
 
 async def test_malformed_reply_is_asked_again(tmp_path: Path) -> None:
-    replies = [Reply("Looks fine to me!"), Reply('```json\n{"findings": [{"finding": 1, "status": "addressed"'), judged((1, "addressed"))]
+    replies = [
+        Reply("Looks fine to me!"),
+        Reply('```json\n{"findings": [{"finding": 1, "status": "addressed"'),
+        judged((1, "addressed")),
+    ]
     with FakeOpenAIServer(replay(replies)) as srv:
         verdict = await model_gate(srv).judge(candidate(tmp_path, Spec("t3", "4:3", "zh", 2, revision="fix")))
         assert len(srv.requests) == 3
@@ -99,13 +109,24 @@ async def test_passed_false_naming_nothing_is_asked_again(tmp_path: Path) -> Non
 
 async def test_reply_must_judge_every_finding_once(tmp_path: Path) -> None:
     html = Spec("t", "16:9", "en", 1).html(1, TITLE_FIX[0])
-    two = [title_finding(1), {"category": "style", "severity": "major", "evidence": "low_contrast at p.body: 2.1:1", "fix": "darker text"}]
-    t = TrajectoryBuilder("t7").call("write_file", path="slides/slide_01.html", content=html).call("inspect_slide", html_file="slides/slide_01.html")
-    t.inject("slides/slide_01.html", two).call("edit_file", path="slides/slide_01.html", old_string=TITLE_FIX[0], new_string=TITLE_FIX[1])
+    two = [
+        title_finding(1),
+        {"category": "style", "severity": "major", "evidence": "low_contrast at p.body: 2.1:1", "fix": "darker text"},
+    ]
+    t = (
+        TrajectoryBuilder("t7")
+        .call("write_file", path="slides/slide_01.html", content=html)
+        .call("inspect_slide", html_file="slides/slide_01.html")
+    )
+    t.inject("slides/slide_01.html", two).call(
+        "edit_file", path="slides/slide_01.html", old_string=TITLE_FIX[0], new_string=TITLE_FIX[1]
+    )
     spec = Spec("t7", "16:9", "en", 1)
     cand = candidate(tmp_path, spec)
     (tmp_path / spec.rollout().artifacts["trajectory:presenter"]).write_text(t.build().to_json())
-    with FakeOpenAIServer(replay([judged((1, "addressed")), judged((1, "addressed"), (1, "ignored")), judged((1, "addressed"), (2, "ignored"))])) as srv:
+    with FakeOpenAIServer(
+        replay([judged((1, "addressed")), judged((1, "addressed"), (1, "ignored")), judged((1, "addressed"), (2, "ignored"))])
+    ) as srv:
         verdict = await model_gate(srv).judge(cand)
         assert len(srv.requests) == 3
         assert "must judge each of findings 1-2 exactly once, got [1]" in srv.requests[1]["messages"][-1]["content"]
@@ -113,12 +134,22 @@ async def test_reply_must_judge_every_finding_once(tmp_path: Path) -> None:
 
 
 async def test_every_injection_of_every_trajectory_is_judged(tmp_path: Path) -> None:
-    spec = Spec("t8", "16:9", "en", 2, revision="fix", files=("pdf", "previews", "defects", "trajectory:researcher", "trajectory:presenter"))
+    spec = Spec(
+        "t8",
+        "16:9",
+        "en",
+        2,
+        revision="fix",
+        files=("pdf", "previews", "defects", "trajectory:researcher", "trajectory:presenter"),
+    )
     cand = candidate(tmp_path, spec)
     researcher = TrajectoryBuilder("t8", agent="researcher").call("write_file", path="manuscript.md", content="# A\n")
     researcher.call("inspect_manuscript", path="manuscript.md")
-    researcher.inject("manuscript.md", [{"category": "constraint", "severity": "major", "evidence": "slide_count: 1, asked 2", "fix": "add one"}],
-                      tool="inspect_manuscript")  # fmt: skip
+    researcher.inject(
+        "manuscript.md",
+        [{"category": "constraint", "severity": "major", "evidence": "slide_count: 1, asked 2", "fix": "add one"}],
+        tool="inspect_manuscript",
+    )
     workspace = tmp_path / "rollouts" / "t8"
     (workspace / "trajectory_researcher.json").write_text(researcher.build().to_json())
     with FakeOpenAIServer(lambda body: judged((1, "ignored" if "manuscript.md" in prompt(body) else "addressed"))) as srv:
@@ -148,7 +179,9 @@ async def test_missing_trajectory_is_an_artifact_error(tmp_path: Path) -> None:
         ("other", False, "ignored (no changed line mentions title before it was inspected again)"),
     ],
 )
-async def test_rule_judge_wants_a_change_touching_the_named_element(tmp_path: Path, revision: str, passed: bool, why: str | None) -> None:
+async def test_rule_judge_wants_a_change_touching_the_named_element(
+    tmp_path: Path, revision: str, passed: bool, why: str | None
+) -> None:
     verdict = await ConsistencyGate(RuleJudge()).judge(candidate(tmp_path, Spec("t", "16:9", "en", 2, revision=revision)))
     assert verdict.passed is passed and verdict.reasons[-1] == SCRIPTED_LABEL
     if why:
@@ -156,8 +189,17 @@ async def test_rule_judge_wants_a_change_touching_the_named_element(tmp_path: Pa
 
 
 async def test_rule_judge_without_named_elements_wants_the_artifact_changed(tmp_path: Path) -> None:
-    finding = {"category": "style", "severity": "major", "evidence": "The colours clash with the photo", "fix": "use a darker palette"}
-    t = TrajectoryBuilder("t").call("write_file", path="slides/slide_01.html", content="<p>a</p>").call("inspect_slide", html_file="slides/slide_01.html")
+    finding = {
+        "category": "style",
+        "severity": "major",
+        "evidence": "The colours clash with the photo",
+        "fix": "use a darker palette",
+    }
+    t = (
+        TrajectoryBuilder("t")
+        .call("write_file", path="slides/slide_01.html", content="<p>a</p>")
+        .call("inspect_slide", html_file="slides/slide_01.html")
+    )
     t.inject("slides/slide_01.html", [finding])
     spec = Spec("t", "16:9", "en", 1)
     cand = candidate(tmp_path, spec)

@@ -246,7 +246,11 @@ def test_cli_unusable_file_exits_2_with_one_line_and_no_traceback(tmp_path: Path
     }
     runs = {  # concurrently: each interpreter spends seconds importing pymupdf
         words: subprocess.Popen(
-            [sys.executable, "-m", "filters.constraints", str(pdf), "--json"], cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+            [sys.executable, "-m", "filters.constraints", str(pdf), "--json"],
+            cwd=REPO,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
         )
         for words, pdf in files.items()
     }

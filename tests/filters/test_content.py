@@ -52,23 +52,38 @@ def test_a_summary_in_other_words_is_not_repetition_but_a_copied_bullet_is() -> 
 
 
 def test_english_terms_in_chinese_sentences_are_chinese_text() -> None:
-    deck = slides(("Transformer 简介",), ("核心机制", "Transformer 使用 self-attention 和 multi-head attention 机制。", "在 WMT 2014 上评估 BLEU 分数。"))
+    deck = slides(
+        ("Transformer 简介",),
+        ("核心机制", "Transformer 使用 self-attention 和 multi-head attention 机制。", "在 WMT 2014 上评估 BLEU 分数。"),
+    )
     assert check_content(deck, CFG, "zh").passed
     english = slides(("Transformer 简介",), ("Background", "The Transformer uses self-attention instead of recurrence."))
     assert check_content(english, CFG, "zh").failed == ["language_mix"]
 
 
 def test_quoted_titles_of_the_request_are_not_an_echo() -> None:
-    request = 'Please present the attached paper, "Neural Machine Translation by Jointly Learning to Align and Translate", to my lab.'
-    deck = slides(("Neural Machine Translation by Jointly Learning to Align and Translate", "A lab seminar"),
-                  ("Idea", "The decoder searches the source sentence for the words it needs."))  # fmt: skip
+    request = (
+        'Please present the attached paper, "Neural Machine Translation by Jointly Learning to Align and Translate", to my lab.'
+    )
+    deck = slides(
+        ("Neural Machine Translation by Jointly Learning to Align and Translate", "A lab seminar"),
+        ("Idea", "The decoder searches the source sentence for the words it needs."),
+    )
     assert check_content(deck, CFG, "en", request).passed
-    pasted = slides(("Talk", "Please present the attached paper to my lab and explain its method in detail."), ("Idea", "It aligns."))
-    assert check_content(pasted, CFG, "en", "Please present the attached paper to my lab and explain its method in detail, thanks.").failed == ["request_echo"]
+    pasted = slides(
+        ("Talk", "Please present the attached paper to my lab and explain its method in detail."), ("Idea", "It aligns.")
+    )
+    assert check_content(
+        pasted, CFG, "en", "Please present the attached paper to my lab and explain its method in detail, thanks."
+    ).failed == ["request_echo"]
 
 
 def test_thresholds_come_from_the_config() -> None:
-    near = slides(("Deck",), ("A", "one two three four five six seven eight nine ten"), ("B", "one two three four five six seven eight nine eleven"))
+    near = slides(
+        ("Deck",),
+        ("A", "one two three four five six seven eight nine ten"),
+        ("B", "one two three four five six seven eight nine eleven"),
+    )
     assert "duplicate_slides" in check_content(near, CFG).failed
     assert "duplicate_slides" not in check_content(near, FiltersConfig(content_duplicate_similarity=0.95)).failed
 

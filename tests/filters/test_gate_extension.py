@@ -24,8 +24,14 @@ class ShortDeckGate:
     async def judge(self, candidate: Candidate) -> Verdict:
         slides = len(candidate.defects()["slides"])
         passed = slides >= 3
-        return Verdict(task_id=candidate.task.task_id, gate=self.name, passed=passed, category=None if passed else self.name,
-                       score=float(passed), reasons=() if passed else (f"{slides} slide(s), fewer than 3",))  # fmt: skip
+        return Verdict(
+            task_id=candidate.task.task_id,
+            gate=self.name,
+            passed=passed,
+            category=None if passed else self.name,
+            score=float(passed),
+            reasons=() if passed else (f"{slides} slide(s), fewer than 3",),
+        )
 
 
 def test_a_new_gate_judges_every_rollout_and_what_it_rejects_is_not_exported(

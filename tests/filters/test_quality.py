@@ -29,7 +29,9 @@ def answer(*defects: tuple[int, str, bool], passed: bool | None = None) -> Reply
 
 
 def vision_gate(srv: FakeOpenAIServer, cfg: FiltersConfig = CFG) -> QualityGate:
-    return QualityGate(cfg, VisionJudge(ModelClient(LLMConfig(base_url=srv.url, model="judge-vlm", max_retries=0), "quality_judge"), cfg))
+    return QualityGate(
+        cfg, VisionJudge(ModelClient(LLMConfig(base_url=srv.url, model="judge-vlm", max_retries=0), "quality_judge"), cfg)
+    )
 
 
 def shown(request: dict[str, Any]) -> list[int]:
@@ -59,7 +61,10 @@ async def test_reject_severity_comes_from_config(tmp_path: Path) -> None:
     scripted = await QualityGate(FiltersConfig(), None).judge(cand)
     assert (scripted.passed, scripted.reasons) == (True, ("no critical measured defect (1 lesser)", SCRIPTED_LABEL))
     strict = await QualityGate(FiltersConfig(quality_reject_severity=Severity.major), None).judge(cand)
-    assert (strict.passed, strict.reasons[0]) == (False, "slide 2 (slides/slide_02.html): measured low_contrast (major) p.note: contrast 2.8:1")
+    assert (strict.passed, strict.reasons[0]) == (
+        False,
+        "slide 2 (slides/slide_02.html): measured low_contrast (major) p.note: contrast 2.8:1",
+    )
 
 
 async def test_vision_judge_sees_every_slide_in_batches_within_the_image_limit(tmp_path: Path) -> None:
@@ -70,7 +75,10 @@ async def test_vision_judge_sees_every_slide_in_batches_within_the_image_limit(t
         requests = sorted(srv.requests, key=lambda r: shown(r)[0])
     assert [shown(r) for r in requests] == [[1, 2], [3, 4], [5]]
     assert [images(r) for r in requests] == [2, 2, 1]
-    assert "slide 3 (slides/slide_03.html): low_contrast (major) p.note: contrast 2.8:1" in requests[1]["messages"][0]["content"][0]["text"]
+    assert (
+        "slide 3 (slides/slide_03.html): low_contrast (major) p.note: contrast 2.8:1"
+        in requests[1]["messages"][0]["content"][0]["text"]
+    )
     assert "of a 5-slide deck\n(16:9, written in Chinese)" in requests[0]["messages"][0]["content"][0]["text"]
     assert (verdict.passed, verdict.score, verdict.reasons) == (True, 1.0, ())
 

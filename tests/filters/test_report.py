@@ -16,9 +16,15 @@ GATES = ("constraint", "consistency", "quality")
 
 def test_markdown_shares_paper_reference_and_defect_table() -> None:
     rollouts = [Rollout(task_id=t, status="done") for t in "abcd"]
-    verdicts = [verdict("a", "quality", False, reason="slide 2 | overlap"), verdict("b", "quality", False), verdict("c", "constraint", False)]
+    verdicts = [
+        verdict("a", "quality", False, reason="slide 2 | overlap"),
+        verdict("b", "quality", False),
+        verdict("c", "constraint", False),
+    ]
     verdicts += [verdict(t, g, True) for t in "abcd" for g in GATES if not any(v.task_id == t and v.gate == g for v in verdicts)]
-    text = markdown(outcomes(rollouts, verdicts, GATES), verdicts, GATES, Counter({("overlap", "critical"): 2, ("overlap", "minor"): 1}))
+    text = markdown(
+        outcomes(rollouts, verdicts, GATES), verdicts, GATES, Counter({("overlap", "critical"): 2, ("overlap", "minor"): 1})
+    )
     assert text.splitlines()[0] == "# Filters: 4 rollouts, 1 accepted (25.0%), 3 rejected, 0 undecided"
     assert "| quality | 2 | 66.7% | 43.0% |" in text and "| constraint | 1 | 33.3% | 13.5% |" in text
     assert "| quality | 4 | 2 | 2 | 0 |" in text
@@ -31,17 +37,30 @@ def test_each_content_check_is_its_own_failure_category(tmp_path: Path) -> None:
     gates = ("constraint", "content", "quality")
     rollouts = [Rollout(task_id=t, status="done") for t in "abc"]
     content = [
-        Verdict(task_id="a", gate="content", passed=False, category="duplicate_slides",
-                reasons=("duplicate_slides: slides 2 and 3 (100% alike)", "truncated_text: cut text: slide 4")),
+        Verdict(
+            task_id="a",
+            gate="content",
+            passed=False,
+            category="duplicate_slides",
+            reasons=("duplicate_slides: slides 2 and 3 (100% alike)", "truncated_text: cut text: slide 4"),
+        ),
         Verdict(task_id="b", gate="content", passed=False, category="request_echo", reasons=("request_echo: slide 1",)),
         Verdict(task_id="c", gate="content", passed=True),
-    ]  # fmt: skip
+    ]
     verdicts = content + [verdict(t, g, True) for t in "abc" for g in ("constraint", "quality")]
     found = write_report(tmp_path, rollouts, verdicts, gates)
     assert [o.category for o in found] == ["duplicate_slides", "request_echo", None]
     text = (tmp_path / "filters" / "failures.md").read_text()
     order = [line.split(" | ")[0].strip("| ") for line in text.splitlines() if line.startswith("| ") and " | - |" in line]
-    assert order[:7] == ["duplicate_slides", "repeated_text", "truncated_text", "placeholder_text", "request_echo", "language_mix", "empty_slides"]
+    assert order[:7] == [
+        "duplicate_slides",
+        "repeated_text",
+        "truncated_text",
+        "placeholder_text",
+        "request_echo",
+        "language_mix",
+        "empty_slides",
+    ]
     assert "| duplicate_slides | 1 | 50.0% | - |" in text and "| request_echo | 1 | 50.0% | - |" in text
     assert "| truncated_text | 1 |" in text.split("## Content checks")[1]  # a deck may fail several checks
 
@@ -49,7 +68,9 @@ def test_each_content_check_is_its_own_failure_category(tmp_path: Path) -> None:
 def test_report_files_with_nothing_to_show(tmp_path: Path) -> None:
     rollouts = [Rollout(task_id="a", status="done", artifacts={"defects": "rollouts/a/deck_defects.json"})]
     (tmp_path / "rollouts" / "a").mkdir(parents=True)
-    (tmp_path / "rollouts" / "a" / "deck_defects.json").write_text(json.dumps({"aspect": "16:9", "slides": [{"png": "p.png", "defects": []}]}))
+    (tmp_path / "rollouts" / "a" / "deck_defects.json").write_text(
+        json.dumps({"aspect": "16:9", "slides": [{"png": "p.png", "defects": []}]})
+    )
     write_report(tmp_path, rollouts, [], ())
     text = (tmp_path / "filters" / "failures.md").read_text()
     assert "1 accepted (100.0%)" in text and "No defects measured." in text and "## Rejected rollouts\n\nNone." in text

@@ -51,7 +51,13 @@ def test_failed_calls_change_nothing_and_show_their_error() -> None:
     html = Spec("t", "16:9", "en", 1).html(1, TITLE_FIX[0])
     t = TrajectoryBuilder("t").call("write_file", path=SLIDE, content=html).call("inspect_slide", html_file=SLIDE)
     t.inject(SLIDE, [title_finding(1)])
-    t.call("edit_file", "Error: slides/slide_01.html: old_string occurs 0 time(s), expected 1.", path=SLIDE, old_string="nope", new_string="x")
+    t.call(
+        "edit_file",
+        "Error: slides/slide_01.html: old_string occurs 0 time(s), expected 1.",
+        path=SLIDE,
+        old_string="nope",
+        new_string="x",
+    )
     (revision,) = revisions(t.build())
     assert revision.diffs == ()
     assert revision.actions == (f"edit_file {SLIDE}: replace 'nope' -> Error: {SLIDE}: old_string occurs 0 time(s), expected 1.",)
@@ -59,7 +65,11 @@ def test_failed_calls_change_nothing_and_show_their_error() -> None:
 
 
 def test_text_the_trajectory_never_wrote_shows_as_the_edits_themselves() -> None:
-    t = TrajectoryBuilder("t").call("execute_command", command="cp template.html slides/slide_01.html").call("inspect_slide", html_file=SLIDE)
+    t = (
+        TrajectoryBuilder("t")
+        .call("execute_command", command="cp template.html slides/slide_01.html")
+        .call("inspect_slide", html_file=SLIDE)
+    )
     t.inject(SLIDE, [title_finding(1)])
     t.call("edit_file", path=SLIDE, old_string="font-size:160px", new_string="font-size:48px")
     (revision,) = revisions(t.build())
@@ -71,9 +81,14 @@ def test_text_the_trajectory_never_wrote_shows_as_the_edits_themselves() -> None
 
 def test_append_and_move_are_replayed() -> None:
     t = TrajectoryBuilder("t").call("write_file", path="draft.md", content="# One\n").call("inspect_manuscript", path="draft.md")
-    t.inject("draft.md", [{"category": "constraint", "severity": "major", "evidence": "slide_count: 1 slide, asked 2", "fix": "add a slide"}],
-             tool="inspect_manuscript")  # fmt: skip
-    t.call("write_file", path="draft.md", content="---\n# Two\n", mode="append").call("move_file", source="draft.md", destination="manuscript.md")
+    t.inject(
+        "draft.md",
+        [{"category": "constraint", "severity": "major", "evidence": "slide_count: 1 slide, asked 2", "fix": "add a slide"}],
+        tool="inspect_manuscript",
+    )
+    t.call("write_file", path="draft.md", content="---\n# Two\n", mode="append").call(
+        "move_file", source="draft.md", destination="manuscript.md"
+    )
     t.call("edit_file", path="manuscript.md", old_string="# Two", new_string="# Two: results")
     (revision,) = revisions(t.build())
     assert revision.tool == "inspect_manuscript" and revision.artifact == "draft.md"

@@ -51,7 +51,9 @@ def unit_times(root: Path) -> dict[str, int]:
 
 
 def test_cli_filters_the_scenario_and_writes_verdicts_and_report(scenario_run: Path) -> None:
-    result = subprocess.run([sys.executable, "-m", "filters.run", str(scenario_run)], cwd=REPO, capture_output=True, text=True, timeout=120)
+    result = subprocess.run(
+        [sys.executable, "-m", "filters.run", str(scenario_run)], cwd=REPO, capture_output=True, text=True, timeout=120
+    )
     assert result.returncode == 0, result.stderr
     assert result.stdout.startswith("# Filters: 9 rollouts, 3 accepted (33.3%), 6 rejected, 0 undecided")
     assert "rollouts=9 accepted=3 undecided=0 rejected=6 verdicts_written=27" in result.stdout
@@ -59,11 +61,16 @@ def test_cli_filters_the_scenario_and_writes_verdicts_and_report(scenario_run: P
     assert fates(scenario_run) == EXPECTED
     found = verdicts(scenario_run)
     assert set(found["zh-failed"]) == {"environment"}  # a failed rollout runs no gate
-    assert all(set(found[s.task_id]) == set(RULES if s.task_id in REJECTED_BY_RULES else GATES) for s in SCENARIO if s.status == "done")
+    assert all(
+        set(found[s.task_id]) == set(RULES if s.task_id in REJECTED_BY_RULES else GATES) for s in SCENARIO if s.status == "done"
+    )
     for task_id in ("en-169-ok", "zh-43-ok", "en-a1-poster", "en-43-ignored", "en-169-broken"):  # real decks read as sound
         assert found[task_id]["content"].passed, found[task_id]["content"].reasons
     junk = found["en-169-junk"]["content"]
-    assert (junk.category, junk.reasons[0]) == ("duplicate_slides", "duplicate_slides: near-same slides: slides 1 and 2 (100% alike); slides 1 and 3 (100% alike); slides 2 and 3 (100% alike)")
+    assert (junk.category, junk.reasons[0]) == (
+        "duplicate_slides",
+        "duplicate_slides: near-same slides: slides 1 and 2 (100% alike); slides 1 and 3 (100% alike); slides 2 and 3 (100% alike)",
+    )
     assert found["zh-failed"]["environment"].reasons == ("environment/context_overflow",)
     assert found["zh-169-count"]["constraint"].reasons == ("slide count: expected 5, got 3",)
     assert found["zh-169-count"]["constraint"].score == pytest.approx(2 / 3)
@@ -73,7 +80,11 @@ def test_cli_filters_the_scenario_and_writes_verdicts_and_report(scenario_run: P
     assert [no_deck[g].category for g in RULES] == ["environment", "environment"]
     assert no_deck["constraint"].reasons[0].endswith("rollouts/en-no-deck/deck.pdf: no such file")
     assert found["en-43-ignored"]["consistency"].reasons[-1].startswith("rule-based stand-in")
-    assert found["en-169-broken"]["quality"].reasons[0].startswith("slide 1 (slides/slide_01.html): measured broken_image (critical) img.hero")
+    assert (
+        found["en-169-broken"]["quality"]
+        .reasons[0]
+        .startswith("slide 1 (slides/slide_01.html): measured broken_image (critical) img.hero")
+    )
     report = (scenario_run / "filters" / "failures.md").read_text()
     assert "| environment | 2 | 33.3% | 32.3% |" in report and "| broken_image | 1 | 0 | 0 | 1 |" in report
     assert "| duplicate_slides | 1 | 16.7% | - |" in report and "| content | 8 | 6 | 2 | 1 |" in report
@@ -114,7 +125,9 @@ def test_rerun_commits_nothing_twice_and_fills_in_only_what_is_missing(fake_scen
 def test_adding_a_gate_later_judges_only_that_gate(fake_scenario_run: Path) -> None:
     root = fake_scenario_run
     assert judge(root, "filters.gates=[constraint]")["verdicts_written"] == 9
-    assert fates(root, ("constraint",)) == {k: v if v in (None, "constraint", "environment") else None for k, v in EXPECTED.items()}
+    assert fates(root, ("constraint",)) == {
+        k: v if v in (None, "constraint", "environment") else None for k, v in EXPECTED.items()
+    }
     assert judge(root)["verdicts_written"] == 18  # content on 8 decks, then the judges on the 5 no rule gate rejected
 
 
@@ -126,13 +139,17 @@ def judges(body: dict[str, Any]) -> Reply:
     content = body["messages"][0]["content"]
     if isinstance(content, str):
         status = "addressed" if "- edit_file slides/slide_01.html" in content else "ignored"
-        return Reply(json.dumps({"findings": [{"finding": 1, "status": status, "reason": "diff"}], "passed": status == "addressed"}))
+        return Reply(
+            json.dumps({"findings": [{"finding": 1, "status": status, "reason": "diff"}], "passed": status == "addressed"})
+        )
     return Reply(json.dumps({"defects": [], "passed": True}))
 
 
 def with_judges(root: Path, url: str) -> None:
-    config = {"llm": {**SCRIPTED["llm"], "max_retries": 0},
-              "roles": {role: {"backend": "openai", "base_url": url, "model": f"{role}-model"} for role in ("judge", "quality_judge")}}  # fmt: skip
+    config = {
+        "llm": {**SCRIPTED["llm"], "max_retries": 0},
+        "roles": {role: {"backend": "openai", "base_url": url, "model": f"{role}-model"} for role in ("judge", "quality_judge")},
+    }
     (root / "config.yaml").write_text(yaml.safe_dump(config))
 
 
@@ -151,6 +168,7 @@ def test_model_judges_from_the_roles_decide_and_the_scripted_label_is_gone(fake_
 
 def test_judge_failure_leaves_the_verdict_undecided_for_the_next_run(fake_scenario_run: Path) -> None:
     root = fake_scenario_run
+
     def vision_down(body: dict[str, Any]) -> Reply | ErrorReply:
         return ErrorReply(500, "judge down") if isinstance(body["messages"][0]["content"], list) else judges(body)
 

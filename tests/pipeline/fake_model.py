@@ -15,9 +15,16 @@ from tests.fakes.openai_server import Reply
 from tests.pipeline.test_faults import _arguments, _succeeded
 from tests.pipeline.test_tasks import _fake_writer
 
-SLIDE = ('<html><body style="margin:0;width:1280px;height:720px"><h1 style="margin:60px;font-size:48px">{title}</h1>'
-         '<p style="margin:60px;font-size:28px">Tides rise and fall twice a day because the moon pulls the oceans.</p></body></html>')  # fmt: skip
-FINDING = {"category": "style", "severity": "major", "evidence": "h1: the title is too large for the slide", "fix": "shrink the title to 40px"}
+SLIDE = (
+    '<html><body style="margin:0;width:1280px;height:720px"><h1 style="margin:60px;font-size:48px">{title}</h1>'
+    '<p style="margin:60px;font-size:28px">Tides rise and fall twice a day because the moon pulls the oceans.</p></body></html>'
+)
+FINDING = {
+    "category": "style",
+    "severity": "major",
+    "evidence": "h1: the title is too large for the slide",
+    "fix": "shrink the title to 40px",
+}
 
 
 def _text(message: dict[str, Any]) -> str:
@@ -27,9 +34,16 @@ def _text(message: dict[str, Any]) -> str:
 
 def _writes(messages: list[dict[str, Any]], path: str) -> int:
     """Successful write_file calls to `path` in the conversation."""
-    ids = {c["id"] for m in messages if m["role"] == "assistant" for c in m.get("tool_calls") or []
-           if c["function"]["name"] == "write_file" and _arguments(c).get("path") == path}  # fmt: skip
-    return sum(m["role"] == "tool" and m.get("tool_call_id") in ids and not str(m["content"]).startswith("Error") for m in messages)
+    ids = {
+        c["id"]
+        for m in messages
+        if m["role"] == "assistant"
+        for c in m.get("tool_calls") or []
+        if c["function"]["name"] == "write_file" and _arguments(c).get("path") == path
+    }
+    return sum(
+        m["role"] == "tool" and m.get("tool_call_id") in ids and not str(m["content"]).startswith("Error") for m in messages
+    )
 
 
 def _presenter(messages: list[dict[str, Any]]) -> Reply:
@@ -60,7 +74,15 @@ def every_role(body: dict[str, Any]) -> Reply:
     if first.startswith("You review the markdown manuscript"):
         return Reply(json.dumps({"reasoning": "", "findings": []}))
     if first.startswith("You audit how an AI agent"):
-        return Reply(json.dumps({"reasoning": "rewritten", "findings": [{"finding": 1, "status": "addressed", "reason": "font-size 40px"}], "passed": True}))
+        return Reply(
+            json.dumps(
+                {
+                    "reasoning": "rewritten",
+                    "findings": [{"finding": 1, "status": "addressed", "reason": "font-size 40px"}],
+                    "passed": True,
+                }
+            )
+        )
     if first.startswith("You check rendered presentation slides"):
         return Reply(json.dumps({"reasoning": "clean", "defects": [], "passed": True}))
     return _fake_writer(body)

@@ -33,7 +33,9 @@ class ScriptedRunner:
         worker_thread = await asyncio.to_thread(lambda: threading.current_thread().name)  # where a CPU-bound step runs
         loop_thread = threading.current_thread().name
         cap = current_unit().max_cost_usd  # rollouts.max_cost_usd: what the rollout's model calls may spend
-        (workspace / "trace.txt").write_text(f"pid {os.getpid()}\nstarted {started}\nthread {worker_thread}\nloop {loop_thread}\ncap {cap}\n")
+        (workspace / "trace.txt").write_text(
+            f"pid {os.getpid()}\nstarted {started}\nthread {worker_thread}\nloop {loop_thread}\ncap {cap}\n"
+        )
         if "DIE" in words:
             marker = workspace.parents[1] / f"died-{task.task_id}"
             if not marker.exists():
@@ -45,7 +47,9 @@ class ScriptedRunner:
         current_unit().meter.record_call("agent", 100, 10, 0, 0.001, 0.05, False)  # as a model call would count
         if "FAIL" in words:
             return Rollout(task_id=task.task_id, status="failed", failure="environment/model_error:server")
-        return Rollout(task_id=task.task_id, status="done", prompt_tokens={"agent": 100}, completion_tokens={"agent": 10}, cost_usd=0.001)
+        return Rollout(
+            task_id=task.task_id, status="done", prompt_tokens={"agent": 100}, completion_tokens={"agent": 10}, cost_usd=0.001
+        )
 
     async def close(self) -> None:
         self.started = False

@@ -39,8 +39,12 @@ from core.usage import RoleUsage
 
 SIZES = {"16:9": (1280, 720), "4:3": (960, 720)}
 PALETTE = ((37, 99, 235), (22, 163, 74), (192, 57, 43), (124, 58, 237), (234, 88, 12), (15, 118, 110))
-INJECTED_FINDING = {"category": "layout", "severity": "critical", "evidence": "overflow at h1.title: the title runs past the right edge",
-                    "fix": "shrink or split the content so every element fits inside the slide box"}  # fmt: skip
+INJECTED_FINDING = {
+    "category": "layout",
+    "severity": "critical",
+    "evidence": "overflow at h1.title: the title runs past the right edge",
+    "fix": "shrink or split the content so every element fits inside the slide box",
+}
 GATES = ("constraint", "consistency", "quality")
 ROLLOUT_COST, JUDGE_COST = 0.0125, 0.001  # what each rollout's and each judge verdict's calls cost, as their usage says
 
@@ -70,7 +74,9 @@ class RolloutSpec:
     failure: str | None = None  # a failed rollout (no deck)
 
 
-def make_task(task_id: str, source: str = "persona", language: str = "en", aspect: str = "16:9", slides: int | None = None) -> Task:
+def make_task(
+    task_id: str, source: str = "persona", language: str = "en", aspect: str = "16:9", slides: int | None = None
+) -> Task:
     return Task(
         task_id=task_id,
         source=source,
@@ -87,7 +93,10 @@ class _Trajectory:
 
     def __init__(self, task_id: str, agent: str):
         self.task_id, self.agent = task_id, agent
-        self.messages = [Message("system", f"You are the {agent}.", kind="prompt"), Message("user", "Make the deck.", kind="prompt")]
+        self.messages = [
+            Message("system", f"You are the {agent}.", kind="prompt"),
+            Message("user", "Make the deck.", kind="prompt"),
+        ]
         self.steps: list[Step] = []
         self.injections: list[CriticInjection] = []
 
@@ -96,21 +105,34 @@ class _Trajectory:
         self.messages.append(Message("assistant", reasoning=reasoning, tool_calls=(call,)))
         self.messages.append(Message("tool", result, images, tool_call_id=call.id, name=tool, kind="tool"))
         size = sum(len(m.content) for m in self.messages) // 4
-        self.steps.append(Step(len(self.steps), 1.7e9 + len(self.steps), 0.5, 0.2, Usage(size, 40 + len(reasoning) // 4), (tool,)))
+        self.steps.append(
+            Step(len(self.steps), 1.7e9 + len(self.steps), 0.5, 0.2, Usage(size, 40 + len(reasoning) // 4), (tool,))
+        )
 
     def inject(self, artifact: str, image: str) -> None:
         thought = f"The inspection of {artifact} shows 1 problem(s).\n- [layout/critical] {INJECTED_FINDING['evidence']}"
         index = len(self.messages)
         ref = f"inspect_slide:{artifact}:{image}"
-        self.injections.append(CriticInjection(len(self.steps) - 1, index, "scripted-critic", json.dumps([INJECTED_FINDING]), ref))
+        self.injections.append(
+            CriticInjection(len(self.steps) - 1, index, "scripted-critic", json.dumps([INJECTED_FINDING]), ref)
+        )
         call = ToolCall(f"critic_{index}", "thinking", json.dumps({"thought": thought}))
         self.messages.append(Message("assistant", tool_calls=(call,), kind="critic"))
         self.messages.append(Message("tool", thought, tool_call_id=call.id, name="thinking", kind="critic"))
 
     def build(self, status: str = "finalized", failure: str | None = None) -> Trajectory:
-        return Trajectory(task_id=self.task_id, agent=self.agent, model="scripted-policy", policy="scripted",
-                          messages=tuple(self.messages), steps=tuple(self.steps), injections=tuple(self.injections),
-                          status=status, failure=failure, outcome=None if failure else "done")  # fmt: skip
+        return Trajectory(
+            task_id=self.task_id,
+            agent=self.agent,
+            model="scripted-policy",
+            policy="scripted",
+            messages=tuple(self.messages),
+            steps=tuple(self.steps),
+            injections=tuple(self.injections),
+            status=status,
+            failure=failure,
+            outcome=None if failure else "done",
+        )
 
 
 def write_rollout(root: Path, task: Task, spec: RolloutSpec) -> Rollout:
@@ -119,13 +141,30 @@ def write_rollout(root: Path, task: Task, spec: RolloutSpec) -> Rollout:
     ws = root / folder
     aspect = task.constraints.aspect_ratio or "16:9"
     researcher = _Trajectory(task.task_id, "researcher")
-    researcher.step("Searching the corpus.", "search_web", "Results for 'tides':\n1. Tides <script>alert(1)</script>", query="tides")
-    researcher.step("Writing the manuscript.", "write_file", "Wrote the manuscript.", path="manuscript.md", content="# Tides\n\n---\n\n# The moon\n")
+    researcher.step(
+        "Searching the corpus.", "search_web", "Results for 'tides':\n1. Tides <script>alert(1)</script>", query="tides"
+    )
+    researcher.step(
+        "Writing the manuscript.",
+        "write_file",
+        "Wrote the manuscript.",
+        path="manuscript.md",
+        content="# Tides\n\n---\n\n# The moon\n",
+    )
     artifacts = {"trajectory:researcher": f"{folder}/trajectory_researcher.json"}
     if spec.failure:
         _save(ws, researcher.build("failed", spec.failure), artifacts)
-        return Rollout(task_id=task.task_id, status="failed", failure=spec.failure, artifacts=artifacts, steps={"researcher": 2},
-                       prompt_tokens={"researcher": 800}, completion_tokens={"researcher": 90}, wall_s=30.0, policy="scripted")  # fmt: skip
+        return Rollout(
+            task_id=task.task_id,
+            status="failed",
+            failure=spec.failure,
+            artifacts=artifacts,
+            steps={"researcher": 2},
+            prompt_tokens={"researcher": 800},
+            completion_tokens={"researcher": 90},
+            wall_s=30.0,
+            policy="scripted",
+        )
     presenter = _Trajectory(task.task_id, "presenter")
     slides = []
     for n in range(1, spec.slides + 1):
@@ -134,28 +173,61 @@ def write_rollout(root: Path, task: Task, spec: RolloutSpec) -> Rollout:
         presenter.step(f"Writing slide {n}.", "write_file", f"Wrote {html}.", path=html, content=source)
         _write(ws / html, source.encode())
         _write(ws / "renders" / png, slide_png(aspect, n))
-        presenter.step(f"Inspecting slide {n}.", "inspect_slide", "Rendered; the image is attached.", (f"renders/{png}",), html_file=html)
+        presenter.step(
+            f"Inspecting slide {n}.", "inspect_slide", "Rendered; the image is attached.", (f"renders/{png}",), html_file=html
+        )
         if n == 1 and spec.injected:
             presenter.inject(html, f"renders/{png}")
-            presenter.step("Fixing the title.", "write_file", f"Wrote {html}.", path=html, content="<h1 style='font-size:40px'>Slide 1</h1>")
+            presenter.step(
+                "Fixing the title.", "write_file", f"Wrote {html}.", path=html, content="<h1 style='font-size:40px'>Slide 1</h1>"
+            )
         _write(ws / "previews" / png, slide_png(aspect, n + 1))
-        defects = [{"code": "low_contrast", "severity": "major", "element": "p.note", "detail": "contrast 2.1:1"}] if n == 2 else []
-        kept = {"words": 40, "words_kept": 0.975, "displacement_px": {"median": 0.4, "max": 2.5}, "line_count_changed": 0, "ssim": 0.99}
+        defects = (
+            [{"code": "low_contrast", "severity": "major", "element": "p.note", "detail": "contrast 2.1:1"}] if n == 2 else []
+        )
+        kept = {
+            "words": 40,
+            "words_kept": 0.975,
+            "displacement_px": {"median": 0.4, "max": 2.5},
+            "line_count_changed": 0,
+            "ssim": 0.99,
+        }
         slides.append({"file": html, "png": f"previews/{png}", "defects": defects, "pptx": kept})
     if spec.warned:
         last = presenter.messages[-1]
         warning = CONTEXT_WARNING.format(used=41000, window=50000, percent=82, remaining=9000)
-        presenter.messages[-1] = Message("tool", last.content + warning, last.images, tool_call_id=last.tool_call_id, name=last.name, kind="tool")
+        presenter.messages[-1] = Message(
+            "tool", last.content + warning, last.images, tool_call_id=last.tool_call_id, name=last.name, kind="tool"
+        )
     presenter.step("Done.", "finalize", "Finalized.", outcome="slides")
-    fidelity = {"renderer": "LibreOffice 7.4.7.2", "seconds": 4.2, "deck": {"slides": spec.slides, "words": 40 * spec.slides, "words_kept": 0.975,
-                "displacement_px": {"median": 0.4, "max": 2.5}, "line_count_changed": 0, "ssim": 0.99, "tables": 1, "pictures": 2, "within_targets": True}}  # fmt: skip
+    fidelity = {
+        "renderer": "LibreOffice 7.4.7.2",
+        "seconds": 4.2,
+        "deck": {
+            "slides": spec.slides,
+            "words": 40 * spec.slides,
+            "words_kept": 0.975,
+            "displacement_px": {"median": 0.4, "max": 2.5},
+            "line_count_changed": 0,
+            "ssim": 0.99,
+            "tables": 1,
+            "pictures": 2,
+            "within_targets": True,
+        },
+    }
     pptx = {"mode": "editable", "fidelity": fidelity}
     _write(ws / "deck_defects.json", json.dumps({"aspect": aspect, "slides": slides, "pptx": pptx}).encode())
-    artifacts |= {"trajectory:presenter": f"{folder}/trajectory_presenter.json", "defects": f"{folder}/deck_defects.json", "previews": f"{folder}/previews"}
+    artifacts |= {
+        "trajectory:presenter": f"{folder}/trajectory_presenter.json",
+        "defects": f"{folder}/deck_defects.json",
+        "previews": f"{folder}/previews",
+    }
     _save(ws, presenter.build(), artifacts)
     _save(ws, researcher.build(), artifacts)
     trajectories = (researcher, presenter)
-    prompt, completion = (sum(getattr(s.usage, k) for t in trajectories for s in t.steps) for k in ("prompt_tokens", "completion_tokens"))
+    prompt, completion = (
+        sum(getattr(s.usage, k) for t in trajectories for s in t.steps) for k in ("prompt_tokens", "completion_tokens")
+    )
     return Rollout(
         task_id=task.task_id,
         status="done",
@@ -169,8 +241,15 @@ def write_rollout(root: Path, task: Task, spec: RolloutSpec) -> Rollout:
         cost_usd=ROLLOUT_COST,
         wall_s=60.0 + 10 * spec.slides,
         policy="scripted",
-        usage={"agent": RoleUsage(calls=sum(len(t.steps) for t in trajectories), prompt_tokens=prompt, completion_tokens=completion,
-                                  cost_usd=ROLLOUT_COST, latency_s=1.5)},  # fmt: skip
+        usage={
+            "agent": RoleUsage(
+                calls=sum(len(t.steps) for t in trajectories),
+                prompt_tokens=prompt,
+                completion_tokens=completion,
+                cost_usd=ROLLOUT_COST,
+                latency_s=1.5,
+            )
+        },
     )
 
 
@@ -192,7 +271,11 @@ def verdicts_for(rollout: Rollout, rng: random.Random) -> list[Verdict]:
 
 
 def _gate_verdict(task_id: str, gate: str, passed: bool) -> Verdict:
-    usage = {} if gate == "constraint" else {"judge": RoleUsage(calls=1, prompt_tokens=900, completion_tokens=60, cost_usd=JUDGE_COST)}
+    usage = (
+        {}
+        if gate == "constraint"
+        else {"judge": RoleUsage(calls=1, prompt_tokens=900, completion_tokens=60, cost_usd=JUDGE_COST)}
+    )
     if passed:
         return Verdict(task_id, gate, True, None, 1.0, usage=usage)
     return Verdict(task_id, gate, False, gate, 0.0, (f"{gate} failed: <slide 3> & more",), usage=usage)
@@ -225,8 +308,12 @@ def build_run(root: Path, rollouts: int, seed: int = 0) -> None:
     for i in range(rollouts):
         source, language = rng.choice(["persona", "arxiv", "finepdfs"]), rng.choice(["en", "zh"])
         task = make_task(f"{source}-{i:05d}", source, language, rng.choice(list(SIZES)), rng.choice([None, 6, 12]))
-        spec = RolloutSpec(slides=rng.randint(3, 12), injected=rng.random() < 0.3, warned=rng.random() < 0.1,
-                           failure="environment/timeout" if rng.random() < 0.1 else None)  # fmt: skip
+        spec = RolloutSpec(
+            slides=rng.randint(3, 12),
+            injected=rng.random() < 0.3,
+            warned=rng.random() < 0.1,
+            failure="environment/timeout" if rng.random() < 0.1 else None,
+        )
         tasks.append(task)
         records.append(write_rollout(root, task, spec))
         store.commit("rollouts", task.task_id, records[-1])

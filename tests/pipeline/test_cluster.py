@@ -19,8 +19,12 @@ from tests.pipeline.test_rollouts import RUNNER, write_tasks
 def cluster():
     cluster = Cluster(initialize_head=True, head_node_args={"num_cpus": 0})  # the head runs no rollout
     nodes = [cluster.add_node(num_cpus=1) for _ in range(2)]  # one worker actor per node
-    ray.init(address=cluster.address, log_to_driver=False, configure_logging=False,
-             runtime_env={"env_vars": {"PYTHONPATH": str(Path(__file__).parents[2])}})
+    ray.init(
+        address=cluster.address,
+        log_to_driver=False,
+        configure_logging=False,
+        runtime_env={"env_vars": {"PYTHONPATH": str(Path(__file__).parents[2])}},
+    )
     yield cluster, nodes
     ray.shutdown()
     cluster.shutdown()

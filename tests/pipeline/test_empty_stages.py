@@ -36,8 +36,10 @@ def test_the_command_exits_1_with_one_line(tmp_path: Path) -> None:
     empty_tasks(root)
     done = subprocess.run(
         [sys.executable, "-m", "pipeline.synthesize", f"run.dir={root}", "stages=[rollouts,filters]", "tracking=disabled"],
-        capture_output=True, text=True, timeout=300,
-    )  # fmt: skip
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert done.returncode == 1, done.stderr[-2000:]
     errors = [line for line in done.stderr.splitlines() if line.startswith("error:")]
     assert len(errors) == 1 and "stage rollouts received 0 tasks" in errors[0] and "Traceback" not in done.stderr

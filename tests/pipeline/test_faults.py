@@ -17,10 +17,15 @@ SLIDE = '<html><body style="margin:0;width:1280px;height:720px"><h1 style="margi
 def _succeeded(messages: list[dict], name: str, **args: str) -> bool:
     """Whether a call to `name` (with these arguments) got a non-error result in this conversation."""
     ids = {
-        c["id"] for m in messages if m["role"] == "assistant" for c in m.get("tool_calls") or []
+        c["id"]
+        for m in messages
+        if m["role"] == "assistant"
+        for c in m.get("tool_calls") or []
         if c["function"]["name"] == name and _arguments(c).items() >= args.items()
-    }  # fmt: skip
-    return any(m["role"] == "tool" and m.get("tool_call_id") in ids and not str(m["content"]).startswith("Error") for m in messages)
+    }
+    return any(
+        m["role"] == "tool" and m.get("tool_call_id") in ids and not str(m["content"]).startswith("Error") for m in messages
+    )
 
 
 def _arguments(call: dict) -> dict:
@@ -53,9 +58,16 @@ def test_run_completes_with_20_percent_model_faults(make_run) -> None:
     faults = FaultPlan(rate=0.2, kinds=("500", "429", "malformed_tool_json", "truncated"), seed=5, retry_after_s=0.05)
     with FakeOpenAIServer(steady_model, faults=faults) as srv:
         ctx = make_run(
-            "llm=openai", f"llm.base_url={srv.url}", "llm.model=fake", "llm.backoff_base_s=0.02", "llm.max_retries=3",
-            "critic=rules", "ray.num_workers=1", "ray.rollouts_per_worker=4", "ray.num_cpus_per_worker=0.5",
-        )  # fmt: skip
+            "llm=openai",
+            f"llm.base_url={srv.url}",
+            "llm.model=fake",
+            "llm.backoff_base_s=0.02",
+            "llm.max_retries=3",
+            "critic=rules",
+            "ray.num_workers=1",
+            "ray.rollouts_per_worker=4",
+            "ray.num_cpus_per_worker=0.5",
+        )
         tasks = write_tasks(ctx, ["ok"] * 8)
         figures = run_rollouts(ctx)
     rows = {r.task_id: r for r in read_parquet(ctx.store.root / "rollouts.parquet", Rollout)}

@@ -13,20 +13,38 @@ from pipeline.sources import SourceDoc
 from pipeline.task_writer import ScriptedTaskWriter, WriteJob
 
 LIBRARY = [
-    SourceDoc("arxiv", "arxiv-nmt", "Neural machine translation with attention: training and results.", "Neural Machine Translation", "en"),
+    SourceDoc(
+        "arxiv",
+        "arxiv-nmt",
+        "Neural machine translation with attention: training and results.",
+        "Neural Machine Translation",
+        "en",
+    ),
     SourceDoc("finepdfs", "edu-na", "数值分析讲义：插值、积分与线性方程组的数值解法。", "数值分析", "zh"),
 ]
 
 
-@pytest.mark.parametrize(("persona", "chinese"), [
-    ("A career consultant from Cape Town who has no strong feelings towards Israel or epidemiology", "一位来自 Cape Town 的职业顾问"),
-    ("Tanja Mehlstäubler, a German physicist known for her work with quantum optical clocks", "Tanja Mehlstäubler，一位德国物理学家"),
-    ("an African American parent living in Charlottesville", "一位来自 Charlottesville 的 African American 家长"),
-    ("I'm an elderly shop owner who has been running a family-owned hardware store for decades.", "一位年长的店主"),
-    ("An innovative engineer developing automated car washing systems", "一位工程师"),
-    ("A First Order BB unit tasked with hunting down BB-8", ""),  # no known role: left out, never pasted
-    ("一个兰州本地的摄影爱好者，对城市的发展以及新兴建筑充满了兴趣。", "一个兰州本地的摄影爱好者，对城市的发展以及新兴建筑充满了兴趣"),
-])  # fmt: skip
+@pytest.mark.parametrize(
+    ("persona", "chinese"),
+    [
+        (
+            "A career consultant from Cape Town who has no strong feelings towards Israel or epidemiology",
+            "一位来自 Cape Town 的职业顾问",
+        ),
+        (
+            "Tanja Mehlstäubler, a German physicist known for her work with quantum optical clocks",
+            "Tanja Mehlstäubler，一位德国物理学家",
+        ),
+        ("an African American parent living in Charlottesville", "一位来自 Charlottesville 的 African American 家长"),
+        ("I'm an elderly shop owner who has been running a family-owned hardware store for decades.", "一位年长的店主"),
+        ("An innovative engineer developing automated car washing systems", "一位工程师"),
+        ("A First Order BB unit tasked with hunting down BB-8", ""),  # no known role: left out, never pasted
+        (
+            "一个兰州本地的摄影爱好者，对城市的发展以及新兴建筑充满了兴趣。",
+            "一个兰州本地的摄影爱好者，对城市的发展以及新兴建筑充满了兴趣",
+        ),
+    ],
+)
 def test_a_persona_in_chinese_keeps_names_and_leaves_out_what_it_cannot_say(persona: str, chinese: str) -> None:
     assert parse_persona(persona).chinese_phrase() == chinese
 
@@ -44,7 +62,9 @@ def write(job: WriteJob, library: list[SourceDoc] = LIBRARY) -> str:
 
 @pytest.mark.parametrize("variant", range(3))
 def test_a_chinese_persona_task_pastes_no_english_and_asks_about_a_chinese_document(variant: int) -> None:
-    persona = SourceDoc("persona", "p1", "A career consultant from Cape Town who has no strong feelings towards Israel or epidemiology")
+    persona = SourceDoc(
+        "persona", "p1", "A career consultant from Cape Town who has no strong feelings towards Israel or epidemiology"
+    )
     language, text, provenance = write(WriteJob(f"persona-{variant:05d}", persona, "open", "zh"))
     assert language == "zh" and detect_language(text).lang == "zh"
     assert "《数值分析》" in text and "来自 Cape Town 的职业顾问" in text and provenance["topic_doc"] == "edu-na"

@@ -24,7 +24,11 @@ def run_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
         path = root / "tasks" / f"{split}.parquet"
         write_parquet([dataclasses.replace(t, origin=WRITER) for t in read_parquet(path, Task)], path, Task)
     verdicts = root / "verdicts.parquet"
-    write_parquet([dataclasses.replace(v, origin=JUDGE) if v.gate == "quality" else v for v in read_parquet(verdicts, Verdict)], verdicts, Verdict)
+    write_parquet(
+        [dataclasses.replace(v, origin=JUDGE) if v.gate == "quality" else v for v in read_parquet(verdicts, Verdict)],
+        verdicts,
+        Verdict,
+    )
     edited = root / "rollouts" / "task-0000" / "trajectory_presenter.json"
     data = json.loads(edited.read_text())
     data["origin"]["templates"] = {"agents/roles/prompts/presenter.en.j2": "eeeeeeeeeeee"}
@@ -32,7 +36,9 @@ def run_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return root
 
 
-def test_the_breakdown_names_each_template_version_and_model_with_its_share(run_dir: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_the_breakdown_names_each_template_version_and_model_with_its_share(
+    run_dir: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     assert main([str(run_dir)]) == 0
     out = capsys.readouterr().out
     assert "6 samples (one per agent trajectory) of 3 rollouts, accepted by the gates: constraint, consistency, quality" in out
@@ -51,4 +57,8 @@ def test_every_finished_rollout_as_json(run_dir: Path, capsys: pytest.CaptureFix
 
 def test_a_directory_that_is_not_a_run_is_one_line_and_exit_2(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     assert main([str(tmp_path)]) == 2
-    assert capsys.readouterr().err.strip().endswith(f"{tmp_path.resolve()} is not a run directory (no config.yaml, tasks/ or units/)")
+    assert (
+        capsys.readouterr()
+        .err.strip()
+        .endswith(f"{tmp_path.resolve()} is not a run directory (no config.yaml, tasks/ or units/)")
+    )

@@ -22,9 +22,27 @@ from tests.core.test_local_server import servers_running
 pytestmark = [pytest.mark.real_model, pytest.mark.chromium, pytest.mark.slow, pytest.mark.timeout(1200)]
 
 # Bounded so that the three commands take minutes: the guards end a 135M model within a few turns anyway.
-LOCAL = ["llm=local", "llm.max_tokens=128", "agent.max_steps=12", "agent.guards.first_write_turns=6", "tracking=disabled", "ray.num_workers=1"]
-GUARD_LIMIT = max(GuardConfig().no_tool_call_turns, GuardConfig().repeated_call_turns, GuardConfig().cut_turns, GuardConfig().stall_turns)
-WRITES = {"write_file", "edit_file", "move_file", "create_directory", "download_file", "execute_command", "todo_create", "todo_update"}
+LOCAL = [
+    "llm=local",
+    "llm.max_tokens=128",
+    "agent.max_steps=12",
+    "agent.guards.first_write_turns=6",
+    "tracking=disabled",
+    "ray.num_workers=1",
+]
+GUARD_LIMIT = max(
+    GuardConfig().no_tool_call_turns, GuardConfig().repeated_call_turns, GuardConfig().cut_turns, GuardConfig().stall_turns
+)
+WRITES = {
+    "write_file",
+    "edit_file",
+    "move_file",
+    "create_directory",
+    "download_file",
+    "execute_command",
+    "todo_create",
+    "todo_update",
+}
 
 
 def run(*args: str, cwd: Path, timeout: int = 1200) -> subprocess.CompletedProcess[str]:
@@ -46,14 +64,24 @@ def ended_properly(trajectory: Trajectory) -> None:
 def usage_of(folder: Path) -> dict[str, dict]:
     """The model calls by role in `folder`/stats/usage.json (a run's ledger, or agents.run's one deck)."""
     usage = json.loads((folder / "stats" / "usage.json").read_text())["roles"]
-    assert usage and all(u["estimated_calls"] == 0 and u["cost_usd"] == 0 for u in usage.values()), usage  # the server's counts, free
+    assert usage and all(u["estimated_calls"] == 0 and u["cost_usd"] == 0 for u in usage.values()), (
+        usage
+    )  # the server's counts, free
     return usage
 
 
 def test_one_deck_from_the_command_line(tmp_path: Path) -> None:
     out = tmp_path / "deck"
-    done = run("agents.run", "A short talk on coral reef bleaching for high-school students", "--slides", "2",
-               "--out", str(out), *LOCAL[:4], cwd=tmp_path)  # fmt: skip
+    done = run(
+        "agents.run",
+        "A short talk on coral reef bleaching for high-school students",
+        "--slides",
+        "2",
+        "--out",
+        str(out),
+        *LOCAL[:4],
+        cwd=tmp_path,
+    )
     assert done.returncode in (0, 1), done.stderr[-3000:]  # 1: the model did not finish the deck, which it says
     trajectories = [Trajectory.from_json(p.read_text()) for p in sorted(out.glob("trajectory_*.json"))]
     assert trajectories
@@ -67,8 +95,17 @@ def test_one_deck_from_the_command_line(tmp_path: Path) -> None:
 
 def test_synthesize_with_scripted_tasks_and_judges(tmp_path: Path) -> None:
     root = tmp_path / "run"
-    done = run("pipeline.synthesize", f"run.dir={root}", "limit=3", *LOCAL, "roles.task_writer.backend=scripted",
-               "roles.judge.backend=scripted", "roles.quality_judge.backend=scripted", "run.allow_empty=true", cwd=tmp_path)  # fmt: skip
+    done = run(
+        "pipeline.synthesize",
+        f"run.dir={root}",
+        "limit=3",
+        *LOCAL,
+        "roles.task_writer.backend=scripted",
+        "roles.judge.backend=scripted",
+        "roles.quality_judge.backend=scripted",
+        "run.allow_empty=true",
+        cwd=tmp_path,
+    )
     assert done.returncode == 0, done.stderr[-3000:]
     rollouts = read_parquet(root / "rollouts.parquet", Rollout)
     assert rollouts and all(r.cost_usd == 0 for r in rollouts)
@@ -90,7 +127,9 @@ def test_synthesize_with_scripted_tasks_and_judges(tmp_path: Path) -> None:
 
 def test_eval_on_one_task(tmp_path: Path) -> None:
     tasks = tmp_path / "eval.parquet"
-    write_parquet([Task("persona-1", "persona", "A short talk on coral reefs for high-school students, 2 slides.", "en")], tasks, Task)
+    write_parquet(
+        [Task("persona-1", "persona", "A short talk on coral reefs for high-school students, 2 slides.", "en")], tasks, Task
+    )
     root = tmp_path / "eval"
     done = run("eval.run", f"tasks={tasks}", f"run.dir={root}", "limit=1", *LOCAL, cwd=tmp_path)
     assert done.returncode == 0, done.stderr[-3000:]

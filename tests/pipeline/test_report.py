@@ -62,10 +62,14 @@ def test_figures_count_the_funnel_outcomes_and_defects(synthetic: Path) -> None:
     assert figures.failures == {"environment/timeout": len(run.rollouts) - len(done)}
     assert figures.defects[("low_contrast", "major")] == len(done)  # slide 2 of every deck
     assert figures.headline["yield"] == pytest.approx(len(accepted) / 12)
-    spent = sum(r.cost_usd for r in run.rollouts) + JUDGE_COST * sum(v.gate != "constraint" and v.gate != "environment" for v in run.verdicts)
+    spent = sum(r.cost_usd for r in run.rollouts) + JUDGE_COST * sum(
+        v.gate != "constraint" and v.gate != "environment" for v in run.verdicts
+    )
     assert figures.cost_usd == pytest.approx(spent)  # every stage's calls (the ledger), the judges' too
     assert figures.headline["cost_per_accepted_usd"] == pytest.approx(spent / len(accepted))
-    assert figures.spending["stages"]["verdicts"]["roles"]["judge"]["cost_usd"] == pytest.approx(spent - sum(r.cost_usd for r in run.rollouts))
+    assert figures.spending["stages"]["verdicts"]["roles"]["judge"]["cost_usd"] == pytest.approx(
+        spent - sum(r.cost_usd for r in run.rollouts)
+    )
     by_role = {u.role: u for u in figures.usage}
     assert by_role["presenter"].prompt_tokens == sum(r.prompt_tokens.get("presenter", 0) for r in run.rollouts)
     flat = metrics(figures)
@@ -85,7 +89,9 @@ def test_each_content_check_is_its_own_outcome_in_the_report(synthetic: Path) ->
     for task_id, outcome in before.items():
         if outcome != "environment":
             code = {flagged[0]: "repeated_text", flagged[1]: "placeholder_text"}.get(task_id)
-            verdict = Verdict(task_id=task_id, gate="content", passed=code is None, category=code, reasons=(f"{code}: slide 2",) if code else ())
+            verdict = Verdict(
+                task_id=task_id, gate="content", passed=code is None, category=code, reasons=(f"{code}: slide 2",) if code else ()
+            )
             store.commit("verdicts", f"{task_id}__content", verdict)
     figures = compute_figures(load_run(synthetic))
     assert figures.outcomes["repeated_text"] == 1 and figures.outcomes["placeholder_text"] == 1
@@ -125,26 +131,47 @@ def test_steps_show_calls_observations_injections_and_warnings() -> None:
         Message("system", "sys", kind="prompt"),
         Message("user", "make slides", kind="prompt"),
         Message("assistant", reasoning="look", tool_calls=(ToolCall("c1", "inspect_slide", '{"html_file": "slides/s.html"}'),)),
-        Message("tool", "Rendered." + WARNING_MARK + "40,000 of 50,000 used", ("renders/s.png",), tool_call_id="c1", name="inspect_slide"),
+        Message(
+            "tool",
+            "Rendered." + WARNING_MARK + "40,000 of 50,000 used",
+            ("renders/s.png",),
+            tool_call_id="c1",
+            name="inspect_slide",
+        ),
         Message("assistant", tool_calls=(ToolCall("critic_4", "thinking", '{"thought": "fix"}'),), kind="critic"),
         Message("tool", "fix the title", tool_call_id="critic_4", name="thinking", kind="critic"),
         Message("assistant", tool_calls=(ToolCall("c2", "write_file", '{"path": "x", "content": "<h1>'),)),
         Message("tool", "Error: malformed arguments", tool_call_id="c2", name="write_file"),
     )
     trajectory = Trajectory(
-        task_id="t", agent="presenter", model="m", messages=messages,
-        steps=(Step(0, 1.0, 0.1, 0.2, Usage(100, 10)), Step(1, 2.0, 0.1, 0.0, Usage(200, 5)), Step(2, 3.0, 0.0, 0.0, error="environment/model_error:server")),
+        task_id="t",
+        agent="presenter",
+        model="m",
+        messages=messages,
+        steps=(
+            Step(0, 1.0, 0.1, 0.2, Usage(100, 10)),
+            Step(1, 2.0, 0.1, 0.0, Usage(200, 5)),
+            Step(2, 3.0, 0.0, 0.0, error="environment/model_error:server"),
+        ),
         injections=(CriticInjection(0, 4, "critic-vlm", finding, "inspect_slide:slides/s.html:renders/s.png"),),
-    )  # fmt: skip
+    )
     shown = view(trajectory)
     first, second, failed = shown.steps
     assert [n.role for n in shown.prompts] == ["system", "user"] and shown.warnings == 1 and shown.injections == 1
     assert first.tokens == (100, 10) and first.calls[0].arguments[0].value == "slides/s.html"
     observation = first.observations[0]
-    assert observation.text == "Rendered." and observation.warning.startswith("[context warning]") and observation.images == ("renders/s.png",)
+    assert (
+        observation.text == "Rendered."
+        and observation.warning.startswith("[context warning]")
+        and observation.images == ("renders/s.png",)
+    )
     injection = first.injections[0]
     assert (injection.tool, injection.artifact, injection.image) == ("inspect_slide", "slides/s.html", "renders/s.png")
-    assert injection.findings == [INJECTED_FINDING] and injection.thought == "fix the title" and injection.critic_model == "critic-vlm"
+    assert (
+        injection.findings == [INJECTED_FINDING]
+        and injection.thought == "fix the title"
+        and injection.critic_model == "critic-vlm"
+    )
     assert second.calls[0].arguments[0].name == "(malformed JSON)" and second.observations[0].error
     assert failed.error == "environment/model_error:server"
 
@@ -179,11 +206,17 @@ def test_the_report_shows_every_stage_s_calls_and_an_unknown_price_as_unknown(sy
     assert "<td>rollouts</td><td>agent</td>" in cost and "<td>filters</td><td>judge</td>" in cost and "cost <b>$" in cost
     assert re.search(rf"projected cost of the rollouts stage</th><td>\${24 * per_rollout:,.4f}\s", cost)
     assert f"cost per million SFT tokens</th><td>${ledger.total().cost / 2:,.4f} " in cost
-    RunStore(synthetic).spent_unfinished("verdicts", "persona-00000__quality", {"judge": RoleUsage(calls=1, unpriced_calls=1)}, "no result")
+    RunStore(synthetic).spent_unfinished(
+        "verdicts", "persona-00000__quality", {"judge": RoleUsage(calls=1, unpriced_calls=1)}, "no result"
+    )
     make_report(synthetic)
     html = (synthetic / "report" / "index.html").read_text(encoding="utf-8")
     cost = html[html.index('id="cost"') : html.index('id="throughput"')]
-    assert "filters: attempts that left no unit" in cost and "cost <b>unknown</b>" in cost and "1 calls of a model whose price is unknown" in cost
+    assert (
+        "filters: attempts that left no unit" in cost
+        and "cost <b>unknown</b>" in cost
+        and "1 calls of a model whose price is unknown" in cost
+    )
     assert '<div class="big">unknown</div><div>cost per accepted trajectory</div>' in html
 
 
@@ -209,9 +242,14 @@ def test_an_unreadable_first_slide_gets_no_thumbnail_and_no_broken_link(syntheti
 
 def test_a_rollout_page_shows_its_pptx_fidelity(synthetic: Path) -> None:
     make_report(synthetic)
-    html = next(h for p in synthetic.glob("report/rollouts/*.html") if "No final deck" not in (h := p.read_text(encoding="utf-8")))
+    html = next(
+        h for p in synthetic.glob("report/rollouts/*.html") if "No final deck" not in (h := p.read_text(encoding="utf-8"))
+    )
     slides = int(re.search(r"Final deck \((\d+) slides", html).group(1))
-    assert f"PPTX: editable; rendered by LibreOffice 7.4.7.2: 97.5% of {40 * slides} words kept, displacement median 0.4 px (max 2.5)" in html
+    assert (
+        f"PPTX: editable; rendered by LibreOffice 7.4.7.2: 97.5% of {40 * slides} words kept, displacement median 0.4 px (max 2.5)"
+        in html
+    )
     assert "1 native tables, 2 pictures" in html and html.count("PPTX: 97.5% of 40 words kept") == slides
 
 
@@ -246,12 +284,28 @@ def test_the_dashboard_gets_the_same_figures_as_the_site(synthetic: Path) -> Non
 
 
 def test_cli_writes_the_report_and_refuses_a_non_run(synthetic: Path, tmp_path: Path) -> None:
-    ok = subprocess.run([PYTHON, "-m", "pipeline.report", str(synthetic)], cwd=PROJECT_ROOT, env=ENV, capture_output=True, text=True, check=False, timeout=120)
+    ok = subprocess.run(
+        [PYTHON, "-m", "pipeline.report", str(synthetic)],
+        cwd=PROJECT_ROOT,
+        env=ENV,
+        capture_output=True,
+        text=True,
+        check=False,
+        timeout=120,
+    )
     assert ok.returncode == 0, ok.stderr
     assert str(synthetic / "report" / "index.html") in ok.stdout
     empty = tmp_path / "empty"
     empty.mkdir()
-    bad = subprocess.run([PYTHON, "-m", "pipeline.report", str(empty)], cwd=PROJECT_ROOT, env=ENV, capture_output=True, text=True, check=False, timeout=120)
+    bad = subprocess.run(
+        [PYTHON, "-m", "pipeline.report", str(empty)],
+        cwd=PROJECT_ROOT,
+        env=ENV,
+        capture_output=True,
+        text=True,
+        check=False,
+        timeout=120,
+    )
     assert bad.returncode == 2 and "not a run directory" in bad.stderr
 
 
@@ -266,12 +320,30 @@ def scripted_run(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, str]:
     done = subprocess.run(command, cwd=PROJECT_ROOT, env=ENV, capture_output=True, text=True, check=False, timeout=900)
     assert done.returncode == 0, done.stderr[-3000:]
     if not (root / "verdicts.parquet").exists() and importlib.util.find_spec("filters.run"):
-        filtered = subprocess.run([PYTHON, "-m", "filters.run", str(root)], cwd=PROJECT_ROOT, env=ENV, capture_output=True, text=True, check=False, timeout=600)
+        filtered = subprocess.run(
+            [PYTHON, "-m", "filters.run", str(root)],
+            cwd=PROJECT_ROOT,
+            env=ENV,
+            capture_output=True,
+            text=True,
+            check=False,
+            timeout=600,
+        )
         assert filtered.returncode == 0, filtered.stderr[-3000:]
     injected = next((r.task_id for r in load_run(root).rollouts if r.injections), None)
     if injected is None:
-        injected = add_rollout(root, make_task("synthetic-injected", aspect="4:3"), RolloutSpec(slides=3, injected=True, warned=True)).task_id
-    report = subprocess.run([PYTHON, "-m", "pipeline.report", str(root)], cwd=PROJECT_ROOT, env=ENV, capture_output=True, text=True, check=False, timeout=300)
+        injected = add_rollout(
+            root, make_task("synthetic-injected", aspect="4:3"), RolloutSpec(slides=3, injected=True, warned=True)
+        ).task_id
+    report = subprocess.run(
+        [PYTHON, "-m", "pipeline.report", str(root)],
+        cwd=PROJECT_ROOT,
+        env=ENV,
+        capture_output=True,
+        text=True,
+        check=False,
+        timeout=300,
+    )
     assert report.returncode == 0, report.stderr[-3000:]
     return root, injected
 
@@ -301,7 +373,9 @@ def test_report_of_a_scripted_run_in_chromium(scripted_run: tuple[Path, str], tm
         page.on("pageerror", lambda exc: errors.append(str(exc)))
 
         page.goto((root / "report" / "index.html").as_uri())
-        assert json.loads((root / "stats" / "rollouts.json").read_text())["command_jail"] == "bubblewrap"  # the scripted Researcher runs a command
+        assert (
+            json.loads((root / "stats" / "rollouts.json").read_text())["command_jail"] == "bubblewrap"
+        )  # the scripted Researcher runs a command
         expect(page.locator("#throughput tr", has_text="commands ran in")).to_contain_text("bubblewrap")
         table = page.locator("#rollout-table tbody tr")
         expect(table).to_have_count(len(rollouts))
@@ -319,7 +393,9 @@ def test_report_of_a_scripted_run_in_chromium(scripted_run: tuple[Path, str], tm
 
         page.click(f"#rollout-table a[href='rollouts/{scripted.task_id}.html']")
         expect(page).to_have_url(re.compile(rf"/report/rollouts/{re.escape(scripted.task_id)}\.html$"))
-        expect(page.locator("#deck figure.slide img")).to_have_count(sum(1 for _ in (root / "rollouts" / scripted.task_id / "previews").glob("*.png")))
+        expect(page.locator("#deck figure.slide img")).to_have_count(
+            sum(1 for _ in (root / "rollouts" / scripted.task_id / "previews").glob("*.png"))
+        )
         render = page.locator(".observation img.render").first
         render.scroll_into_view_if_needed()
         expect(render).to_be_visible()

@@ -20,8 +20,19 @@ RUNNER = "rollouts.runner=tests.pipeline.fake_runner:ScriptedRunner"
 
 
 def command(run: Path) -> list[str]:
-    return [sys.executable, "-m", "pipeline.synthesize", f"run.dir={run}", "limit=24", "tracking=disabled", "stages=[tasks,rollouts]",
-            RUNNER, "ray.num_workers=2", "ray.rollouts_per_worker=3", "ray.num_cpus_per_worker=0.5"]  # fmt: skip
+    return [
+        sys.executable,
+        "-m",
+        "pipeline.synthesize",
+        f"run.dir={run}",
+        "limit=24",
+        "tracking=disabled",
+        "stages=[tasks,rollouts]",
+        RUNNER,
+        "ray.num_workers=2",
+        "ray.rollouts_per_worker=3",
+        "ray.num_cpus_per_worker=0.5",
+    ]
 
 
 def units(run: Path) -> int:
@@ -35,7 +46,9 @@ def test_kill_and_rerun_plays_every_task_once(tmp_path: Path) -> None:
     root = Path(__file__).parents[2]
     kills = 0
     for _ in range(3):
-        child = subprocess.Popen(command(run), cwd=root, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+        child = subprocess.Popen(
+            command(run), cwd=root, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True
+        )
         goal = units(run) + rng.randint(1, 5)
         deadline = time.monotonic() + 120
         while units(run) < goal and child.poll() is None and time.monotonic() < deadline:

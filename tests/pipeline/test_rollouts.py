@@ -11,7 +11,8 @@ import pytest
 from core.ledger import BudgetExhausted, read_ledger
 from core.records import Rollout, StageDone, Task, read_parquet
 from core.store import atomic_write_parquet
-from pipeline.rollouts import RunAborted, _bound_threads, run_rollouts
+from pipeline.rollouts import RunAborted, run_rollouts
+from pipeline.worker_process import bound_threads
 
 RUNNER = "rollouts.runner=tests.pipeline.fake_runner:ScriptedRunner"
 FAST = ["ray.num_workers=2", "ray.rollouts_per_worker=4", "ray.num_cpus_per_worker=0.5", RUNNER, "rollouts.max_wall_s=3"]
@@ -73,7 +74,7 @@ def test_steps_on_the_loop_return_and_raise_as_on_a_thread() -> None:
         raise ValueError("bad slide")
 
     async def main() -> tuple[str, str]:
-        _bound_threads(0)
+        bound_threads(0)
         where = await asyncio.to_thread(lambda: threading.current_thread().name)
         with pytest.raises(ValueError, match="bad slide"):
             await asyncio.to_thread(fail)
@@ -87,7 +88,7 @@ def test_name_lookups_still_get_a_thread() -> None:
     """A slow DNS server must not stall the worker's loop: `loop.getaddrinfo` goes to a thread."""
 
     async def main() -> list[str]:
-        _bound_threads(0)
+        bound_threads(0)
         assert await asyncio.get_running_loop().getaddrinfo("localhost", 80)
         return [thread.name for thread in threading.enumerate()]
 
@@ -119,7 +120,9 @@ def test_partial_workspace_is_moved_aside(make_run) -> None:
 
 
 def test_early_stop_on_error_rate(make_run) -> None:
-    ctx = make_run(*FAST, "rollouts.error_window=4", "rollouts.max_error_rate=0.5", "ray.rollouts_per_worker=1", "ray.num_workers=1")
+    ctx = make_run(
+        *FAST, "rollouts.error_window=4", "rollouts.max_error_rate=0.5", "ray.rollouts_per_worker=1", "ray.num_workers=1"
+    )
     write_tasks(ctx, ["FAIL"] * 10)
     with pytest.raises(RunAborted, match="4 of the last 4 rollouts failed"):
         run_rollouts(ctx)
@@ -149,14 +152,20 @@ def test_the_run_s_cost_cap_stops_the_stage_and_a_higher_cap_finishes_the_rest(m
     assert figures["played"] == 4 and len(rollouts(ctx)) == 8  # the rest, none of the first four again
     assert all(r.attempt == 1 for r in rollouts(ctx).values()) and read_ledger(ctx.store.root).total().calls == 8
     projection = json.loads((ctx.store.root / "stats" / "projection.json").read_text())
-    assert (projection["finished"], projection["per_rollout_cost_usd"], projection["projected_cost_usd"]) == (4, 0.001, pytest.approx(0.008))
+    assert (projection["finished"], projection["per_rollout_cost_usd"], projection["projected_cost_usd"]) == (
+        4,
+        0.001,
+        pytest.approx(0.008),
+    )
 
 
 def test_a_limit_pilot_projects_the_cost_of_the_stage_without_limit(make_run) -> None:
     """The pilot's tasks stage wrote 4 of tasks.count=20 drafts: the full stage has 5 times its 4 train tasks."""
     ctx = make_run(*FAST, "limit=2", "tasks.count=20", "tasks.eval_size=2")
     write_tasks(ctx, ["ok"] * 4)
-    ctx.store.commit("stages", "tasks", StageDone(stage="tasks", figures_json=json.dumps({"written": 4, "train": 4, "limited": True})))
+    ctx.store.commit(
+        "stages", "tasks", StageDone(stage="tasks", figures_json=json.dumps({"written": 4, "train": 4, "limited": True}))
+    )
     run_rollouts(ctx)
     projection = json.loads((ctx.store.root / "stats" / "projection.json").read_text())
     assert (projection["tasks"], projection["finished"], projection["to_play"]) == (20, 2, 18)

@@ -31,9 +31,22 @@ pytestmark = pytest.mark.slow
 
 
 def command(run: Path, url: str, *overrides: str) -> list[str]:
-    return [sys.executable, "-m", "pipeline.tasks", f"run.dir={run}", "tracking=disabled", "llm=openai", f"llm.base_url={url}",
-            "llm.model=fake", "llm.backoff_base_s=0.01", "llm.price.input_per_mtok=100", "llm.price.output_per_mtok=400",
-            "tasks.count=12", "tasks.eval_size=2", *overrides]  # fmt: skip
+    return [
+        sys.executable,
+        "-m",
+        "pipeline.tasks",
+        f"run.dir={run}",
+        "tracking=disabled",
+        "llm=openai",
+        f"llm.base_url={url}",
+        "llm.model=fake",
+        "llm.backoff_base_s=0.01",
+        "llm.price.input_per_mtok=100",
+        "llm.price.output_per_mtok=400",
+        "tasks.count=12",
+        "tasks.eval_size=2",
+        *overrides,
+    ]
 
 
 def run(*args: str) -> subprocess.CompletedProcess[str]:
@@ -42,8 +55,11 @@ def run(*args: str) -> subprocess.CompletedProcess[str]:
 
 def counted(ledger: Ledger) -> dict[tuple[str, str], tuple[int, int, int, float]]:
     """Finished units' calls, tokens and cost by stage and role."""
-    return {(stage, role): (u.calls, u.prompt_tokens, u.completion_tokens, round(u.cost_usd, 9))
-            for stage, usage in ledger.stages.items() for role, u in usage.items()}  # fmt: skip
+    return {
+        (stage, role): (u.calls, u.prompt_tokens, u.completion_tokens, round(u.cost_usd, 9))
+        for stage, usage in ledger.stages.items()
+        for role, u in usage.items()
+    }
 
 
 def unit_costs(run_dir: Path, stage: str) -> list[float]:
@@ -60,8 +76,14 @@ def test_killed_and_resumed_the_ledger_counts_every_finished_unit_once(tmp_path:
         assert whole.returncode == 0, whole.stderr[-2000:]
         asked_whole = srv.served
         killed = tmp_path / "killed"
-        child = subprocess.Popen(command(killed, srv.url, "llm.max_concurrency=2"), cwd=PROJECT_ROOT, env=ENV, start_new_session=True,
-                                 stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)  # fmt: skip
+        child = subprocess.Popen(
+            command(killed, srv.url, "llm.max_concurrency=2"),
+            cwd=PROJECT_ROOT,
+            env=ENV,
+            start_new_session=True,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
         deadline = time.monotonic() + 120
         while units(killed) < 4 and child.poll() is None and time.monotonic() < deadline:
             time.sleep(0.02)
@@ -88,7 +110,10 @@ def test_the_run_cap_stops_within_one_unit_and_a_higher_cap_finishes_with_nothin
         stopped = run(*command(capped, srv.url, "llm.max_concurrency=1", f"run.max_cost_usd={cap}"))
         assert stopped.returncode == 3
         line = stopped.stderr.strip().splitlines()[-1]
-        assert line.startswith(f"stopped: stage tasks stopped: run.max_cost_usd={cap:g} reached: $") and "Raise the cap and rerun" in line
+        assert (
+            line.startswith(f"stopped: stage tasks stopped: run.max_cost_usd={cap:g} reached: $")
+            and "Raise the cap and rerun" in line
+        )
         spent = read_ledger(capped)
         biggest = max(unit_costs(capped, "task_drafts") + unit_costs(capped, "task_gate"))
         assert cap <= spent.total().cost <= cap + biggest  # within one unit's cost of the cap
@@ -100,8 +125,13 @@ def test_the_run_cap_stops_within_one_unit_and_a_higher_cap_finishes_with_nothin
 
 
 def test_cancelled_at_the_cap_units_in_flight_stop_uncommitted_and_are_played_by_the_rerun(tmp_path: Path) -> None:
-    persona_notes = ["sources.arxiv.enabled=false", "sources.finepdfs.enabled=false", "sources.persona.share=1",
-                     "tasks.knowledge_grounded_share=1", "llm.max_concurrency=4"]  # fmt: skip  (two calls per draft)
+    persona_notes = [
+        "sources.arxiv.enabled=false",
+        "sources.finepdfs.enabled=false",
+        "sources.persona.share=1",
+        "tasks.knowledge_grounded_share=1",
+        "llm.max_concurrency=4",
+    ]  # two calls per draft
     with FakeOpenAIServer(_fake_writer, latency_s=0.2) as srv:
         whole = run(*command(tmp_path / "whole", srv.url, *persona_notes))
         assert whole.returncode == 0, whole.stderr[-2000:]
@@ -118,10 +148,27 @@ def test_cancelled_at_the_cap_units_in_flight_stop_uncommitted_and_are_played_by
 
 def synthesize(run_dir: Path, url: str, *overrides: str) -> list[str]:
     """The whole pipeline with every role played by the fake model (tests.pipeline.fake_model), all priced."""
-    return [sys.executable, "-m", "pipeline.synthesize", f"run.dir={run_dir}", "tracking=disabled", "limit=3", "tasks.count=6",
-            "tasks.eval_size=1", "llm=openai", f"llm.base_url={url}", "llm.model=fake", "llm.backoff_base_s=0.01",
-            "llm.price.input_per_mtok=1", "llm.price.output_per_mtok=4", "critic=extrinsic", "filters.gates=[consistency,quality]",
-            "ray.num_workers=1", "ray.rollouts_per_worker=3", *overrides]  # fmt: skip  (the judges see every finished deck)
+    return [
+        sys.executable,
+        "-m",
+        "pipeline.synthesize",
+        f"run.dir={run_dir}",
+        "tracking=disabled",
+        "limit=3",
+        "tasks.count=6",
+        "tasks.eval_size=1",
+        "llm=openai",
+        f"llm.base_url={url}",
+        "llm.model=fake",
+        "llm.backoff_base_s=0.01",
+        "llm.price.input_per_mtok=1",
+        "llm.price.output_per_mtok=4",
+        "critic=extrinsic",
+        "filters.gates=[consistency,quality]",
+        "ray.num_workers=1",
+        "ray.rollouts_per_worker=3",
+        *overrides,
+    ]  # the judges see every finished deck
 
 
 def kill_session(child: subprocess.Popen) -> None:
@@ -143,8 +190,14 @@ def test_every_stage_s_calls_are_in_the_ledger_and_a_killed_run_resumes_to_the_s
         done = run(*synthesize(whole, srv.url))
         assert done.returncode == 0, done.stderr[-3000:]
         asked = srv.served
-        child = subprocess.Popen(synthesize(killed, srv.url), cwd=PROJECT_ROOT, env=ENV, start_new_session=True,
-                                 stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)  # fmt: skip
+        child = subprocess.Popen(
+            synthesize(killed, srv.url),
+            cwd=PROJECT_ROOT,
+            env=ENV,
+            start_new_session=True,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
         deadline = time.monotonic() + 600
         while not list(killed.glob("units/rollouts/*.json")) and child.poll() is None and time.monotonic() < deadline:
             time.sleep(0.05)
@@ -154,16 +207,29 @@ def test_every_stage_s_calls_are_in_the_ledger_and_a_killed_run_resumes_to_the_s
         assert resumed.returncode == 0, resumed.stderr[-3000:]
     usage = json.loads((whole / "stats" / "usage.json").read_text())
     roles = {stage: set(d["roles"]) for stage, d in usage["stages"].items()}
-    assert roles == {"task_drafts": {"task_writer"}, "task_gate": {"task_writer"}, "rollouts": {"agent", "critic"},
-                     "verdicts": {"judge", "quality_judge"}}  # fmt: skip
+    assert roles == {
+        "task_drafts": {"task_writer"},
+        "task_gate": {"task_writer"},
+        "rollouts": {"agent", "critic"},
+        "verdicts": {"judge", "quality_judge"},
+    }
     assert usage["total"]["calls"] == asked and usage["total"]["cost_usd"] > 0  # every request the server answered, once
     assert usage["outputs"]["accepted_rollouts"] >= 1 and usage["outputs"]["cost_per_mtok_sft_usd"] > 0
     assert counted(read_ledger(killed)) == counted(read_ledger(whole))  # killed mid-stage and resumed: the same totals
     for root in (whole, killed):
         named(root)
-    breakdown = subprocess.run([sys.executable, "-m", "pipeline.provenance", str(whole)], cwd=PROJECT_ROOT, env=ENV, capture_output=True,
-                               text=True, check=True).stdout  # fmt: skip
-    assert "`agents/roles/prompts/presenter.en.j2`" in breakdown and "critic: fake [openai; t=0.7, top_p=0.95, max_tokens=8192]" in breakdown
+    breakdown = subprocess.run(
+        [sys.executable, "-m", "pipeline.provenance", str(whole)],
+        cwd=PROJECT_ROOT,
+        env=ENV,
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
+    assert (
+        "`agents/roles/prompts/presenter.en.j2`" in breakdown
+        and "critic: fake [openai; t=0.7, top_p=0.95, max_tokens=8192]" in breakdown
+    )
     card = (whole / "sft" / "README.md").read_text()
     assert "## What it cost" in card and "| rollouts | critic |" in card and "`critic/prompts/slide_review.j2`" in card
     assert "Tokens and cost" in (whole / "report" / "index.html").read_text() and "unknown" not in card
@@ -188,5 +254,7 @@ def named(root: Path) -> None:
         assert verdict.origin.models, verdict
         origins.append(verdict.origin)
         if verdict.gate == "quality":
-            assert verdict.origin.templates == {"filters/prompts/quality.j2": verdict.origin.templates["filters/prompts/quality.j2"]}
+            assert verdict.origin.templates == {
+                "filters/prompts/quality.j2": verdict.origin.templates["filters/prompts/quality.j2"]
+            }
     assert all(hashed.get(template) == digest for origin in origins for template, digest in origin.templates.items())

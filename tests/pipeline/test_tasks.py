@@ -37,7 +37,9 @@ def test_scripted_stage_runs_offline_and_resumes(make_run) -> None:
     stats = (ctx.store.root / "tasks" / "stats.md").read_text()
     for heading in ("| Language |", "| Source |", "| Aspect ratio |", "| Slide count |", "## Cleaning funnel"):
         assert heading in stats
-    loaded = datasets.load_dataset("parquet", data_files={s: str(ctx.store.root / "tasks" / f"{s}.parquet") for s in ("train", "eval")})
+    loaded = datasets.load_dataset(
+        "parquet", data_files={s: str(ctx.store.root / "tasks" / f"{s}.parquet") for s in ("train", "eval")}
+    )
     assert loaded["train"].num_rows == len(train)
     # a rerun skips the finished stage; a rerun after losing the outputs rewrites nothing already drafted
     assert run_tasks(make_run("limit=30")) == figures
@@ -58,18 +60,37 @@ def _fake_writer(body: dict) -> Reply:
     if "turns a document" in prompt:
         title = re.search(r"Document title: (.*)", prompt).group(1)
         language = re.search(r'"language": "(\w+)"', prompt).group(1)
-        text = f"请根据附件《{title}》为研究生做一个报告，重点讲方法和实验。" if language == "zh" else f"Present the attached paper {title} to my lab, focusing on the method and experiments."
+        text = (
+            f"请根据附件《{title}》为研究生做一个报告，重点讲方法和实验。"
+            if language == "zh"
+            else f"Present the attached paper {title} to my lab, focusing on the method and experiments."
+        )
         return Reply(json.dumps({"language": language, "instruction": text}, ensure_ascii=False))
     persona = re.search(r"The person making the request:\n(.*)", prompt).group(1)
     if "bicycle" in persona and not retry:
         return Reply('```json\n{"language": "en", "instruction": "unterminated\n```')  # malformed: re-asked
     if "chef" in persona:
-        return Reply(json.dumps({"language": "en", "instruction": "我想做一个关于川菜历史的演讲，面向美食爱好者。"}, ensure_ascii=False))
+        return Reply(
+            json.dumps({"language": "en", "instruction": "我想做一个关于川菜历史的演讲，面向美食爱好者。"}, ensure_ascii=False)
+        )
     if "twin" in persona:
-        return Reply(json.dumps({"language": "en", "instruction": "Please make a talk about caring for houseplants in small city flats for beginners."}))
+        return Reply(
+            json.dumps(
+                {
+                    "language": "en",
+                    "instruction": "Please make a talk about caring for houseplants in small city flats for beginners.",
+                }
+            )
+        )
     if "vandal" in persona:
-        return Reply(json.dumps({"language": "en", "instruction": "BADTASK do the thing with the stuff, you know, the usual one."}))
-    return Reply(json.dumps({"language": "en", "instruction": f"I work as {persona[:80]}; build me a talk on my job for high-school students."}))
+        return Reply(
+            json.dumps({"language": "en", "instruction": "BADTASK do the thing with the stuff, you know, the usual one."})
+        )
+    return Reply(
+        json.dumps(
+            {"language": "en", "instruction": f"I work as {persona[:80]}; build me a talk on my job for high-school students."}
+        )
+    )
 
 
 PERSONAS = [
@@ -89,8 +110,16 @@ def test_llm_writer_against_the_fake_server(make_run, tmp_path: Path) -> None:
     personas.write_text("".join(json.dumps({"persona": p}) + "\n" for p in PERSONAS))
     with FakeOpenAIServer(_fake_writer) as srv:
         ctx = make_run(
-            "llm=openai", f"llm.base_url={srv.url}", "llm.model=fake", "llm.backoff_base_s=0.01", "tasks.count=10",
-            "tasks.eval_size=2", f"sources.persona.path={personas}", "sources.persona.share=0.7", "sources.arxiv.share=0.3", "sources.finepdfs.enabled=false",
+            "llm=openai",
+            f"llm.base_url={srv.url}",
+            "llm.model=fake",
+            "llm.backoff_base_s=0.01",
+            "tasks.count=10",
+            "tasks.eval_size=2",
+            f"sources.persona.path={personas}",
+            "sources.persona.share=0.7",
+            "sources.arxiv.share=0.3",
+            "sources.finepdfs.enabled=false",
         )
         figures = run_tasks(ctx)
         reasks = [r for r in srv.requests if len(r["messages"]) > 1]
@@ -146,7 +175,12 @@ def test_split_keeps_groups_whole_and_strata_proportional() -> None:
 
 @pytest.mark.parametrize(
     ("setup", "message"),
-    [("missing", "does not exist"), ("empty", "is empty"), ("columns", "no 'persona' column"), ("nothing", "set sources.persona.path")],
+    [
+        ("missing", "does not exist"),
+        ("empty", "is empty"),
+        ("columns", "no 'persona' column"),
+        ("nothing", "set sources.persona.path"),
+    ],
 )
 def test_bad_sources_name_the_source(tmp_path: Path, setup: str, message: str) -> None:
     path = tmp_path / "p.jsonl"
@@ -176,7 +210,10 @@ def test_parquet_of_paper_text_is_a_source(tmp_path: Path) -> None:
     import pyarrow.parquet as pq
 
     text = "We study numerical methods for stiff differential equations and their stability. " * 10
-    pq.write_table(pa.table({"id": ["p1", "p2"], "title": ["Stiff solvers", "Short"], "text": [text, "too short"]}), tmp_path / "papers.parquet")
+    pq.write_table(
+        pa.table({"id": ["p1", "p2"], "title": ["Stiff solvers", "Short"], "text": [text, "too short"]}),
+        tmp_path / "papers.parquet",
+    )
     report = LoadReport()
     docs = list(load_source("arxiv", SourceConfig(path=str(tmp_path / "papers.parquet"), licence="CC BY 4.0"), report))
     assert [(d.title, d.language, d.provenance["licence"]) for d in docs] == [("Stiff solvers", "en", "CC BY 4.0")]

@@ -13,9 +13,18 @@ from core.config import PROJECT_ROOT
 
 @pytest.mark.slow
 def test_a_worker_refusing_at_start_ends_the_run_with_one_line(tmp_path: Path) -> None:
-    command = [sys.executable, "-m", "pipeline.synthesize", f"run.dir={tmp_path / 'run'}", "limit=2", "tracking=disabled",
-               "stages=[tasks,rollouts]", "rollouts.runner=tests.pipeline.fake_runner:JaillessRunner", "ray.num_workers=1",
-               "ray.num_cpus_per_worker=0.5"]  # fmt: skip
+    command = [
+        sys.executable,
+        "-m",
+        "pipeline.synthesize",
+        f"run.dir={tmp_path / 'run'}",
+        "limit=2",
+        "tracking=disabled",
+        "stages=[tasks,rollouts]",
+        "rollouts.runner=tests.pipeline.fake_runner:JaillessRunner",
+        "ray.num_workers=1",
+        "ray.num_cpus_per_worker=0.5",
+    ]
     done = subprocess.run(command, cwd=PROJECT_ROOT, capture_output=True, text=True, timeout=300)
     assert done.returncode == 2, done.stderr[-3000:]
     errors = [line for line in done.stderr.splitlines() if line.startswith("error:")]

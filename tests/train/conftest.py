@@ -29,5 +29,7 @@ def exported(run_dir: Path) -> ExportReport:
 def tiny_model(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """scripts/make_tiny_model.py, run once per session (about 10 s)."""
     out = tmp_path_factory.mktemp("tiny") / "glm4v"
-    subprocess.run([sys.executable, str(PROJECT_ROOT / "scripts" / "make_tiny_model.py"), str(out)], check=True, capture_output=True)
+    subprocess.run(
+        [sys.executable, str(PROJECT_ROOT / "scripts" / "make_tiny_model.py"), str(out)], check=True, capture_output=True
+    )
     return out

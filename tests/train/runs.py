@@ -24,13 +24,40 @@ TOOLS = {
     "researcher": ["search", "fetch_url", "write_file", "inspect_manuscript", "thinking", "finalize"],
     "presenter": ["read_file", "write_file", "inspect_slide", "thinking", "finalize"],
 }
-WORDS = ("slide", "layout", "contrast", "figure", "revenue", "growth", "研究", "数据", "chart", "table", "the", "of", "and",
-         "design", "title", "text", "audience", "summary", "method", "result", "conclusion")  # fmt: skip
+WORDS = (
+    "slide",
+    "layout",
+    "contrast",
+    "figure",
+    "revenue",
+    "growth",
+    "研究",
+    "数据",
+    "chart",
+    "table",
+    "the",
+    "of",
+    "and",
+    "design",
+    "title",
+    "text",
+    "audience",
+    "summary",
+    "method",
+    "result",
+    "conclusion",
+)
 CRITIC_THOUGHT = "The title overlaps the chart; move it up."
 GATES = ("constraint", "consistency", "quality")
 ROLLOUT_COST = 0.01  # what each finished rollout's calls cost, as its unit's usage says
-MADE_BY = {"researcher": Origin({"agents/roles/prompts/researcher.en.j2": "aaaaaaaaaaaa"}, {"agent": ModelUse("test-model", "openai", 0.7, 0.95, 8192)}),
-           "presenter": Origin({"agents/roles/prompts/presenter.en.j2": "bbbbbbbbbbbb"}, {"agent": ModelUse("test-model", "openai", 0.7, 0.95, 8192)})}  # fmt: skip
+MADE_BY = {
+    "researcher": Origin(
+        {"agents/roles/prompts/researcher.en.j2": "aaaaaaaaaaaa"}, {"agent": ModelUse("test-model", "openai", 0.7, 0.95, 8192)}
+    ),
+    "presenter": Origin(
+        {"agents/roles/prompts/presenter.en.j2": "bbbbbbbbbbbb"}, {"agent": ModelUse("test-model", "openai", 0.7, 0.95, 8192)}
+    ),
+}
 
 
 @dataclass(frozen=True)
@@ -51,8 +78,10 @@ def schema(name: str) -> dict:
     props = {"thinking": {"thought": {"type": "string"}}, "finalize": {"outcome": {"type": "string"}}}.get(
         name, {"path": {"type": "string"}, "query": {"type": "string", "default": ""}}
     )
-    return {"type": "function", "function": {"name": name, "description": f"The {name} tool.",
-                                             "parameters": {"type": "object", "properties": props}}}  # fmt: skip
+    return {
+        "type": "function",
+        "function": {"name": name, "description": f"The {name} tool.", "parameters": {"type": "object", "properties": props}},
+    }
 
 
 def text(rng: random.Random, chars: int) -> str:
@@ -67,19 +96,33 @@ def call(i: int, name: str, **arguments: str) -> ToolCall:
 
 
 def trajectory(task_id: str, agent: str, workspace: Path, shape: RunShape, rng: random.Random) -> Trajectory:
-    msgs = [Message("system", f"You are the {agent}.", kind="prompt"), Message("user", f"Make a deck for {task_id}.", kind="prompt")]
+    msgs = [
+        Message("system", f"You are the {agent}.", kind="prompt"),
+        Message("user", f"Make a deck for {task_id}.", kind="prompt"),
+    ]
     injections = []
     steps = rng.randint(shape.steps, shape.steps_max) if shape.steps_max else shape.steps
     for step in range(steps):
         slide = f"renders/slide_{step + 1:02d}.png"
         Image.new("RGB", shape.slide_size, (rng.randrange(256), 40, 90)).save(workspace / slide)
-        calls = (call(step, "write_file", path=f"slides/slide_{step + 1:02d}.html"),
-                 call(step, "inspect_slide" if agent == "presenter" else "inspect_manuscript", path="manuscript.md"))  # fmt: skip
+        calls = (
+            call(step, "write_file", path=f"slides/slide_{step + 1:02d}.html"),
+            call(step, "inspect_slide" if agent == "presenter" else "inspect_manuscript", path="manuscript.md"),
+        )
         msgs.append(Message("assistant", text(rng, 60), reasoning=text(rng, 120), tool_calls=calls))
-        msgs.append(Message("tool", text(rng, shape.observation_chars) + " <image> literal", tool_call_id=calls[0].id,
-                            name=calls[0].name, kind="tool"))  # fmt: skip
+        msgs.append(
+            Message(
+                "tool",
+                text(rng, shape.observation_chars) + " <image> literal",
+                tool_call_id=calls[0].id,
+                name=calls[0].name,
+                kind="tool",
+            )
+        )
         images = (slide,) if agent == "presenter" else ()
-        msgs.append(Message("tool", text(rng, shape.observation_chars), images, tool_call_id=calls[1].id, name=calls[1].name, kind="tool"))
+        msgs.append(
+            Message("tool", text(rng, shape.observation_chars), images, tool_call_id=calls[1].id, name=calls[1].name, kind="tool")
+        )
         critic_call = ToolCall(f"critic_{len(msgs)}", "thinking", json.dumps({"thought": CRITIC_THOUGHT}))
         injections.append(CriticInjection(step, len(msgs), "critic-vlm", "[]", f"inspect_slide:{slide}"))
         msgs.append(Message("assistant", tool_calls=(critic_call,), kind="critic"))
@@ -87,8 +130,17 @@ def trajectory(task_id: str, agent: str, workspace: Path, shape: RunShape, rng: 
     done = call(steps, "finalize", outcome="manuscript.md" if agent == "researcher" else "slides")
     msgs.append(Message("assistant", "", reasoning="All slides are fixed.", tool_calls=(done,)))
     msgs.append(Message("tool", "Finalized.", tool_call_id=done.id, name="finalize", kind="tool"))
-    return Trajectory(task_id=task_id, agent=agent, model="test-model", messages=tuple(msgs), injections=tuple(injections),
-                      tools_json=json.dumps([schema(n) for n in TOOLS[agent]]), status="finalized", outcome="slides", origin=MADE_BY[agent])  # fmt: skip
+    return Trajectory(
+        task_id=task_id,
+        agent=agent,
+        model="test-model",
+        messages=tuple(msgs),
+        injections=tuple(injections),
+        tools_json=json.dumps([schema(n) for n in TOOLS[agent]]),
+        status="finalized",
+        outcome="slides",
+        origin=MADE_BY[agent],
+    )
 
 
 def steps_of(shape: RunShape) -> int:
@@ -99,7 +151,9 @@ def build_run(root: Path, shape: RunShape = RunShape()) -> Path:
     """Write a synthetic run directory at `root`; returns it."""
     rng = random.Random(shape.seed)
     (root / "tasks").mkdir(parents=True, exist_ok=True)
-    (root / "config.yaml").write_text(f"run:\n  name: synthetic\nllm:\n  model: test-model\nfilters:\n  gates: [{', '.join(GATES)}]\n", encoding="utf-8")
+    (root / "config.yaml").write_text(
+        f"run:\n  name: synthetic\nllm:\n  model: test-model\nfilters:\n  gates: [{', '.join(GATES)}]\n", encoding="utf-8"
+    )
     (root / "config.hash").write_text("0123456789abcdef\n")
     tasks, rollouts, verdicts = [], [], []
     total = shape.tasks + shape.failed + shape.eval_tasks
@@ -108,8 +162,16 @@ def build_run(root: Path, shape: RunShape = RunShape()) -> Path:
         split = "eval" if i >= shape.tasks + shape.failed else "train"
         source = ("persona", "arxiv", "finepdfs")[i % 3]
         licence = {"persona": "CC-BY-NC-SA-4.0", "arxiv": "CC-BY-4.0", "finepdfs": "ODC-By-1.0"}[source]
-        tasks.append(Task(task_id=task_id, source=source, instruction=f"Deck {i}", language="en" if i % 2 else "zh",
-                          provenance={"id": f"{source}-{i}", "licence": licence}, split=split))  # fmt: skip
+        tasks.append(
+            Task(
+                task_id=task_id,
+                source=source,
+                instruction=f"Deck {i}",
+                language="en" if i % 2 else "zh",
+                provenance={"id": f"{source}-{i}", "licence": licence},
+                split=split,
+            )
+        )
         workspace = root / "rollouts" / task_id
         (workspace / "renders").mkdir(parents=True, exist_ok=True)
         if shape.tasks <= i < shape.tasks + shape.failed:
@@ -122,8 +184,15 @@ def build_run(root: Path, shape: RunShape = RunShape()) -> Path:
             path.write_text(record.to_json(), encoding="utf-8")
             artifacts[f"trajectory:{agent}"] = path.relative_to(root).as_posix()
             injections += len(record.injections)
-        rollouts.append(Rollout(task_id=task_id, status="done", artifacts=artifacts, injections=injections,
-                                usage={"agent": RoleUsage(calls=2 * steps_of(shape), cost_usd=ROLLOUT_COST)}))  # fmt: skip
+        rollouts.append(
+            Rollout(
+                task_id=task_id,
+                status="done",
+                artifacts=artifacts,
+                injections=injections,
+                usage={"agent": RoleUsage(calls=2 * steps_of(shape), cost_usd=ROLLOUT_COST)},
+            )
+        )
         RunStore(root).commit("rollouts", task_id, rollouts[-1])
         rejected = i % shape.rejected_every == shape.rejected_every - 1
         for gate in GATES:

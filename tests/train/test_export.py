@@ -58,19 +58,30 @@ def test_the_card_reports_counts_sources_and_config(exported: ExportReport) -> N
     assert "18 `thinking` calls" in card and "trained on" in card
     epochs_tokens = sum(e.tokens.total for e in exported.train) * 5
     hours = epochs_tokens / 830 / 3600
-    assert f"trains {epochs_tokens:,} tokens:\nabout {hours:,.1f} GPU-hours ({hours / 8:,.1f} h on 8 GPUs) at 830 tokens/s" in card
+    assert (
+        f"trains {epochs_tokens:,} tokens:\nabout {hours:,.1f} GPU-hours ({hours / 8:,.1f} h on 8 GPUs) at 830 tokens/s" in card
+    )
 
 
-def test_the_card_states_the_run_s_cost_and_which_templates_and_models_made_the_samples(exported: ExportReport, run_dir: Path) -> None:
+def test_the_card_states_the_run_s_cost_and_which_templates_and_models_made_the_samples(
+    exported: ExportReport, run_dir: Path
+) -> None:
     card = (exported.out_dir / "README.md").read_text(encoding="utf-8")
     finished = sum(1 for p in (run_dir / "units" / "rollouts").glob("*.json"))
-    assert f"**${finished * ROLLOUT_COST:,.4f}**" in card and f"${finished * ROLLOUT_COST / exported.accepted:,.4f} per accepted rollout" in card
+    assert (
+        f"**${finished * ROLLOUT_COST:,.4f}**" in card
+        and f"${finished * ROLLOUT_COST / exported.accepted:,.4f} per accepted rollout" in card
+    )
     assert "| `agents/roles/prompts/presenter.en.j2` | `bbbbbbbbbbbb` | 3 | 50.0% |" in card  # 6 samples, 3 of them presenters'
     assert "| agent: test-model [openai; t=0.7, top_p=0.95, max_tokens=8192] | 6 | 100.0% |" in card
-    RunStore(run_dir).spent_unfinished("verdicts", "task-0000__quality", {"quality_judge": RoleUsage(calls=1, unpriced_calls=1)}, "no result")
+    RunStore(run_dir).spent_unfinished(
+        "verdicts", "task-0000__quality", {"quality_judge": RoleUsage(calls=1, unpriced_calls=1)}, "no result"
+    )
     unknown = export_run(run_dir, ExportConfig(val_fraction=0.34, out_dir=str(run_dir / "again")))
     card = (unknown.out_dir / "README.md").read_text(encoding="utf-8")
-    assert "**unknown**" in card and "(1 calls of a model whose price is unknown)" in card and "unknown per accepted rollout" in card
+    assert (
+        "**unknown**" in card and "(1 calls of a model whose price is unknown)" in card and "unknown per accepted rollout" in card
+    )
 
 
 def test_without_verdicts_nothing_is_exported_unless_undecided_rollouts_are_asked_for(tmp_path: Path) -> None:
@@ -115,8 +126,13 @@ def test_long_samples_are_dropped_or_cut_at_a_turn(run_dir: Path, tmp_path: Path
 
 def test_cli_exports_and_reports(run_dir: Path, tmp_path: Path) -> None:
     out = tmp_path / "cli"
-    done = subprocess.run([sys.executable, "-m", "train.export", str(run_dir), "--out", str(out), "--mask-critic"],
-                          cwd=PROJECT_ROOT, capture_output=True, text=True, check=True)  # fmt: skip
+    done = subprocess.run(
+        [sys.executable, "-m", "train.export", str(run_dir), "--out", str(out), "--mask-critic"],
+        cwd=PROJECT_ROOT,
+        capture_output=True,
+        text=True,
+        check=True,
+    )
     assert "accepted 4 of 6 rollouts" in done.stdout and "skipped task-0005" in done.stdout
     losses = [m.get("loss") for r in rows(out / "train.jsonl") for m in r["messages"]]
     assert losses.count(False) == 3 * len(rows(out / "train.jsonl"))  # three critic calls per trajectory, masked

@@ -30,8 +30,15 @@ def test_the_paper_setting_on_one_node(tmp_path: Path) -> None:
     plan = build_plan(sft(), tmp_path, environ={})
     args = flags(plan.argv)
     assert plan.argv[1] == "sft" and plan.env["NPROC_PER_NODE"] == "8" and plan.env["USE_HF"] == "1"
-    assert args["--model"] == "zai-org/GLM-4.6V-Flash" and args["--template"] == "glm4_5v" and args["--agent_template"] == "glm4_5"
-    assert [args[f"--{k}"] for k in ("deepspeed", "tuner_type", "torch_dtype", "attn_impl")] == ["zero3", "full", "bfloat16", "flash_attn"]
+    assert (
+        args["--model"] == "zai-org/GLM-4.6V-Flash" and args["--template"] == "glm4_5v" and args["--agent_template"] == "glm4_5"
+    )
+    assert [args[f"--{k}"] for k in ("deepspeed", "tuner_type", "torch_dtype", "attn_impl")] == [
+        "zero3",
+        "full",
+        "bfloat16",
+        "flash_attn",
+    ]
     assert (args["--learning_rate"], args["--num_train_epochs"], args["--max_length"]) == ("1e-05", "5", "51200")
     assert (args["--per_device_train_batch_size"], args["--gradient_accumulation_steps"]) == ("1", "4")  # 1 x 4 x 8 = 32
     assert (args["--packing"], args["--freeze_vit"], args["--freeze_aligner"], args["--gradient_checkpointing"]) == ("true",) * 4
@@ -51,9 +58,16 @@ def test_several_nodes_from_the_environment(tmp_path: Path) -> None:
 
 
 def test_the_config_wins_over_the_environment(tmp_path: Path) -> None:
-    plan = build_plan(sft("train.nproc_per_node=4", "model.hub=modelscope", "model.id=ZhipuAI/GLM-4.6V-Flash"),
-                      tmp_path, environ={"NPROC_PER_NODE": "2"})  # fmt: skip
-    assert plan.env["NPROC_PER_NODE"] == "4" and plan.env["USE_HF"] == "0" and flags(plan.argv)["--gradient_accumulation_steps"] == "8"
+    plan = build_plan(
+        sft("train.nproc_per_node=4", "model.hub=modelscope", "model.id=ZhipuAI/GLM-4.6V-Flash"),
+        tmp_path,
+        environ={"NPROC_PER_NODE": "2"},
+    )
+    assert (
+        plan.env["NPROC_PER_NODE"] == "4"
+        and plan.env["USE_HF"] == "0"
+        and flags(plan.argv)["--gradient_accumulation_steps"] == "8"
+    )
 
 
 def test_a_global_batch_that_does_not_divide_is_a_clear_error() -> None:
@@ -83,8 +97,13 @@ def test_tiny_model_profile_runs_on_one_cpu_process(tmp_path: Path) -> None:
 
 @pytest.mark.parametrize("dry_run", [["--dry-run"], ["train.dry_run=true"]])
 def test_dry_run_prints_the_command_without_a_dataset(tmp_path: Path, dry_run: list[str]) -> None:
-    done = subprocess.run([sys.executable, "-m", "train.sft", f"run.dir={tmp_path / 'run'}", *dry_run],
-                          cwd=tmp_path, capture_output=True, text=True, timeout=120)  # fmt: skip
+    done = subprocess.run(
+        [sys.executable, "-m", "train.sft", f"run.dir={tmp_path / 'run'}", *dry_run],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert done.returncode == 0, done.stderr
     for needle in ("zero3", "GLM-4.6V-Flash", "glm4_5", "num_train_epochs", "dataset missing", "dry run: nothing trained"):
         assert needle in done.stdout
@@ -92,8 +111,13 @@ def test_dry_run_prints_the_command_without_a_dataset(tmp_path: Path, dry_run: l
 
 
 def test_config_errors_exit_2_with_one_line(tmp_path: Path) -> None:
-    done = subprocess.run([sys.executable, "-m", "train.sft", "train.per_device_batch_size=3", "--dry-run"],
-                          cwd=tmp_path, capture_output=True, text=True, timeout=120)  # fmt: skip
+    done = subprocess.run(
+        [sys.executable, "-m", "train.sft", "train.per_device_batch_size=3", "--dry-run"],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert done.returncode == 2 and "global_batch_size=32 is not a multiple" in done.stderr
 
 
@@ -120,8 +144,13 @@ def node_envs(output: str) -> list[dict[str, str]]:
 def test_ssh_launcher_starts_every_node_with_its_rank(tmp_path: Path) -> None:
     env = fake_commands(tmp_path / "bin", ssh='exec bash -c "${@: -1}"\n')  # run the remote command here
     env.update(HOSTS="gpu0 gpu1", REPO=str(PROJECT_ROOT))
-    done = subprocess.run(["bash", str(PROJECT_ROOT / "scripts" / "launch_sft_ssh.sh"), f"run.dir={tmp_path / 'run'}", "--dry-run"],
-                          env=env, capture_output=True, text=True, timeout=180)  # fmt: skip
+    done = subprocess.run(
+        ["bash", str(PROJECT_ROOT / "scripts" / "launch_sft_ssh.sh"), f"run.dir={tmp_path / 'run'}", "--dry-run"],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=180,
+    )
     assert done.returncode == 0, done.stdout + done.stderr
     expected = [{"NNODES": "2", "NODE_RANK": str(r), "MASTER_ADDR": "gpu0", "MASTER_PORT": "29500"} for r in (0, 1)]
     assert node_envs(done.stdout) == expected
@@ -134,8 +163,13 @@ def test_slurm_launcher_starts_every_node_with_its_rank(tmp_path: Path) -> None:
     )
     env = fake_commands(tmp_path / "bin", srun=srun, scontrol="echo node-a; echo node-b\n")
     env.update(SLURM_NNODES="2", SLURM_JOB_NODELIST="node-[a-b]", SLURM_SUBMIT_DIR=str(PROJECT_ROOT), PYTHON=sys.executable)
-    done = subprocess.run(["bash", str(PROJECT_ROOT / "scripts" / "launch_sft_slurm.sh"), f"run.dir={tmp_path / 'run'}", "--dry-run"],
-                          env=env, capture_output=True, text=True, timeout=180)  # fmt: skip
+    done = subprocess.run(
+        ["bash", str(PROJECT_ROOT / "scripts" / "launch_sft_slurm.sh"), f"run.dir={tmp_path / 'run'}", "--dry-run"],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=180,
+    )
     assert done.returncode == 0, done.stdout + done.stderr
     expected = [{"NNODES": "2", "NODE_RANK": str(r), "MASTER_ADDR": "node-a", "MASTER_PORT": "29500"} for r in (0, 1)]
     assert node_envs(done.stdout) == expected

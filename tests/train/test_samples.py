@@ -28,18 +28,31 @@ def test_turns_become_swift_messages(workspace: Path) -> None:
     calls = (ToolCall("1", "inspect_slide", '{"path": "s1.html"}'), ToolCall("2", "read_file", '{"path": "x", "n": 2}'))
     critic = ToolCall("c", "thinking", '{"thought": "fix contrast"}')
     done = ToolCall("3", "finalize", '{"outcome": "slides"}')
-    sample = to_sample(_trajectory(
-        Message("assistant", " Let me look. ", reasoning=" plan ", tool_calls=calls),
-        Message("tool", "rendered", ("a.png", "b.png"), tool_call_id="1", kind="tool"),
-        Message("tool", "text", tool_call_id="2", kind="tool"),
-        Message("assistant", tool_calls=(critic,), kind="critic"),
-        Message("tool", "fix contrast", tool_call_id="c", kind="critic"),
-        Message("assistant", "", tool_calls=(done,)),
-        Message("tool", "Finalized.", tool_call_id="3", kind="tool"),
-    ), workspace)  # fmt: skip
+    sample = to_sample(
+        _trajectory(
+            Message("assistant", " Let me look. ", reasoning=" plan ", tool_calls=calls),
+            Message("tool", "rendered", ("a.png", "b.png"), tool_call_id="1", kind="tool"),
+            Message("tool", "text", tool_call_id="2", kind="tool"),
+            Message("assistant", tool_calls=(critic,), kind="critic"),
+            Message("tool", "fix contrast", tool_call_id="c", kind="critic"),
+            Message("assistant", "", tool_calls=(done,)),
+            Message("tool", "Finalized.", tool_call_id="3", kind="tool"),
+        ),
+        workspace,
+    )
     rows = sample.to_swift()["messages"]
-    assert [m["role"] for m in rows] == ["system", "user", "assistant", "tool_call", "tool_call", "tool_response",
-                                         "tool_response", "tool_call", "tool_response", "tool_call"]  # fmt: skip
+    assert [m["role"] for m in rows] == [
+        "system",
+        "user",
+        "assistant",
+        "tool_call",
+        "tool_call",
+        "tool_response",
+        "tool_response",
+        "tool_call",
+        "tool_response",
+        "tool_call",
+    ]
     assert rows[2]["content"] == "<think>plan</think>\nLet me look."
     assert json.loads(rows[4]["content"]) == {"name": "read_file", "arguments": {"path": "x", "n": 2}}
     assert rows[5]["content"] == f"rendered\n{IMAGE_TAG}\n{IMAGE_TAG}"
@@ -51,8 +64,11 @@ def test_turns_become_swift_messages(workspace: Path) -> None:
 
 def test_critic_injections_can_be_masked(workspace: Path) -> None:
     critic = ToolCall("c", "thinking", '{"thought": "fix"}')
-    trajectory = _trajectory(Message("assistant", tool_calls=(critic,), kind="critic"), Message("tool", "fix", kind="critic"),
-                             Message("assistant", "done"))  # fmt: skip
+    trajectory = _trajectory(
+        Message("assistant", tool_calls=(critic,), kind="critic"),
+        Message("tool", "fix", kind="critic"),
+        Message("assistant", "done"),
+    )
     masked = to_sample(trajectory, workspace, mask_critic=True).to_swift()["messages"]
     assert [m.get("loss") for m in masked] == [None, None, False, None, None]
 

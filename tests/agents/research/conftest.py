@@ -59,8 +59,14 @@ def library_path(shared_data: Path, tmp_path_factory: pytest.TempPathFactory) ->
 def tools_config(corpus_path: Path, library_path: Path, tmp_path: Path) -> ToolsConfig:
     """Offline backends over the session's index and library; the cache records into tmp_path/cache."""
     sandbox = SandboxConfig(call_timeout_s=30)
-    return ToolsConfig(corpus_index=str(corpus_path), image_library=str(library_path), cache_dir=str(tmp_path / "cache"),
-                       http_retries=1, http_timeout_s=5, sandbox=sandbox)  # fmt: skip
+    return ToolsConfig(
+        corpus_index=str(corpus_path),
+        image_library=str(library_path),
+        cache_dir=str(tmp_path / "cache"),
+        http_retries=1,
+        http_timeout_s=5,
+        sandbox=sandbox,
+    )
 
 
 def pointed_at(cfg: ToolsConfig, url: str, **changes: Any) -> ToolsConfig:

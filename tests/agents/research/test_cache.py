@@ -49,8 +49,10 @@ async def test_replay_gives_identical_observations_offline(
     assert len(server.requests) == 1  # the second round came from the cache
 
     (tmp_path / "not-an-index.db").write_bytes(b"")  # opening it would fail: replay must not need the index
-    replaying = replace(pointed_at(tools_config, "http://127.0.0.1:9", search_backend="searxng", cache="replay"),
-                        corpus_index=str(tmp_path / "not-an-index.db"))  # fmt: skip
+    replaying = replace(
+        pointed_at(tools_config, "http://127.0.0.1:9", search_backend="searxng", cache="replay"),
+        corpus_index=str(tmp_path / "not-an-index.db"),
+    )
     replayer = build_research(replaying, tmp_path)
     replay = research_call(research=replayer, root=tmp_path / "replay")
     replayed = [await replay(name, **args) for name, args in CALLS]
@@ -69,7 +71,9 @@ def _counts(calls: list[tuple[str, dict]]) -> dict[str, int]:
     return counts
 
 
-async def test_failures_are_not_recorded(server: ScriptedServer, tools_config: ToolsConfig, research_call: Callable[..., Call], tmp_path: Path) -> None:
+async def test_failures_are_not_recorded(
+    server: ScriptedServer, tools_config: ToolsConfig, research_call: Callable[..., Call], tmp_path: Path
+) -> None:
     server.on("/search", Answer("down", 503), Answer(response("searxng.json")))
     call = research_call(pointed_at(tools_config, server.url, search_backend="searxng", http_retries=0))
     assert (await call("search_web", query="q")).is_error

@@ -27,7 +27,9 @@ def _listed_images(text: str) -> list[tuple[str, int, int]]:
     ("name", "phrase"),
     [("arxiv_1706.03762", "Scaled Dot-Product Attention"), ("edu_zh_thu-compiler-principles-notes", "语法分析")],
 )
-async def test_pdf_keeps_text_and_extracts_images_largest_first(call: Call, workspace: Workspace, shared_data: Path, name: str, phrase: str) -> None:
+async def test_pdf_keeps_text_and_extracts_images_largest_first(
+    call: Call, workspace: Workspace, shared_data: Path, name: str, phrase: str
+) -> None:
     shutil.copy(shared_data / f"{name}.pdf", workspace.root / "doc.pdf")
     obs = await call("convert_to_markdown", file_path="doc.pdf", output_folder="converted")
     assert not obs.is_error, obs.text
@@ -62,9 +64,13 @@ async def test_pptx_and_html_images_become_files(call: Call, workspace: Workspac
     assert [(w, h) for _, w, h in _listed_images(obs.text)] == [(300, 200), (120, 80)]
 
     inline = base64.b64encode(_png((0, 128, 0), (64, 32))).decode()
-    (workspace.root / "page.html").write_text(f"<html><body><h1>Report</h1><p>Growth <img src='data:image/png;base64,{inline}'></p></body></html>")
+    (workspace.root / "page.html").write_text(
+        f"<html><body><h1>Report</h1><p>Growth <img src='data:image/png;base64,{inline}'></p></body></html>"
+    )
     html = await call("convert_to_markdown", file_path="page.html", output_folder="out")
-    assert "# Report" in (workspace.root / "out/page.md").read_text() and _listed_images(html.text) == [("out/page-image-1.png", 64, 32)]
+    assert "# Report" in (workspace.root / "out/page.md").read_text() and _listed_images(html.text) == [
+        ("out/page-image-1.png", 64, 32)
+    ]
 
 
 async def test_xlsx_becomes_a_table(call: Call, workspace: Workspace) -> None:
@@ -77,13 +83,20 @@ async def test_xlsx_becomes_a_table(call: Call, workspace: Workspace) -> None:
     assert "| year | students |" in (workspace.root / "table.md").read_text()
 
 
-async def test_bad_encrypted_and_unsupported_files_are_error_observations(call: Call, workspace: Workspace, shared_data: Path) -> None:
+async def test_bad_encrypted_and_unsupported_files_are_error_observations(
+    call: Call, workspace: Workspace, shared_data: Path
+) -> None:
     (workspace.root / "broken.pdf").write_bytes(b"%PDF-1.7 this is not really a pdf")
     with pymupdf.open(shared_data / "arxiv_1409.0473.pdf") as doc:
         doc.save(workspace.root / "locked.pdf", encryption=pymupdf.PDF_ENCRYPT_AES_256, user_pw="secret", owner_pw="owner")
     (workspace.root / "notes.xyz").write_text("?")
     (workspace.root / "fake.docx").write_bytes(b"not a zip")
-    for name, message in [("broken.pdf", "not a readable PDF"), ("locked.pdf", "encrypted"), ("notes.xyz", "unsupported file type"),
-                          ("fake.docx", "cannot be read as .docx"), ("missing.pdf", "missing.pdf")]:  # fmt: skip
+    for name, message in [
+        ("broken.pdf", "not a readable PDF"),
+        ("locked.pdf", "encrypted"),
+        ("notes.xyz", "unsupported file type"),
+        ("fake.docx", "cannot be read as .docx"),
+        ("missing.pdf", "missing.pdf"),
+    ]:
         obs = await call("convert_to_markdown", file_path=name, output_folder="out")
         assert obs.is_error and message in obs.text, (name, obs.text)

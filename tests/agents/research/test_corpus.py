@@ -49,8 +49,16 @@ def test_every_input_kind_is_indexed(tmp_path: Path, shared_data: Path) -> None:
         "<html><head><title>Glaciers</title></head><body><article><h1>Glaciers</h1><p>Glaciers carve valleys slowly over "
         "thousands of years, leaving moraines and polished rock behind them as they retreat.</p></article></body></html>"
     )
-    pq.write_table(pa.table({"text": ["光合作用是植物利用光能的过程。", "Volcanoes erupt magma."], "title": ["光合作用", None],
-                             "url": ["https://example.org/photo", None]}), source / "rows.parquet")  # fmt: skip
+    pq.write_table(
+        pa.table(
+            {
+                "text": ["光合作用是植物利用光能的过程。", "Volcanoes erupt magma."],
+                "title": ["光合作用", None],
+                "url": ["https://example.org/photo", None],
+            }
+        ),
+        source / "rows.parquet",
+    )
     stats = build_index(load_documents(source), tmp_path / "x.db")
     assert (stats.documents, stats.papers) == (5, 1)
     index = CorpusIndex(tmp_path / "x.db")
@@ -74,7 +82,9 @@ def test_bad_inputs_and_indexes_are_clear_errors(tmp_path: Path) -> None:
         list(load_documents(tmp_path / "wrong.parquet"))
     with pytest.raises(CorpusError, match="python -m agents.corpus build"):
         CorpusIndex(tmp_path / "missing.db")
-    sqlite3.connect(tmp_path / "old.db").executescript("CREATE TABLE meta(key TEXT, value TEXT); INSERT INTO meta VALUES ('schema_version', '0');")
+    sqlite3.connect(tmp_path / "old.db").executescript(
+        "CREATE TABLE meta(key TEXT, value TEXT); INSERT INTO meta VALUES ('schema_version', '0');"
+    )
     with pytest.raises(CorpusError, match="rebuild it"):
         CorpusIndex(tmp_path / "old.db")
     (tmp_path / "empty.db").write_bytes(b"")
@@ -83,7 +93,9 @@ def test_bad_inputs_and_indexes_are_clear_errors(tmp_path: Path) -> None:
 
 
 def _cli(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "agents.corpus", *args], cwd=PROJECT_ROOT, capture_output=True, text=True, timeout=120)
+    return subprocess.run(
+        [sys.executable, "-m", "agents.corpus", *args], cwd=PROJECT_ROOT, capture_output=True, text=True, timeout=120
+    )
 
 
 def test_cli_builds_and_searches(tmp_path: Path, shared_data: Path, corpus_path: Path) -> None:

@@ -39,7 +39,9 @@ async def test_unknown_corpus_document_and_web_offline_are_errors(call: Call) ->
     assert offline.is_error and "fetch_backend=offline" in offline.text
 
 
-async def test_html_page_becomes_markdown_of_its_main_text(server: ScriptedServer, tools_config: ToolsConfig, research_call: Callable[..., Call]) -> None:
+async def test_html_page_becomes_markdown_of_its_main_text(
+    server: ScriptedServer, tools_config: ToolsConfig, research_call: Callable[..., Call]
+) -> None:
     server.on("/wiki/numerical", Answer(ARTICLE, content_type="text/html"))
     call = research_call(web(tools_config, allow_private_addresses=True))
     obs = await call("fetch_url", url=f"{server.url}/wiki/numerical")
@@ -59,7 +61,9 @@ async def test_pdf_is_converted_and_redirects_are_followed(
     assert f"redirected to {server.url}/files/attention.pdf" in obs.text and "Attention Is All You Need" in obs.text
 
 
-async def test_binary_files_and_http_errors_are_error_observations(server: ScriptedServer, tools_config: ToolsConfig, research_call: Callable[..., Call]) -> None:
+async def test_binary_files_and_http_errors_are_error_observations(
+    server: ScriptedServer, tools_config: ToolsConfig, research_call: Callable[..., Call]
+) -> None:
     server.on("/image", Answer(b"\x89PNG\r\n\x1a\n\0\0\0\rIHDR", content_type="image/png"))
     server.on("/gone", Answer("gone", 404))
     call = research_call(web(tools_config, allow_private_addresses=True))
@@ -69,10 +73,17 @@ async def test_binary_files_and_http_errors_are_error_observations(server: Scrip
     assert gone.is_error and "HTTP 404" in gone.text
 
 
-async def test_private_addresses_are_refused_before_any_request(server: ScriptedServer, tools_config: ToolsConfig, research_call: Callable[..., Call]) -> None:
+async def test_private_addresses_are_refused_before_any_request(
+    server: ScriptedServer, tools_config: ToolsConfig, research_call: Callable[..., Call]
+) -> None:
     server.on("/wiki/numerical", Answer(ARTICLE, content_type="text/html"))
     call = research_call(web(tools_config))
-    for url in (f"{server.url}/wiki/numerical", f"http://localhost:{server.port}/wiki/numerical", "http://169.254.169.254/latest/meta-data/", "http://10.0.0.1/"):
+    for url in (
+        f"{server.url}/wiki/numerical",
+        f"http://localhost:{server.port}/wiki/numerical",
+        "http://169.254.169.254/latest/meta-data/",
+        "http://10.0.0.1/",
+    ):
         obs = await call("fetch_url", url=url)
         assert obs.is_error and "refused" in obs.text, (url, obs.text)
     assert server.requests == []
@@ -85,7 +96,9 @@ async def test_page_size_is_capped(server: ScriptedServer, tools_config: ToolsCo
     assert obs.is_error and "download limit" in obs.text
 
 
-async def test_every_redirect_hop_is_checked(server: ScriptedServer, tools_config: ToolsConfig, research_call: Callable[..., Call]) -> None:
+async def test_every_redirect_hop_is_checked(
+    server: ScriptedServer, tools_config: ToolsConfig, research_call: Callable[..., Call]
+) -> None:
     server.on("/hop", Answer("", 302, {"Location": f"http://localhost:{server.port}/wiki/numerical"}))
     server.on("/wiki/numerical", Answer(ARTICLE, content_type="text/html"))
     call = research_call(web(tools_config, allowed_hosts=["127.0.0.1"]))  # a mirror the operator allowed

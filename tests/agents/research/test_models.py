@@ -56,7 +56,9 @@ async def test_document_analyze_sends_the_document_and_the_task(
     assert "Answer in Chinese" in prompt
 
 
-async def test_image_caption_sends_the_image(tools_config: ToolsConfig, research_call: Callable[..., Call], workspace: Workspace, tmp_path: Path) -> None:
+async def test_image_caption_sends_the_image(
+    tools_config: ToolsConfig, research_call: Callable[..., Call], workspace: Workspace, tmp_path: Path
+) -> None:
     (workspace.root / "chart.png").write_bytes(_png((64, 48)))
     (workspace.root / "notes.txt").write_text("not an image")
     with FakeOpenAIServer(lambda body: Reply("A blue rectangle.\nAlt text: a plain blue image.")) as srv:
@@ -68,7 +70,9 @@ async def test_image_caption_sends_the_image(tools_config: ToolsConfig, research
     assert refused.is_error and "not a readable image" in refused.text
     (request,) = srv.requests
     parts = request["messages"][-1]["content"]
-    assert request["model"] == "looker" and any(p["type"] == "image_url" and p["image_url"]["url"].startswith("data:image/png;base64,") for p in parts)
+    assert request["model"] == "looker" and any(
+        p["type"] == "image_url" and p["image_url"]["url"].startswith("data:image/png;base64,") for p in parts
+    )
 
 
 async def test_model_failures_and_missing_roles_are_error_observations(
@@ -87,8 +91,11 @@ async def test_image_generation_saves_the_decoded_image(
     server: ScriptedServer, tools_config: ToolsConfig, research_call: Callable[..., Call], workspace: Workspace, monkeypatch
 ) -> None:
     monkeypatch.setenv("TEST_IMAGES_KEY", "key-images")
-    server.on("/v1/images/generations", Answer({"error": "busy"}, 429, {"Retry-After": "0"}),
-              Answer({"created": 1, "data": [{"b64_json": base64.b64encode(_png((512, 256))).decode()}]}))  # fmt: skip
+    server.on(
+        "/v1/images/generations",
+        Answer({"error": "busy"}, 429, {"Retry-After": "0"}),
+        Answer({"created": 1, "data": [{"b64_json": base64.b64encode(_png((512, 256))).decode()}]}),
+    )
     cfg = replace(tools_config, image_generation=ImageGenerationConfig(f"{server.url}/v1", "TEST_IMAGES_KEY", "painter"))
     obs = await research_call(cfg)("image_generation", prompt="a calm lake", width=512, height=256, path="assets/lake.png")
     assert obs.text == "Generated assets/lake.png (PNG, 512x256)."
@@ -99,8 +106,14 @@ async def test_image_generation_saves_the_decoded_image(
     assert seen.headers["Authorization"] == "Bearer key-images"
 
 
-async def test_image_generation_rejects_answers_without_an_image(server: ScriptedServer, tools_config: ToolsConfig, research_call: Callable[..., Call]) -> None:
-    server.on("/v1/images/generations", Answer({"data": [{"url": "https://example.org/x.png"}]}), Answer({"data": [{"b64_json": "aGVsbG8="}]}))
+async def test_image_generation_rejects_answers_without_an_image(
+    server: ScriptedServer, tools_config: ToolsConfig, research_call: Callable[..., Call]
+) -> None:
+    server.on(
+        "/v1/images/generations",
+        Answer({"data": [{"url": "https://example.org/x.png"}]}),
+        Answer({"data": [{"b64_json": "aGVsbG8="}]}),
+    )
     call = research_call(replace(tools_config, image_generation=ImageGenerationConfig(f"{server.url}/v1")))
     assert "no b64_json image" in (await call("image_generation", prompt="p", width=256, height=256, path="a.png")).text
     assert "not an image" in (await call("image_generation", prompt="p", width=256, height=256, path="a.png")).text

@@ -32,7 +32,10 @@ async def test_offline_paper_chain(call: Call) -> None:
     authors = await call("get_paper_authors", paper_id="arxiv_1512.03385")
     assert "1. Kaiming He | author_id: kaiming-he" in authors.text
     scholar = await call("get_scholar_details", author_id="kaiming-he")
-    assert scholar.text.startswith("Kaiming He (author_id: kaiming-he)") and "- Deep Residual Learning for Image Recognition (2015)" in scholar.text
+    assert (
+        scholar.text.startswith("Kaiming He (author_id: kaiming-he)")
+        and "- Deep Residual Learning for Image Recognition (2015)" in scholar.text
+    )
     zh = await call("search_papers", query="编译原理")
     assert "1. 编译原理 (2018)" in zh.text
 
@@ -43,7 +46,9 @@ async def test_offline_unknown_ids_are_errors(call: Call) -> None:
     assert unknown.is_error and "get_paper_authors" in unknown.text
 
 
-@pytest.mark.parametrize("raw", ["1706.03762", "1706.03762v7", "arXiv:1706.03762", "arxiv_1706.03762", "https://arxiv.org/pdf/1706.03762v2.pdf"])
+@pytest.mark.parametrize(
+    "raw", ["1706.03762", "1706.03762v7", "arXiv:1706.03762", "arxiv_1706.03762", "https://arxiv.org/pdf/1706.03762v2.pdf"]
+)
 def test_arxiv_ids_are_recognised(raw: str) -> None:
     assert arxiv_id(raw) == "1706.03762"
 
@@ -53,7 +58,10 @@ async def test_arxiv_backend(server: ScriptedServer, tools_config: ToolsConfig, 
     call = research_call(pointed_at(tools_config, server.url, paper_backend="arxiv"))
     papers = await call("search_papers", query="attention is all you need", max_results=2)
     assert not papers.is_error, papers.text
-    assert "1. Attention Is All You Need (2017)" in papers.text and "id: 1706.03762 | http://arxiv.org/abs/1706.03762v7" in papers.text
+    assert (
+        "1. Attention Is All You Need (2017)" in papers.text
+        and "id: 1706.03762 | http://arxiv.org/abs/1706.03762v7" in papers.text
+    )
     assert "2. Is Attention All We Need? A Second Look (2025)" in papers.text
     assert server.requests[0].query["search_query"] == "all:attention AND all:need"
     authors = await call("get_paper_authors", paper_id="1706.03762")
@@ -73,10 +81,16 @@ async def test_arxiv_errors(server: ScriptedServer, tools_config: ToolsConfig, r
     assert busy.is_error and "arxiv: HTTP 503" in busy.text
 
 
-async def test_semantic_scholar_backend(server: ScriptedServer, tools_config: ToolsConfig, research_call: Callable[..., Call]) -> None:
+async def test_semantic_scholar_backend(
+    server: ScriptedServer, tools_config: ToolsConfig, research_call: Callable[..., Call]
+) -> None:
     server.on("/graph/v1/paper/search", Answer(response("s2_search.json")))
     server.on("/graph/v1/paper/arXiv:1706.03762/authors", Answer(response("s2_authors.json")))
-    server.on("/graph/v1/author/40348417", Answer({"message": "Too Many Requests"}, 429, {"Retry-After": "0"}), Answer(response("s2_author.json")))
+    server.on(
+        "/graph/v1/author/40348417",
+        Answer({"message": "Too Many Requests"}, 429, {"Retry-After": "0"}),
+        Answer(response("s2_author.json")),
+    )
     call = research_call(pointed_at(tools_config, server.url, paper_backend="semantic_scholar"))
     papers = await call("search_papers", query="attention transformer", max_results=2)
     assert "1. Attention is All you Need (2017)" in papers.text and "id: 204e3073870fae3d05bcbc2f6a8e263d9b72e776" in papers.text

@@ -15,8 +15,18 @@ from agents.tools import ToolContext, toolset_for
 from core.config import ConfigError
 from tests.agents.research.conftest import caller, pointed_at
 
-RESEARCH_TOOLS = ["search_web", "fetch_url", "search_images", "search_papers", "get_paper_authors", "get_scholar_details",
-                  "convert_to_markdown", "document_analyze", "image_caption", "image_generation"]  # fmt: skip
+RESEARCH_TOOLS = [
+    "search_web",
+    "fetch_url",
+    "search_images",
+    "search_papers",
+    "get_paper_authors",
+    "get_scholar_details",
+    "convert_to_markdown",
+    "document_analyze",
+    "image_caption",
+    "image_generation",
+]
 
 
 def test_the_researcher_gets_every_research_tool() -> None:
@@ -48,7 +58,9 @@ def test_keyed_backends_need_their_key(monkeypatch: pytest.MonkeyPatch) -> None:
         validate_tools_config(ToolsConfig(search_backend="tavily"))
     monkeypatch.setenv("TAVILY_API_KEY", "k")
     validate_tools_config(ToolsConfig(search_backend="tavily"))
-    validate_tools_config(pointed_at(ToolsConfig(), "http://127.0.0.1:1", search_backend="brave", paper_backend="semantic_scholar"))
+    validate_tools_config(
+        pointed_at(ToolsConfig(), "http://127.0.0.1:1", search_backend="brave", paper_backend="semantic_scholar")
+    )
 
 
 async def test_default_index_and_library_are_built_once_from_documents(tmp_path: Path, shared_data: Path) -> None:

@@ -54,7 +54,9 @@ async def test_openverse_backend(server: ScriptedServer, tools_config: ToolsConf
     assert seen.query["q"] == "golden gate bridge" and seen.headers["Authorization"] == "Bearer key-openverse"
 
 
-async def test_wikimedia_backend_orders_by_rank_and_prefers_scaled_copies(server: ScriptedServer, tools_config: ToolsConfig, research_call: Callable[..., Call]) -> None:
+async def test_wikimedia_backend_orders_by_rank_and_prefers_scaled_copies(
+    server: ScriptedServer, tools_config: ToolsConfig, research_call: Callable[..., Call]
+) -> None:
     server.on("/w/api.php", Answer(response("wikimedia.json")))
     call = research_call(pointed_at(tools_config, server.url, image_backend="wikimedia"))
     obs = await call("search_images", query="transformer")
@@ -65,7 +67,9 @@ async def test_wikimedia_backend_orders_by_rank_and_prefers_scaled_copies(server
     assert seen.query["gsrsearch"] == "transformer filetype:bitmap" and seen.query["generator"] == "search"
 
 
-async def test_no_images_and_server_errors(server: ScriptedServer, tools_config: ToolsConfig, research_call: Callable[..., Call]) -> None:
+async def test_no_images_and_server_errors(
+    server: ScriptedServer, tools_config: ToolsConfig, research_call: Callable[..., Call]
+) -> None:
     server.on("/w/api.php", Answer({"batchcomplete": ""}), Answer("down", 503))
     call = research_call(pointed_at(tools_config, server.url, image_backend="wikimedia", http_retries=0))
     assert "No images for 'nothing'" in (await call("search_images", query="nothing")).text

@@ -54,7 +54,9 @@ async def test_searxng_backend(server: ScriptedServer, tools_config: ToolsConfig
     assert seen.query == {"q": "transformer attention", "format": "json", "pageno": "1", "time_range": "year"}
 
 
-async def test_tavily_backend_sends_the_key_and_the_query(server: ScriptedServer, tools_config: ToolsConfig, research_call: Callable[..., Call]) -> None:
+async def test_tavily_backend_sends_the_key_and_the_query(
+    server: ScriptedServer, tools_config: ToolsConfig, research_call: Callable[..., Call]
+) -> None:
     server.on("/search", Answer(response("tavily.json")))
     call = research_call(pointed_at(tools_config, server.url, search_backend="tavily"))
     obs = await call("search_web", query="数值分析 误差", max_results=2)
@@ -64,7 +66,9 @@ async def test_tavily_backend_sends_the_key_and_the_query(server: ScriptedServer
     assert seen.json() == {"query": "数值分析 误差", "max_results": 2, "search_depth": "basic"}
 
 
-async def test_brave_backend_maps_the_time_range(server: ScriptedServer, tools_config: ToolsConfig, research_call: Callable[..., Call]) -> None:
+async def test_brave_backend_maps_the_time_range(
+    server: ScriptedServer, tools_config: ToolsConfig, research_call: Callable[..., Call]
+) -> None:
     server.on("/res/v1/web/search", Answer(response("brave.json")))
     call = research_call(pointed_at(tools_config, server.url, search_backend="brave"))
     obs = await call("search_web", query="residual networks", time_range="month")
@@ -73,7 +77,9 @@ async def test_brave_backend_maps_the_time_range(server: ScriptedServer, tools_c
     assert seen.query["freshness"] == "pm" and seen.headers["X-Subscription-Token"] == "key-brave"
 
 
-async def test_rate_limit_is_retried_then_succeeds(server: ScriptedServer, tools_config: ToolsConfig, research_call: Callable[..., Call]) -> None:
+async def test_rate_limit_is_retried_then_succeeds(
+    server: ScriptedServer, tools_config: ToolsConfig, research_call: Callable[..., Call]
+) -> None:
     server.on("/search", Answer({"detail": "slow down"}, 429, {"Retry-After": "0"}), Answer(response("searxng.json")))
     call = research_call(pointed_at(tools_config, server.url, search_backend="searxng"))
     obs = await call("search_web", query="transformer attention")

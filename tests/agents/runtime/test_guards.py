@@ -75,7 +75,9 @@ async def test_a_cycle_of_identical_turns_is_a_loop(ctx: ToolContext) -> None:
 
 
 async def test_a_rambling_model_is_cut_and_ends_on_its_third_cut_turn(ctx: ToolContext) -> None:
-    ramble = Reply("and so on " * 50, tool_calls=[("thinking", {"thought": "more"})], finish_reason="length", completion_tokens=64)
+    ramble = Reply(
+        "and so on " * 50, tool_calls=[("thinking", {"thought": "more"})], finish_reason="length", completion_tokens=64
+    )
     talk = itertools.count()
     with FakeOpenAIServer(lambda _: ramble if next(talk) != 1 else Reply(tool_calls=[("todo_list", {})])) as srv:
         result = await play(srv, ctx, max_tokens=64)

@@ -57,8 +57,10 @@ def command(caller: Callable[[ToolContext], Call], workspace: Workspace) -> Call
 async def test_writes_outside_the_workspace_change_nothing(command: Callable, outside: Path, kind: str) -> None:
     name = f"deckforge-attack-{marker()}"
     before = snapshot(outside)
-    line = (f"cd / && touch /root/{name}; echo pwned > {outside}/secret.txt; touch {outside}/new /tmp/{name}; "
-            f"rm -f {outside}/secret.txt; echo done")  # fmt: skip
+    line = (
+        f"cd / && touch /root/{name}; echo pwned > {outside}/secret.txt; touch {outside}/new /tmp/{name}; "
+        f"rm -f {outside}/secret.txt; echo done"
+    )
     try:
         text = await command(line, jail=kind)
         escaped = [Path("/root", name).exists(), Path("/tmp", name).exists(), snapshot(outside) != before]
@@ -74,7 +76,9 @@ async def test_other_rollouts_workspaces_are_invisible(command: Callable, worksp
     other = workspace.root.parent / "other_rollout"
     other.mkdir()
     (other / "secret.txt").write_text("top secret")
-    text = await command(f"cat ../other_rollout/secret.txt {other}/secret.txt; ls ..; echo pwned >> {other}/secret.txt", jail=kind)
+    text = await command(
+        f"cat ../other_rollout/secret.txt {other}/secret.txt; ls ..; echo pwned >> {other}/secret.txt", jail=kind
+    )
     assert (other / "secret.txt").read_text() == ("top secret" if kind == JAILED else "top secret" + "pwned\n")
     assert ("top secret" in text) is (kind == UNJAILED), text
 
@@ -101,12 +105,20 @@ async def test_records_of_the_worker_are_read_only(command: Callable, workspace:
 
 async def test_links_and_fifos_left_for_the_worker_are_removed(command: Callable, workspace: Workspace, outside: Path) -> None:
     """The worker writes deck_defects.json, trajectories and the deck itself, as root: a link left there would lead it out."""
-    text = await command(f"ln -s {outside}/secret.txt deck_defects.json; mkfifo trajectory_presenter.json.tmp;"
-                         f" ln -s {outside}/secret.txt trajectory_single.json; mkdir -p slides && ln -s /etc slides/etc;"
-                         " echo '<html>' > slides/slide_01.html")  # fmt: skip
+    text = await command(
+        f"ln -s {outside}/secret.txt deck_defects.json; mkfifo trajectory_presenter.json.tmp;"
+        f" ln -s {outside}/secret.txt trajectory_single.json; mkdir -p slides && ln -s /etc slides/etc;"
+        " echo '<html>' > slides/slide_01.html"
+    )
     assert "removed from the workspace" in text and "deck_defects.json (symbolic link)" in text, text
     assert "trajectory_single.json (symbolic link)" in text  # else the next jail would bind its target read-only
-    assert sorted(str(p.relative_to(workspace.root)) for p in workspace.root.rglob("*")) == [".outputs", ".research", "renders", "slides", "slides/slide_01.html"]
+    assert sorted(str(p.relative_to(workspace.root)) for p in workspace.root.rglob("*")) == [
+        ".outputs",
+        ".research",
+        "renders",
+        "slides",
+        "slides/slide_01.html",
+    ]
     (workspace.root / "deck_defects.json").write_text("{}")  # as the worker then writes it
     assert (outside / "secret.txt").read_text() == "top secret"
 
@@ -118,10 +130,27 @@ async def test_unjailed_commands_leave_their_links(command: Callable, workspace:
 
 
 async def test_devices_and_privileges(command: Callable) -> None:
-    text = await command("echo dev: $(ls /dev); echo block: $(find / -xdev -type b 2>/dev/null); echo uid=$(id -u);"
-                         " grep CapEff /proc/self/status; cat /etc/shadow")  # fmt: skip
+    text = await command(
+        "echo dev: $(ls /dev); echo block: $(find / -xdev -type b 2>/dev/null); echo uid=$(id -u);"
+        " grep CapEff /proc/self/status; cat /etc/shadow"
+    )
     listed = set(re.search(r"^dev: (.*)$", text, re.MULTILINE).group(1).split())
-    assert listed <= {"core", "fd", "full", "null", "ptmx", "pts", "random", "shm", "stderr", "stdin", "stdout", "tty", "urandom", "zero"}, listed
+    assert listed <= {
+        "core",
+        "fd",
+        "full",
+        "null",
+        "ptmx",
+        "pts",
+        "random",
+        "shm",
+        "stderr",
+        "stdin",
+        "stdout",
+        "tty",
+        "urandom",
+        "zero",
+    }, listed
     assert "\nblock:\n" in text and "uid=0\n" not in text and "CapEff:\t0000000000000000" in text
     assert "root:" not in text and "Permission denied" in text  # /etc/shadow
 
@@ -185,7 +214,9 @@ async def test_fork_bomb_ends_with_the_call(command: Callable, workspace: Worksp
     assert time.perf_counter() - started < 2 + 4
     uid = jail.jail_uid(workspace.root) if AS_ROOT else os.geteuid()
     deadline = time.monotonic() + 3
-    while AS_ROOT and any(p.info["uids"] and p.info["uids"].real == uid for p in psutil.process_iter(["uids"])):  # racing exits skipped
+    while AS_ROOT and any(
+        p.info["uids"] and p.info["uids"].real == uid for p in psutil.process_iter(["uids"])
+    ):  # racing exits skipped
         assert time.monotonic() < deadline, "processes of the jail's uid are left"
         time.sleep(0.05)
 
@@ -196,8 +227,11 @@ async def test_the_worker_cannot_be_seen_or_signalled(command: Callable, kind: s
     worker = os.getpid()
     sentinel = subprocess.Popen(["sleep", "60"])
     try:
-        text = await command(f"cat /proc/{worker}/environ /proc/{sentinel.pid}/cmdline; kill -0 {worker} && echo reached;"
-                             f" kill -TERM {sentinel.pid}; echo count=$(ls /proc | grep -c '^[0-9]')", jail=kind)  # fmt: skip
+        text = await command(
+            f"cat /proc/{worker}/environ /proc/{sentinel.pid}/cmdline; kill -0 {worker} && echo reached;"
+            f" kill -TERM {sentinel.pid}; echo count=$(ls /proc | grep -c '^[0-9]')",
+            jail=kind,
+        )
         seen = ["reached" in text, "PATH=" in text, sentinel.wait(timeout=2) if kind == UNJAILED else sentinel.poll()]
         assert seen == ([False, False, None] if kind == JAILED else [True, True, -15]), text
         assert (int(re.search(r"count=(\d+)", text).group(1)) < 10) is (kind == JAILED)  # the jail's own few processes
@@ -235,7 +269,9 @@ async def test_host_loopback_server_is_reached_only_with_network_on(
     command: Callable, host_server: tuple[str, list[str]], kind: str, network: bool, reached: bool
 ) -> None:
     url, hits = host_server
-    text = await command(FETCH.format(url=url + "probe", port=url.rsplit(":", 1)[1].strip("/")), jail=kind, command_network=network)
+    text = await command(
+        FETCH.format(url=url + "probe", port=url.rsplit(":", 1)[1].strip("/")), jail=kind, command_network=network
+    )
     assert (hits == ["/probe"]) is reached and ("host secret" in text) is reached, (hits, text)
 
 
@@ -278,7 +314,9 @@ for address in ('\\0{abstract}', '{path}'):
 
 
 @pytest.mark.parametrize("kind", [JAILED, UNJAILED])
-async def test_host_unix_sockets_are_unreachable(command: Callable, unix_servers: tuple[str, Path, Callable[[], list[str]]], kind: str) -> None:
+async def test_host_unix_sockets_are_unreachable(
+    command: Callable, unix_servers: tuple[str, Path, Callable[[], list[str]]], kind: str
+) -> None:
     abstract, path, accepted = unix_servers
     text = await command(CONNECT.format(abstract=abstract, path=path), jail=kind)
     assert accepted() == ([] if kind == JAILED else ["abstract", "path"]), text
@@ -334,7 +372,13 @@ def _fake_bwrap(folder: Path, script: str) -> None:
     (folder / "bwrap").chmod(0o755)
 
 
-@pytest.mark.parametrize("script,reason", [(None, "bwrap is not on PATH"), ("echo 'bwrap: No permissions to create new namespace' >&2; exit 1", "No permissions to create new namespace")])
+@pytest.mark.parametrize(
+    "script,reason",
+    [
+        (None, "bwrap is not on PATH"),
+        ("echo 'bwrap: No permissions to create new namespace' >&2; exit 1", "No permissions to create new namespace"),
+    ],
+)
 def test_a_jail_that_cannot_start_is_refused_in_one_line(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, fresh_probe: None, script: str | None, reason: str
 ) -> None:
@@ -350,9 +394,13 @@ def test_a_jail_that_cannot_start_is_refused_in_one_line(
 def test_entry_points_refuse_at_startup_without_a_jail(tmp_path: Path) -> None:
     _fake_bwrap(tmp_path / "bin", "echo 'bwrap: setting up uid map: Permission denied' >&2; exit 1")
     env = {**os.environ, "PATH": f"{tmp_path / 'bin'}:{os.environ['PATH']}", "PYTHONPATH": str(PROJECT_ROOT)}
-    for argv in (["pipeline.synthesize", f"run.dir={tmp_path / 'run'}", "tracking=disabled"],
-                 ["agents.run", "A talk on tides", "--out", str(tmp_path / "deck"), "llm=scripted"]):  # fmt: skip
-        done = subprocess.run([sys.executable, "-m", *argv], cwd=PROJECT_ROOT, env=env, capture_output=True, text=True, timeout=120)
+    for argv in (
+        ["pipeline.synthesize", f"run.dir={tmp_path / 'run'}", "tracking=disabled"],
+        ["agents.run", "A talk on tides", "--out", str(tmp_path / "deck"), "llm=scripted"],
+    ):
+        done = subprocess.run(
+            [sys.executable, "-m", *argv], cwd=PROJECT_ROOT, env=env, capture_output=True, text=True, timeout=120
+        )
         assert done.returncode == 2, (argv, done.stderr)
         assert done.stderr.strip().count("\n") == 0 and "setting up uid map: Permission denied" in done.stderr, done.stderr
         assert not (tmp_path / "deck" / "trajectory_researcher.json").exists()

@@ -29,7 +29,9 @@ def model(srv: FakeOpenAIServer, **overrides: Any) -> ModelClient:
     return ModelClient(LLMConfig(base_url=srv.url, model="fake", api_key_env="FAKE_KEY", **settings), "agent")
 
 
-def agent(srv: FakeOpenAIServer, ctx: ToolContext, tools: Toolset | None = None, saves: list | None = None, **config: Any) -> Agent:
+def agent(
+    srv: FakeOpenAIServer, ctx: ToolContext, tools: Toolset | None = None, saves: list | None = None, **config: Any
+) -> Agent:
     save = saves.append if saves is not None else None
     return Agent(model(srv), tools or toolset_for(ctx.role), ctx, AgentConfig(**config), "t1", save=save)
 
@@ -49,7 +51,12 @@ async def test_multi_tool_turn_runs_calls_concurrently_in_order(ctx: ToolContext
         return label
 
     tools = Toolset.of([*toolset_for("presenter").tools.values(), Tool.from_function(nap)])
-    turn: list[tuple[str, dict | str]] = [("nap", {"label": "first"}), ("nap", {"label": "second"}), WRITE_SLIDE, ("nap", {"label": "fourth"})]
+    turn: list[tuple[str, dict | str]] = [
+        ("nap", {"label": "first"}),
+        ("nap", {"label": "second"}),
+        WRITE_SLIDE,
+        ("nap", {"label": "fourth"}),
+    ]
     with FakeOpenAIServer(replay([Reply(tool_calls=turn), Reply(tool_calls=[FINALIZE])])) as srv:
         result = await agent(srv, ctx, tools, max_tool_calls_per_turn=3).run(SYSTEM, USER)
     assert (result.status, result.outcome, len(result.steps)) == ("finalized", "slides/", 2)
@@ -87,7 +94,11 @@ async def test_malformed_tool_json_from_the_server_is_an_observation(ctx: ToolCo
 
 async def test_context_warnings_at_half_and_four_fifths(ctx: ToolContext) -> None:
     tokens = iter([100, 300, 520, 700, 810, 900, 950])
-    with FakeOpenAIServer(lambda _: Reply(prompt_tokens=(n := next(tokens)), tool_calls=[("thinking", {"thought": f"go on {n}"})], completion_tokens=0)) as srv:
+    with FakeOpenAIServer(
+        lambda _: Reply(
+            prompt_tokens=(n := next(tokens)), tool_calls=[("thinking", {"thought": f"go on {n}"})], completion_tokens=0
+        )
+    ) as srv:
         result = await agent(srv, ctx, context_window=1000, max_steps=7).run(SYSTEM, USER)
     tool_texts = [m.content for m in result.messages if m.role == "tool"]
     warned = [i for i, text in enumerate(tool_texts) if "[context warning]" in text]
@@ -150,7 +161,9 @@ async def test_no_tool_call_gets_a_nudge(ctx: ToolContext) -> None:
 
 async def test_finalize_refused_then_accepted(ctx: ToolContext) -> None:
     saves: list[Trajectory] = []
-    with FakeOpenAIServer(replay([Reply(tool_calls=[FINALIZE]), Reply(tool_calls=[WRITE_SLIDE]), Reply(tool_calls=[FINALIZE])])) as srv:
+    with FakeOpenAIServer(
+        replay([Reply(tool_calls=[FINALIZE]), Reply(tool_calls=[WRITE_SLIDE]), Reply(tool_calls=[FINALIZE])])
+    ) as srv:
         result = await agent(srv, ctx, saves=saves, save_interval_s=0).run(SYSTEM, USER)
     assert "does not exist" in result.messages[3].content and result.messages[3].content.startswith("Error:")
     assert (result.status, result.outcome, len(result.steps)) == ("finalized", "slides/", 3)
@@ -162,7 +175,9 @@ async def test_finalize_refused_then_accepted(ctx: ToolContext) -> None:
 
 async def test_running_checkpoints_are_spaced_out_and_the_final_save_always_happens(ctx: ToolContext) -> None:
     saves: list[Trajectory] = []
-    turns = replay([Reply(tool_calls=[("thinking", {"thought": "plan"})]), Reply(tool_calls=[WRITE_SLIDE]), Reply(tool_calls=[FINALIZE])])
+    turns = replay(
+        [Reply(tool_calls=[("thinking", {"thought": "plan"})]), Reply(tool_calls=[WRITE_SLIDE]), Reply(tool_calls=[FINALIZE])]
+    )
     with FakeOpenAIServer(turns) as srv:
         result = await agent(srv, ctx, saves=saves, save_interval_s=3600).run(SYSTEM, USER)
     assert [(t.status, len(t.steps)) for t in saves] == [("running", 1), ("finalized", 3)]
@@ -189,7 +204,12 @@ class Critic:
     async def after_step(self, state: StepState) -> list[Injection]:
         self.seen.append(state)
         return [
-            Injection("The title overflows the slide; shrink it.", "critic-model", json.dumps({"defects": ["overflow"]}), f"{c.name}:slide_01")
+            Injection(
+                "The title overflows the slide; shrink it.",
+                "critic-model",
+                json.dumps({"defects": ["overflow"]}),
+                f"{c.name}:slide_01",
+            )
             for c, obs in zip(state.calls, state.observations)
             if c.name.startswith("inspect_") and not obs.is_error
         ]
@@ -201,7 +221,13 @@ async def test_hook_injects_a_thinking_call_recorded_as_critic(ctx: ToolContext)
         return f"rendered {path}"
 
     tools = Toolset.of([*toolset_for("presenter").tools.values(), Tool.from_function(inspect_slide)])
-    turns = replay([Reply(tool_calls=[WRITE_SLIDE]), Reply(tool_calls=[("inspect_slide", {"path": "slides/slide_01.html"})]), Reply(tool_calls=[FINALIZE])])
+    turns = replay(
+        [
+            Reply(tool_calls=[WRITE_SLIDE]),
+            Reply(tool_calls=[("inspect_slide", {"path": "slides/slide_01.html"})]),
+            Reply(tool_calls=[FINALIZE]),
+        ]
+    )
     critic, saves = Critic(), list[Trajectory]()
     with FakeOpenAIServer(turns) as srv:
         runner = Agent(model(srv), tools, ctx, AgentConfig(), "t1", hooks=[critic], save=saves.append)
@@ -237,7 +263,10 @@ async def test_a_crash_leaves_a_readable_partial_record(ctx: ToolContext) -> Non
 async def test_a_rollout_at_its_cost_cap_ends_as_agent_budget(ctx: ToolContext) -> None:
     """rollouts.max_cost_usd: the unit's next model call is refused, and the agent ends with its own category."""
     priced = PriceConfig(input_per_mtok=1000.0, output_per_mtok=0.0)  # $1 per 1,000 prompt tokens
-    turns = [Reply(tool_calls=[("write_file", {"path": f"slides/slide_0{n}.html", "content": SLIDE})], prompt_tokens=1000) for n in range(1, 6)]
+    turns = [
+        Reply(tool_calls=[("write_file", {"path": f"slides/slide_0{n}.html", "content": SLIDE})], prompt_tokens=1000)
+        for n in range(1, 6)
+    ]
     with FakeOpenAIServer(replay(turns)) as srv:
         unit, client = Unit(max_cost_usd=2.5), model(srv, price=priced)
         with unit_scope(unit):

@@ -19,9 +19,20 @@ from agents.tools import Observation, Registry, Tool, ToolContext, ToolError, To
 from core.records import ToolCall
 
 RUNTIME_TOOLS = [
-    "read_file", "write_file", "edit_file", "move_file", "create_directory", "list_directory", "download_file",
-    "execute_command", "todo_create", "todo_update", "todo_list", "thinking", "finalize",
-]  # fmt: skip
+    "read_file",
+    "write_file",
+    "edit_file",
+    "move_file",
+    "create_directory",
+    "list_directory",
+    "download_file",
+    "execute_command",
+    "todo_create",
+    "todo_update",
+    "todo_list",
+    "thinking",
+    "finalize",
+]
 
 Call = Callable[..., Awaitable[Observation]]
 
@@ -67,7 +78,13 @@ def test_schema_comes_from_the_signature_and_docstring() -> None:
     params = fn["parameters"]
     assert params["required"] == ["color"] and params["additionalProperties"] is False
     assert params["properties"]["color"] == {"description": "The paint colour.", "enum": ["red", "blue"], "type": "string"}
-    assert params["properties"]["coats"] == {"default": 1, "description": "How many coats.", "maximum": 3, "minimum": 1, "type": "integer"}
+    assert params["properties"]["coats"] == {
+        "default": 1,
+        "description": "How many coats.",
+        "maximum": 3,
+        "minimum": 1,
+        "type": "integer",
+    }
     assert "title" not in json.dumps(schema)
 
 

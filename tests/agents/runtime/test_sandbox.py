@@ -107,7 +107,10 @@ def swap_after_check(monkeypatch: pytest.MonkeyPatch, target: Path, link_to: Pat
     monkeypatch.setattr(Workspace, "resolve", resolve_then_swap)
 
 
-@pytest.mark.parametrize("tool,extra", [("read_file", {}), ("write_file", {"content": "pwned"}), ("edit_file", {"old_string": "top", "new_string": "x"})])
+@pytest.mark.parametrize(
+    "tool,extra",
+    [("read_file", {}), ("write_file", {"content": "pwned"}), ("edit_file", {"old_string": "top", "new_string": "x"})],
+)
 async def test_directory_swapped_for_a_symlink_after_the_check(
     call: Call, workspace: Workspace, outside: Path, monkeypatch: pytest.MonkeyPatch, tool: str, extra: dict
 ) -> None:
@@ -121,7 +124,9 @@ async def test_directory_swapped_for_a_symlink_after_the_check(
     assert snapshot(outside) == before
 
 
-async def test_file_swapped_for_a_symlink_to_etc_after_the_check(call: Call, workspace: Workspace, monkeypatch: pytest.MonkeyPatch) -> None:
+async def test_file_swapped_for_a_symlink_to_etc_after_the_check(
+    call: Call, workspace: Workspace, monkeypatch: pytest.MonkeyPatch
+) -> None:
     (workspace.root / "notes.txt").write_text("harmless")
     swap_after_check(monkeypatch, workspace.root / "notes.txt", Path("/etc/passwd"))
     obs = await call("read_file", path="notes.txt")
@@ -161,7 +166,9 @@ async def test_huge_write_is_refused(call: Call, ctx: ToolContext, workspace: Wo
 
 @pytest.fixture
 def small_limits() -> SandboxConfig:
-    return SandboxConfig(command_timeout_s=1, max_write_bytes=1_000_000, max_read_bytes=200_000, max_output_chars=2000, command_memory_mb=512)
+    return SandboxConfig(
+        command_timeout_s=1, max_write_bytes=1_000_000, max_read_bytes=200_000, max_output_chars=2000, command_memory_mb=512
+    )
 
 
 @pytest.fixture
@@ -248,7 +255,15 @@ async def test_cancelled_command_leaves_nothing(ctx: ToolContext) -> None:
 
 
 async def test_environment_is_scrubbed(call: Call, workspace: Workspace, monkeypatch: pytest.MonkeyPatch) -> None:
-    for name in ("OPENAI_API_KEY", "HF_TOKEN", "AWS_SECRET_ACCESS_KEY", "DB_PASSWORD", "GOOGLE_APPLICATION_CREDENTIALS", "AUTH_HEADER", "RANDOM_THING"):
+    for name in (
+        "OPENAI_API_KEY",
+        "HF_TOKEN",
+        "AWS_SECRET_ACCESS_KEY",
+        "DB_PASSWORD",
+        "GOOGLE_APPLICATION_CREDENTIALS",
+        "AUTH_HEADER",
+        "RANDOM_THING",
+    ):
         monkeypatch.setenv(name, "leak-me")
     obs = await call("execute_command", command="env; pwd; echo home=$HOME")
     assert "leak-me" not in obs.text
