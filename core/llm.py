@@ -30,7 +30,7 @@ from aiohttp.helpers import get_env_proxy_for_url
 from tenacity import AsyncRetrying, RetryCallState, retry_if_exception, stop_after_attempt
 from yarl import URL
 
-from core.config import Backend, LLMConfig
+from core.config import LLMConfig
 from core.llm_types import ChatResult, ModelError
 from core.metering import current_unit
 from core.prices import busy_clock, price_of
@@ -226,7 +226,7 @@ class ModelClient:
         self.name = cfg.model
         self.meter = meter or UsageMeter()  # calls made outside any unit (core.metering) count here
         self.price = price_of(cfg)
-        self.use = ModelUse(cfg.model, Backend(cfg.backend).value, cfg.temperature, cfg.top_p, cfg.max_tokens)
+        self.use = ModelUse(cfg.model, str(cfg.backend), cfg.temperature, cfg.top_p, cfg.max_tokens)
         self._clock = busy_clock(cfg.base_url) if self.price.fleet_per_hour else None
         self.context_window: int | None = cfg.context_window  # else learnt by list_models where the server says
         self._connections = _Connections(cfg)

@@ -92,7 +92,7 @@ def price_of(cfg: LLMConfig) -> Price:
     fleet = (p.gpu_hour or 0.0) * p.gpus
     if p.input_per_mtok is not None and p.output_per_mtok is not None:
         return Price(p.input_per_mtok, p.output_per_mtok, p.cached_input_per_mtok, fleet, "config (llm.price)")
-    if Backend(cfg.backend) is Backend.local or is_loopback(cfg.base_url):
+    if cfg.backend == Backend.local or is_loopback(cfg.base_url):
         return Price(0.0, 0.0, None, fleet, "this machine" + (" (gpu_hour)" if fleet else ": free"))
     if p.gpu_hour is not None:
         return Price(0.0, 0.0, None, fleet, f"fleet at ${p.gpu_hour:g}/GPU-hour x {p.gpus}")
@@ -114,7 +114,7 @@ def check_caps(cfg: DictConfig, roles: tuple[str, ...]) -> None:
     llm, overrides = OmegaConf.to_object(cfg.llm), OmegaConf.to_object(cfg.roles)
     for role in dict.fromkeys([*roles, *overrides]):
         resolved = resolve_role(llm, overrides, role)
-        if Backend(resolved.backend) is not Backend.scripted and not price_of(resolved).known:
+        if resolved.backend != Backend.scripted and not price_of(resolved).known:
             raise ConfigError(
                 f"{caps[0]} is set but role {role}'s price is unknown ({price_of(resolved).source}): "
                 f"give roles.{role}.price.input_per_mtok and output_per_mtok (or llm.price.*)"

@@ -121,7 +121,7 @@ def validate(cfg: DictConfig) -> None:
     if cfg.run.max_cost_usd is not None:
         judge = OmegaConf.to_object(cfg.judge)
         for role, endpoint in (("judge", judge.endpoint), ("describer", describer_config(judge))):
-            if Backend(endpoint.backend) is not Backend.scripted and not price_of(endpoint).known:
+            if endpoint.backend != Backend.scripted and not price_of(endpoint).known:
                 raise ConfigError(
                     f"run.max_cost_usd is set but the {role}'s price is unknown ({price_of(endpoint).source}): give judge.endpoint.price.*"
                 )

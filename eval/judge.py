@@ -23,7 +23,7 @@ from typing import Protocol, TypeVar
 
 import pydantic
 
-from core.config import Backend, LLMConfig
+from core.config import LLMConfig
 from core.json_reply import JSONReplyError, ask_json
 from core.llm_types import ModelError
 from core.metering import note_model
@@ -87,7 +87,7 @@ def model_identity(cfg: LLMConfig, *templates: str) -> str:
 
 
 def model_use(cfg: LLMConfig) -> ModelUse:
-    return ModelUse(cfg.model, Backend(cfg.backend).value, cfg.temperature, cfg.top_p, cfg.max_tokens)
+    return ModelUse(cfg.model, str(cfg.backend), cfg.temperature, cfg.top_p, cfg.max_tokens)
 
 
 class ModelDescriber:

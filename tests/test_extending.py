@@ -13,6 +13,7 @@ from typing import Any, Sequence
 
 import pytest
 from hydra import compose, initialize_config_dir
+from omegaconf import OmegaConf
 
 from agents.sandbox import Workspace
 from agents.tools import REGISTRY, ToolContext, tool
@@ -114,7 +115,8 @@ def test_a_new_backend_is_selectable_by_llm(monkeypatch: pytest.MonkeyPatch, tmp
     (configs / "llm" / "echo.yaml").write_text("backend: echo\nbase_url: none://echo\nmodel: echo-1\n")
     cfg = synthesize_config(f"hydra.searchpath=[file://{configs}]", "llm=echo")  # as on the command line
     validate_common(cfg)
-    model = role_client(cfg.llm, cfg.roles, "agent")
+    typed = OmegaConf.to_object(cfg)  # as an entry point's stages see it
+    model = role_client(typed.llm, typed.roles, "agent")
     assert isinstance(model, EchoEndpoint) and model.name == "echo-1"
     reply = asyncio.run(model.chat([Message("user", "hello")]))
     assert reply.content == "hello"
