@@ -20,6 +20,7 @@ from agents.defects import EDGE_TOLERANCE_PX, Defect
 from agents.defects.contrast import low_contrast, read_runs
 from agents.defects.decoration import Items, ghost_items
 from agents.defects.geometry import blank, broken_images, overflow, size_mismatch, text_clipped
+from agents.page_script import page_script
 from agents.defects.overlap import (
     OVERLAP_MIN_AREA_PX,
     OVERLAP_MIN_SHARE,
@@ -30,7 +31,7 @@ from agents.defects.overlap import (
 if TYPE_CHECKING:
     from agents.renderer import Renderer
 
-MEASURE_JS = (Path(__file__).with_name("measure.js")).read_text(encoding="utf-8")
+MEASURE_JS = page_script("measure.js")
 
 MAX_PER_CODE = 6
 _SEVERITY_ORDER = {"critical": 0, "major": 1, "minor": 2}

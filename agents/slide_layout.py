@@ -2,7 +2,7 @@
 
 `read_slide_layout` is the renderer's page reader (`Renderer(read_page=...)`): it runs on the
 loaded page right before its PDF page is printed, so the deck export gets it with the PDF (also
-for slides whose inspection printed them earlier). It evaluates `slide_layout.js` and captures,
+for slides whose inspection printed them earlier). It evaluates `agents/page/slide_layout.js` and captures,
 at twice the slide's resolution, the elements PowerPoint has no equivalent for; what it hides
 for a capture it shows again before the print.
 Pseudo-elements have no DOM boxes: those of ::before and ::after come from a CDP DOM snapshot,
@@ -15,15 +15,16 @@ import base64
 import json
 import logging
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 from playwright.async_api import CDPSession, Page
 from playwright.async_api import Error as PlaywrightError
 
+from agents.page_script import page_script
+
 log = logging.getLogger(__name__)
 
-LAYOUT_JS = Path(__file__).with_name("slide_layout.js").read_text(encoding="utf-8")
+LAYOUT_JS = page_script("slide_layout.js")
 SHOT_SCALE = 2.0  # device pixels per CSS px of the pictures made of elements
 
 # Hide what must not show on an element's picture, keeping how to show it again (_RESTORE_JS).

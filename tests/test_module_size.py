@@ -1,0 +1,16 @@
+"""No module of the project outside tests is longer than a reader can hold: 450 lines."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+MAX_LINES = 450
+SOURCE_DIRS = ("core", "agents", "critic", "filters", "pipeline", "eval", "train", "benchmarks", "scripts")
+
+
+def test_no_module_is_over_the_line_limit():
+    sources = [p for d in SOURCE_DIRS for ext in ("py", "js", "sh") for p in (ROOT / d).rglob(f"*.{ext}")]
+    assert len(sources) > 100
+    sizes = {str(p.relative_to(ROOT)): len(p.read_text(encoding="utf-8").splitlines()) for p in sources}
+    assert {name: n for name, n in sizes.items() if n > MAX_LINES} == {}
