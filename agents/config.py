@@ -146,8 +146,8 @@ class ToolsConfig:
 
 
 @dataclass
-class GenerateConfig:
-    """`python -m agents.run`: one deck for a person, no critic (configs/generate.yaml)."""
+class AgentSetup:
+    """What every entry point that plays the agents configures (agents.run, pipeline.synthesize, eval.run)."""
 
     llm: LLMConfig = field(default_factory=LLMConfig)
     roles: dict[str, RoleConfig] = field(default_factory=role_slots("agent"))
@@ -157,3 +157,8 @@ class GenerateConfig:
     tools: ToolsConfig = field(default_factory=ToolsConfig)
     render: RenderConfig = field(default_factory=RenderConfig)
     deck: DeckConfig = field(default_factory=DeckConfig)
+
+
+@dataclass
+class GenerateConfig(AgentSetup):
+    """`python -m agents.run`: one deck for a person, no critic (configs/generate.yaml)."""

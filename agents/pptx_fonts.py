@@ -29,8 +29,10 @@ GENERIC = {
     "ui-sans-serif",
     "ui-serif",
     "ui-monospace",
+    "ui-rounded",
     "math",
     "emoji",
+    "fangsong",
 }
 _CJK_PROBE = "4e00"  # fontconfig charset of 一
 

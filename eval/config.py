@@ -9,7 +9,7 @@ from typing import ClassVar, Optional
 from hydra.core.config_store import ConfigStore
 from omegaconf import DictConfig, OmegaConf
 
-from agents.config import AGENT_PROMPTS, AgentConfig, Agents, DeckConfig, Reflection, RenderConfig, ToolsConfig
+from agents.config import AGENT_PROMPTS, AgentSetup
 from agents.research.runtime import validate_tools_config
 from core.config import (
     Backend,
@@ -20,7 +20,6 @@ from core.config import (
     RunConfig,
     TrackingConfig,
     resolve_role,
-    role_slots,
     validate_common,
 )
 from core.prices import check_caps, price_of
@@ -70,20 +69,14 @@ def _eval_rollouts() -> RolloutsConfig:
 
 
 @dataclass
-class EvalConfig:
+class EvalConfig(AgentSetup):
+    """`python -m eval.run`: the agents under test (`llm`) on held-out tasks, judged (configs/eval.yaml)."""
+
     PROMPTS: ClassVar[tuple[str, ...]] = (*AGENT_PROMPTS, "eval/prompts")  # in the config hash
 
     run: RunConfig = field(default_factory=lambda: RunConfig(name="eval"))
     limit: Optional[int] = None
     tasks: str = "runs/demo"  # a tasks parquet, or a synthesis run directory (its tasks/eval.parquet)
-    llm: LLMConfig = field(default_factory=LLMConfig)  # the system under test
-    roles: dict[str, RoleConfig] = field(default_factory=role_slots("agent"))  # the agents (+ research-tool roles)
-    agent: AgentConfig = field(default_factory=AgentConfig)
-    tools: ToolsConfig = field(default_factory=ToolsConfig)
-    render: RenderConfig = field(default_factory=RenderConfig)
-    deck: DeckConfig = field(default_factory=DeckConfig)
-    reflection: Reflection = Reflection.grounded
-    agents: Agents = Agents.dual
     judge: JudgeConfig = field(default_factory=JudgeConfig)
     diversity: DiversityConfig = field(default_factory=DiversityConfig)
     report: ReportConfig = field(default_factory=ReportConfig)

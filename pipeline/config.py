@@ -8,12 +8,11 @@ from typing import ClassVar, Optional
 from hydra.core.config_store import ConfigStore
 from omegaconf import DictConfig, OmegaConf
 
-from agents.config import AGENT_PROMPTS, AgentConfig, Agents, DeckConfig, Reflection, RenderConfig, ToolsConfig
+from agents.config import AGENT_PROMPTS, AgentSetup
 from agents.research.runtime import validate_tools_config
 from core.config import (
     Backend,
     ConfigError,
-    LLMConfig,
     RayConfig,
     RoleConfig,
     RunConfig,
@@ -90,7 +89,7 @@ class RolloutsConfig:
 
 
 @dataclass
-class SynthesizeConfig:
+class SynthesizeConfig(AgentSetup):
     PROMPTS: ClassVar[tuple[str, ...]] = (
         *AGENT_PROMPTS,
         "critic/prompts",
@@ -101,14 +100,7 @@ class SynthesizeConfig:
     run: RunConfig = field(default_factory=RunConfig)
     limit: Optional[int] = None  # process at most N tasks: a quick preview
     stages: Optional[list[str]] = None  # a part of the recipe (pipeline/synthesize.py STAGES); None: all of it
-    llm: LLMConfig = field(default_factory=LLMConfig)
     roles: dict[str, RoleConfig] = field(default_factory=role_slots(*SYNTHESIS_ROLES))
-    agents: Agents = Agents.dual
-    reflection: Reflection = Reflection.grounded
-    agent: AgentConfig = field(default_factory=AgentConfig)
-    tools: ToolsConfig = field(default_factory=ToolsConfig)
-    render: RenderConfig = field(default_factory=RenderConfig)
-    deck: DeckConfig = field(default_factory=DeckConfig)
     critic: CriticConfig = field(default_factory=CriticConfig)
     filters: FiltersConfig = field(default_factory=FiltersConfig)
     sources: SourcesConfig = field(default_factory=SourcesConfig)

@@ -14,26 +14,10 @@ from pathlib import Path
 import pytest
 
 from agents.policies.designs import DESIGNS
+from agents.pptx_fonts import GENERIC
 from core.config import PROJECT_ROOT
 
-GENERIC = {
-    "serif",
-    "sans-serif",
-    "monospace",
-    "cursive",
-    "fantasy",
-    "system-ui",
-    "ui-serif",
-    "ui-sans-serif",
-    "ui-monospace",
-    "ui-rounded",
-    "emoji",
-    "math",
-    "fangsong",
-    "inherit",
-    "initial",
-    "unset",
-}
+NOT_A_FAMILY = GENERIC | {"inherit", "initial", "unset"}  # generic families and CSS-wide keywords
 DECLARATION = re.compile(r"\bfont(-family)?\s*:\s*([^;}<>]+)")
 SHORTHAND_LEAD = re.compile(
     r"^(?:(?:italic|oblique|normal|bold|bolder|lighter|small-caps|\d[\w./%-]*)\s+)+"
@@ -51,7 +35,7 @@ def families(value: str, shorthand: bool) -> set[str]:
     if shorthand:
         items[0] = SHORTHAND_LEAD.sub("", items[0])
     names = {item.strip("'\" ") for item in items}
-    return {n for n in names if n and "{" not in n and n.lower() not in GENERIC}
+    return {n for n in names if n and "{" not in n and n.lower() not in NOT_A_FAMILY}
 
 
 def named_in(patterns: list[str]) -> set[str]:
