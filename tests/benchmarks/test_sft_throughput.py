@@ -14,7 +14,8 @@ from transformers import Glm4vForConditionalGeneration
 from benchmarks.sft.flops import Shape, peak_tflops
 from benchmarks.sft.model import FULL_IMAGE_SIZE, Size, build_model, full_config, model_config, write_processor
 from benchmarks.sft.report import compare
-from benchmarks.sft_throughput import BenchmarkError, main
+from benchmarks.sft.loss import chunked_causal_lm_loss
+from benchmarks.sft_throughput import TINY_MAX_LENGTH, BenchmarkError, Loss, check_memory, main
 from core.config import PROJECT_ROOT
 from tests.train.runs import RunShape, build_run
 from train.config import ExportConfig
@@ -32,26 +33,12 @@ def export(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 @pytest.mark.swift
 @pytest.mark.slow
-@pytest.mark.timeout(
-    1800
-)  # 4 steps of 2,048 tokens through a 151,552-word vocabulary: 2-3 min on two idle cores, 15 on busy ones
+@pytest.mark.timeout(1800)  # 4 steps of one 12K-token pack: about a minute on two idle cores
 def test_tiny_run_prints_the_table_and_writes_the_json(export: Path, tmp_path: Path) -> None:
+    """The documented command with the tiny model's defaults, on a small export."""
     out = tmp_path / "tiny.json"
-    command = [
-        sys.executable,
-        "-m",
-        "benchmarks.sft_throughput",
-        "--size",
-        "tiny",
-        "--steps",
-        "3",
-        "--max-length",
-        "2048",
-        "--data",
-        str(export),
-        "--json",
-        str(out),
-    ]
+    command = [sys.executable, "-m", "benchmarks.sft_throughput", "--size", "tiny", "--steps", "3"]
+    command += ["--data", str(export), "--json", str(out)]
     done = subprocess.run(command, cwd=PROJECT_ROOT, capture_output=True, text=True, timeout=1700, check=False)
     assert done.returncode == 0, (done.stdout + done.stderr)[-4000:]
     for metric in ("tokens/s/GPU", "achieved TFLOP/s", "MFU", "peak CPU (process RSS) memory", "step time", "paper setting"):
@@ -59,14 +46,51 @@ def test_tiny_run_prints_the_table_and_writes_the_json(export: Path, tmp_path: P
     result = json.loads(out.read_text())
     steps, summary, data = result["steps"], result["summary"], result["data"]
     assert len(steps) == 3 and result["setting"]["optimizer"] == "SGD in backward"
-    assert data["too_long"] == 3 and data["packs"] == 3  # the researchers' rows are left out, as train.sft would
-    assert all(s["tokens"] <= 2048 and s["documents"] == 1 and s["flops"] > 0 and s["loss"] > 0 for s in steps)
-    assert all(s["images"] == 1 for s in steps)  # each presenter's slide went through the vision tower
+    assert result["setting"]["max_length"] == TINY_MAX_LENGTH and result["setting"]["loss"] == Loss.chunked.value
+    assert data["too_long"] == 0 and data["packs"] == 1  # all six rows in one pack
+    assert all(s["tokens"] <= TINY_MAX_LENGTH and s["documents"] == 6 and s["flops"] > 0 and s["loss"] > 0 for s in steps)
+    assert all(s["images"] == 3 for s in steps)  # each presenter's slide went through the vision tower
     tokens, seconds = sum(s["tokens"] for s in steps), sum(s["seconds"] for s in steps)
     assert summary["tokens_per_s"] == pytest.approx(tokens / seconds)
     assert summary["tflops"] == pytest.approx(sum(s["flops"] for s in steps) / seconds / 1e12)
     assert summary["mfu"] is None and summary["peak_memory_gib"] > 0
-    assert "| CPU | 2 | 2,048 | sdpa | no |" in compare([result])
+    assert "| CPU | 2 | 32,768 | sdpa | no |" in compare([result])
+
+
+@pytest.mark.swift
+def test_rows_longer_than_max_length_are_left_out(export: Path, tmp_path: Path) -> None:
+    from benchmarks.sft.data import load
+
+    batches = load(export, write_processor(Size.tiny, model_config(Size.tiny, 2), tmp_path / "processor"), 2048)
+    assert batches.rows == 6 and batches.too_long == 3  # the researchers' rows, as train.sft would drop them
+    assert all(len(pack.documents) == 1 and sum(pack.documents) <= 2048 for pack in batches.packs)
+
+
+@pytest.mark.swift
+def test_the_chunked_loss_is_the_models_loss_with_the_same_gradients(export: Path, tmp_path: Path) -> None:
+    from benchmarks.sft.data import Pack, load
+
+    config = model_config(Size.tiny, 2)
+    batches = load(export, write_processor(Size.tiny, config, tmp_path / "processor"), 8192)
+    torch.manual_seed(0)
+    model = build_model(config, torch.device("cpu"), "sdpa").float()
+    rows = (0, 1)
+    inputs, _ = batches.collate(Pack(rows, tuple(batches.encoded[i]["length"] for i in rows)), model, torch.device("cpu"))
+    inputs["pixel_values"] = inputs["pixel_values"].float()
+    trained = [p for p in model.parameters() if p.requires_grad]
+
+    def loss_and_gradients(loss_of) -> tuple[float, list[torch.Tensor]]:
+        model.zero_grad(set_to_none=True)
+        loss = loss_of()
+        loss.backward()
+        return loss.item(), [p.grad.clone() for p in trained]
+
+    full, full_grads = loss_and_gradients(lambda: model(**inputs, use_cache=False).loss)
+    chunked, chunked_grads = loss_and_gradients(lambda: chunked_causal_lm_loss(model, inputs, chunk_tokens=100))
+    assert int((inputs["labels"][:, 1:] != -100).sum()) > 100  # several chunks
+    assert chunked == pytest.approx(full, rel=1e-5)
+    for a, b in zip(full_grads, chunked_grads, strict=True):
+        torch.testing.assert_close(a, b, rtol=1e-4, atol=1e-6)
 
 
 @pytest.mark.swift
@@ -130,7 +154,8 @@ def test_peaks_are_the_datasheets() -> None:
 
 def test_bad_settings_fail_before_any_work(tmp_path: Path) -> None:
     with pytest.raises(BenchmarkError, match=r"--max-length 100000000: the logits of one pack need"):
-        main(["--max-length", "100000000", "--data", str(tmp_path)])
+        check_memory(100_000_000, 151_552, Loss.full_logits, torch.device("cpu"))
+    check_memory(100_000_000, 151_552, Loss.chunked, torch.device("cpu"))  # never holds the pack's logits
     with pytest.raises(SystemExit):
         main(["--steps", "0"])
 
