@@ -13,9 +13,9 @@ the attention backend at hand, Liger kernels when importable on a GPU. The optim
 AdamW (lr 1e-5) on a GPU; on a CPU, where the run checks the code path and measures
 nothing worth keeping, plain SGD applied during the backward pass, so that neither
 optimizer state nor a full set of gradients is held and the full-width check fits in
-memory; for the same reason the loss is computed a chunk of tokens at a time instead of from
-the logits of the whole pack (benchmarks/sft/loss.py). After `--warmup` steps it times `--steps` steps and prints one table; the same
-goes to `--json`. FLOPs are counted from the config (benchmarks/sft/flops.py).
+memory; for the same reason the loss is computed a chunk of tokens at a time instead of
+from the logits of the whole pack (benchmarks/sft/loss.py). After `--warmup` steps it
+times `--steps` steps and prints one table; the same goes to `--json`. FLOPs are counted from the config (benchmarks/sft/flops.py).
 """
 
 from __future__ import annotations
@@ -98,6 +98,8 @@ def use_liger(requested: Optional[bool], device: torch.device) -> bool:
 
 
 class Loss(str, Enum):
+    """How a step's loss is computed (the JSON's `setting.loss`)."""
+
     liger = "Liger fused linear cross-entropy"
     full_logits = "transformers (logits of the whole pack)"
     chunked = "chunked cross-entropy (CPU)"
@@ -149,7 +151,7 @@ def sgd_in_backward(params: list[torch.nn.Parameter]) -> None:
 
 
 def train(
-    model: torch.nn.Module, batches: Batches, steps: int, warmup: int, shape: Shape, device: torch.device, loss_of: Loss
+    model: torch.nn.Module, batches: Batches, steps: int, warmup: int, shape: Shape, device: torch.device, loss_type: Loss
 ) -> list[Step]:
     params = [p for p in model.parameters() if p.requires_grad]
     optimizer = torch.optim.AdamW(params, lr=LEARNING_RATE, fused=True) if device.type == "cuda" else None
@@ -164,7 +166,7 @@ def train(
         inputs, grids = batches.collate(pack, model, device)
         synchronize(device)
         data_seconds = time.perf_counter() - start
-        loss = chunked_causal_lm_loss(model, inputs) if loss_of is Loss.chunked else model(**inputs, use_cache=False).loss
+        loss = chunked_causal_lm_loss(model, inputs) if loss_type is Loss.chunked else model(**inputs, use_cache=False).loss
         loss.backward()
         if optimizer is not None:
             optimizer.step()
