@@ -13,7 +13,7 @@ import textwrap
 from pathlib import Path
 
 PAGE_DIR = Path(__file__).with_name("page")
-_INCLUDE = re.compile(r"^([ \t]*)// include: (\S+\.js)[ \t]*$", re.MULTILINE)
+INCLUDE = re.compile(r"^([ \t]*)// include: (\S+\.js)[ \t]*$", re.MULTILINE)
 
 
 def page_script(name: str, _including: tuple[str, ...] = ()) -> str:
@@ -29,4 +29,4 @@ def page_script(name: str, _including: tuple[str, ...] = ()) -> str:
         part = page_script(match.group(2), (*_including, name))
         return textwrap.indent(part.rstrip("\n"), match.group(1))
 
-    return _INCLUDE.sub(inline, path.read_text(encoding="utf-8"))
+    return INCLUDE.sub(inline, path.read_text(encoding="utf-8"))

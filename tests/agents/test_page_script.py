@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from agents import page_script as module
-from agents.page_script import PAGE_DIR, page_script
+from agents.page_script import INCLUDE, PAGE_DIR, page_script
 
 
 @pytest.fixture
@@ -45,10 +45,5 @@ def test_the_shipped_scripts_compose_whole(entry):
 
 def test_every_part_is_included_by_one_shipped_script():
     entries = {"measure.js", "slide_layout.js"}
-    included = [
-        line.split("// include: ")[1].strip()
-        for entry in entries
-        for line in (PAGE_DIR / entry).read_text().splitlines()
-        if "// include: " in line
-    ]
+    included = [name for entry in entries for _, name in INCLUDE.findall((PAGE_DIR / entry).read_text())]
     assert sorted(included) == sorted({p.name for p in PAGE_DIR.glob("*.js")} - entries)

@@ -25,21 +25,18 @@ LABELLED = FIXTURES / "pptx"
 MANUSCRIPT = "# Why retrieval helps language models\n\nRetrieval keeps answers current.\n\n---\n\n# 大模型在课堂中的应用\n\n课堂上的用法。\n"
 
 
-def _deck(root: Path, names: list[str]) -> Path:
-    """A workspace with the labelled slides as slide_NN.html (their ../assets links resolve)."""
+def _deck(root: Path, names: list[str], source: Path = LABELLED) -> Path:
+    """A workspace with the named slides of `source` as slide_NN.html (their ../assets links resolve)."""
     shutil.copytree(FIXTURES / "assets", root / "assets")
     (root / "slides").mkdir()
     for number, name in enumerate(names, 1):
-        shutil.copy(LABELLED / name, root / "slides" / f"slide_{number:02d}.html")
+        shutil.copy(source / name, root / "slides" / f"slide_{number:02d}.html")
     return root
 
 
-@pytest_asyncio.fixture(scope="module", loop_scope="session")
-async def labelled(renderer: Renderer, tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, DeckExport]:
-    """The labelled 16:9 slides exported once as an editable PPTX."""
-    names = sorted(p.name for p in LABELLED.glob("*.html") if fixture_aspect(p) == "16:9")
-    ws = _deck(tmp_path_factory.mktemp("labelled"), names)
-    export = await export_deck(
+async def _export(renderer: Renderer, ws: Path, **options: object) -> DeckExport:
+    """The workspace's slides exported as ws/deck.pdf, ws/deck.pptx and previews."""
+    return await export_deck(
         renderer,
         ws / "slides",
         "16:9",
@@ -47,8 +44,16 @@ async def labelled(renderer: Renderer, tmp_path_factory: pytest.TempPathFactory)
         png_dir=ws / "previews",
         pptx_path=ws / "deck.pptx",
         workspace=ws,
-        manuscript=MANUSCRIPT,
+        **options,
     )
+
+
+@pytest_asyncio.fixture(scope="module", loop_scope="session")
+async def labelled(renderer: Renderer, tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, DeckExport]:
+    """The labelled 16:9 slides exported once as an editable PPTX."""
+    names = sorted(p.name for p in LABELLED.glob("*.html") if fixture_aspect(p) == "16:9")
+    ws = _deck(tmp_path_factory.mktemp("labelled"), names)
+    export = await _export(renderer, ws, manuscript=MANUSCRIPT)
     return ws, export
 
 
@@ -97,14 +102,8 @@ async def test_slides_come_as_text_native_tables_and_one_picture_per_img(labelle
 @pytest.mark.asyncio(loop_scope="session")
 async def test_every_img_of_the_fixtures_is_a_picture_and_every_table_native(renderer: Renderer, tmp_path: Path) -> None:
     names = sorted(p.name for p in (FIXTURES / "slides").glob("clean_*.html") if fixture_aspect(p) == "16:9")
-    ws = tmp_path
-    shutil.copytree(FIXTURES / "assets", ws / "assets")
-    (ws / "slides").mkdir()
-    for number, name in enumerate(names, 1):
-        shutil.copy(FIXTURES / "slides" / name, ws / "slides" / f"slide_{number:02d}.html")
-    await export_deck(
-        renderer, ws / "slides", "16:9", ws / "deck.pdf", png_dir=ws / "previews", pptx_path=ws / "deck.pptx", workspace=ws
-    )
+    ws = _deck(tmp_path, names, FIXTURES / "slides")
+    await _export(renderer, ws)
     deck = Presentation(str(ws / "deck.pptx"))
     for number, slide in enumerate(deck.slides, 1):
         html = _html(ws, number)
@@ -178,9 +177,7 @@ async def test_check_renders_with_libreoffice_and_the_labelled_set_meets_the_tar
 async def test_a_rewrapped_block_is_counted(renderer: Renderer, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     """A PPTX whose paragraph re-wraps (its text frame made narrower and wrapping) fails the line check."""
     ws = _deck(tmp_path, ["paragraphs_en.html"])
-    await export_deck(
-        renderer, ws / "slides", "16:9", ws / "deck.pdf", png_dir=ws / "previews", pptx_path=ws / "deck.pptx", workspace=ws
-    )
+    await _export(renderer, ws)
     deck = Presentation(str(ws / "deck.pptx"))
     body = next(s for s in deck.slides[0].shapes if s.has_text_frame and s.text_frame.text.startswith("Stacking"))
     body.width = body.width // 2
@@ -198,16 +195,7 @@ async def test_a_rewrapped_block_is_counted(renderer: Renderer, tmp_path: Path, 
 @pytest.mark.asyncio(loop_scope="session")
 async def test_the_export_runs_the_check_when_configured(renderer: Renderer, tmp_path: Path) -> None:
     ws = _deck(tmp_path, ["bullets_zh.html", "table_en.html"])
-    export = await export_deck(
-        renderer,
-        ws / "slides",
-        "16:9",
-        ws / "deck.pdf",
-        png_dir=ws / "previews",
-        pptx_path=ws / "deck.pptx",
-        workspace=ws,
-        deck=DeckConfig(check=True),
-    )
+    export = await _export(renderer, ws, deck=DeckConfig(check=True))
     assert export.fidelity is not None and export.fidelity["deck"]["within_targets"], export.fidelity
     assert [s["objects"]["tables"] for s in export.fidelity["slides"]] == [0, 1]
 
@@ -216,16 +204,7 @@ async def test_the_export_runs_the_check_when_configured(renderer: Renderer, tmp
 @pytest.mark.asyncio(loop_scope="session")
 async def test_picture_mode_writes_one_picture_per_slide(renderer: Renderer, tmp_path: Path) -> None:
     ws = _deck(tmp_path, ["bullets_en.html", "table_zh.html"])
-    await export_deck(
-        renderer,
-        ws / "slides",
-        "16:9",
-        ws / "deck.pdf",
-        png_dir=ws / "previews",
-        pptx_path=ws / "deck.pptx",
-        workspace=ws,
-        deck=DeckConfig(pptx_mode=PptxMode.picture),
-    )
+    await _export(renderer, ws, deck=DeckConfig(pptx_mode=PptxMode.picture))
     deck = Presentation(str(ws / "deck.pptx"))
     assert [[s.shape_type for s in slide.shapes] for slide in deck.slides] == [[MSO_SHAPE_TYPE.PICTURE]] * 2
     picture = deck.slides[0].shapes[0]
@@ -238,9 +217,7 @@ async def test_an_editable_pptx_needs_a_renderer_that_reads_layouts(tmp_path: Pa
     ws = _deck(tmp_path, ["bullets_en.html"])
     async with Renderer() as plain:
         with pytest.raises(ValueError, match="no layout was read for slide_01.html"):
-            await export_deck(
-                plain, ws / "slides", "16:9", ws / "deck.pdf", png_dir=ws / "previews", pptx_path=ws / "deck.pptx", workspace=ws
-            )
+            await _export(plain, ws)
 
 
 def test_check_cli_names_a_missing_or_unreadable_input(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

@@ -283,29 +283,18 @@ def test_the_dashboard_gets_the_same_figures_as_the_site(synthetic: Path) -> Non
     assert sum(c is not None for c in covers) == sum(row[columns.index("status")] == "done" for row in rows)
 
 
+def report_cli(run_dir: Path) -> subprocess.CompletedProcess[str]:
+    command = [PYTHON, "-m", "pipeline.report", str(run_dir)]
+    return subprocess.run(command, cwd=PROJECT_ROOT, env=ENV, capture_output=True, text=True, check=False, timeout=120)
+
+
 def test_cli_writes_the_report_and_refuses_a_non_run(synthetic: Path, tmp_path: Path) -> None:
-    ok = subprocess.run(
-        [PYTHON, "-m", "pipeline.report", str(synthetic)],
-        cwd=PROJECT_ROOT,
-        env=ENV,
-        capture_output=True,
-        text=True,
-        check=False,
-        timeout=120,
-    )
+    ok = report_cli(synthetic)
     assert ok.returncode == 0, ok.stderr
     assert str(synthetic / "report" / "index.html") in ok.stdout
     empty = tmp_path / "empty"
     empty.mkdir()
-    bad = subprocess.run(
-        [PYTHON, "-m", "pipeline.report", str(empty)],
-        cwd=PROJECT_ROOT,
-        env=ENV,
-        capture_output=True,
-        text=True,
-        check=False,
-        timeout=120,
-    )
+    bad = report_cli(empty)
     assert bad.returncode == 2 and "not a run directory" in bad.stderr
 
 

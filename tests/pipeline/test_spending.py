@@ -53,6 +53,13 @@ def run(*args: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(list(args), cwd=PROJECT_ROOT, env=ENV, capture_output=True, text=True, timeout=300, check=False)
 
 
+def start(*args: str) -> subprocess.Popen[bytes]:
+    """The command in a session of its own (its Ray workers with it), to be killed mid-run."""
+    return subprocess.Popen(
+        list(args), cwd=PROJECT_ROOT, env=ENV, start_new_session=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
+    )
+
+
 def counted(ledger: Ledger) -> dict[tuple[str, str], tuple[int, int, int, float]]:
     """Finished units' calls, tokens and cost by stage and role."""
     return {
@@ -76,14 +83,7 @@ def test_killed_and_resumed_the_ledger_counts_every_finished_unit_once(tmp_path:
         assert whole.returncode == 0, whole.stderr[-2000:]
         asked_whole = srv.served
         killed = tmp_path / "killed"
-        child = subprocess.Popen(
-            command(killed, srv.url, "llm.max_concurrency=2"),
-            cwd=PROJECT_ROOT,
-            env=ENV,
-            start_new_session=True,
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.DEVNULL,
-        )
+        child = start(*command(killed, srv.url, "llm.max_concurrency=2"))
         deadline = time.monotonic() + 120
         while units(killed) < 4 and child.poll() is None and time.monotonic() < deadline:
             time.sleep(0.02)
@@ -190,14 +190,7 @@ def test_every_stage_s_calls_are_in_the_ledger_and_a_killed_run_resumes_to_the_s
         done = run(*synthesize(whole, srv.url))
         assert done.returncode == 0, done.stderr[-3000:]
         asked = srv.served
-        child = subprocess.Popen(
-            synthesize(killed, srv.url),
-            cwd=PROJECT_ROOT,
-            env=ENV,
-            start_new_session=True,
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.DEVNULL,
-        )
+        child = start(*synthesize(killed, srv.url))
         deadline = time.monotonic() + 600
         while not list(killed.glob("units/rollouts/*.json")) and child.poll() is None and time.monotonic() < deadline:
             time.sleep(0.05)
