@@ -283,18 +283,19 @@ def test_the_dashboard_gets_the_same_figures_as_the_site(synthetic: Path) -> Non
     assert sum(c is not None for c in covers) == sum(row[columns.index("status")] == "done" for row in rows)
 
 
-def report_cli(run_dir: Path) -> subprocess.CompletedProcess[str]:
-    command = [PYTHON, "-m", "pipeline.report", str(run_dir)]
-    return subprocess.run(command, cwd=PROJECT_ROOT, env=ENV, capture_output=True, text=True, check=False, timeout=120)
+def run_module(module: str, *args: str, timeout: float = 120) -> subprocess.CompletedProcess[str]:
+    """`python -m module args...` from the project root, its output captured."""
+    command = [PYTHON, "-m", module, *args]
+    return subprocess.run(command, cwd=PROJECT_ROOT, env=ENV, capture_output=True, text=True, check=False, timeout=timeout)
 
 
 def test_cli_writes_the_report_and_refuses_a_non_run(synthetic: Path, tmp_path: Path) -> None:
-    ok = report_cli(synthetic)
+    ok = run_module("pipeline.report", str(synthetic))
     assert ok.returncode == 0, ok.stderr
     assert str(synthetic / "report" / "index.html") in ok.stdout
     empty = tmp_path / "empty"
     empty.mkdir()
-    bad = report_cli(empty)
+    bad = run_module("pipeline.report", str(empty))
     assert bad.returncode == 2 and "not a run directory" in bad.stderr
 
 
@@ -305,34 +306,17 @@ def test_cli_writes_the_report_and_refuses_a_non_run(synthetic: Path, tmp_path: 
 def scripted_run(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, str]:
     """A scripted-policy run (limit=3), filtered when the filters exist, plus one injected rollout if it had none."""
     root = tmp_path_factory.mktemp("report-run") / "run"
-    command = [PYTHON, "-m", "pipeline.synthesize", f"run.dir={root}", "limit=3", "tracking=disabled"]
-    done = subprocess.run(command, cwd=PROJECT_ROOT, env=ENV, capture_output=True, text=True, check=False, timeout=900)
+    done = run_module("pipeline.synthesize", f"run.dir={root}", "limit=3", "tracking=disabled", timeout=900)
     assert done.returncode == 0, done.stderr[-3000:]
     if not (root / "verdicts.parquet").exists() and importlib.util.find_spec("filters.run"):
-        filtered = subprocess.run(
-            [PYTHON, "-m", "filters.run", str(root)],
-            cwd=PROJECT_ROOT,
-            env=ENV,
-            capture_output=True,
-            text=True,
-            check=False,
-            timeout=600,
-        )
+        filtered = run_module("filters.run", str(root), timeout=600)
         assert filtered.returncode == 0, filtered.stderr[-3000:]
     injected = next((r.task_id for r in load_run(root).rollouts if r.injections), None)
     if injected is None:
         injected = add_rollout(
             root, make_task("synthetic-injected", aspect="4:3"), RolloutSpec(slides=3, injected=True, warned=True)
         ).task_id
-    report = subprocess.run(
-        [PYTHON, "-m", "pipeline.report", str(root)],
-        cwd=PROJECT_ROOT,
-        env=ENV,
-        capture_output=True,
-        text=True,
-        check=False,
-        timeout=300,
-    )
+    report = run_module("pipeline.report", str(root), timeout=300)
     assert report.returncode == 0, report.stderr[-3000:]
     return root, injected
 
