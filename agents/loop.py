@@ -64,7 +64,14 @@ class Agent:
     ):
         self.model, self.toolset, self.ctx, self.config, self.hooks, self.save = model, toolset, ctx, config, hooks, save
         self.schemas = toolset.schemas()
-        self.record = Trajectory(task_id=task_id, agent=ctx.role, model=model.name, tools_json=json.dumps(self.schemas))
+        self.record = Trajectory(
+            task_id=task_id,
+            agent=ctx.role,
+            model=model.name,
+            tools_json=json.dumps(self.schemas),
+            profile=model.profile,
+            vision=model.vision,
+        )
         self.messages: list[Message] = []
         self.steps: list[Step] = []
         self.injections: list[CriticInjection] = []
@@ -103,7 +110,9 @@ class Agent:
             return
         t1 = time.perf_counter()
         calls = reply.tool_calls
-        self.messages.append(Message("assistant", reply.content, reasoning=reply.reasoning, tool_calls=calls))
+        self.messages.append(
+            Message("assistant", reply.content, reasoning=reply.reasoning, tool_calls=calls, sent=reply.request_digest)
+        )
         self.budget.update(reply.usage, len(self.messages))
         observations = await self._execute(calls)
         cut = f"at llm.max_tokens, {reply.usage.completion_tokens} tokens" if reply.finish_reason == "length" else None

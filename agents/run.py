@@ -104,7 +104,7 @@ async def generate(task: Task, cfg: GenerateConfig, out: Path) -> int:
     unit = Unit()
 
     def model_for(role: str, brief: Brief) -> Model:
-        return ScriptedPolicy(role, brief) if client is None else client
+        return ScriptedPolicy(role, brief, cfg.llm.profile) if client is None else client
 
     try:
         if client is not None:

@@ -29,7 +29,7 @@ from pathlib import Path
 from typing import Optional
 
 from tests.train.runs import RunShape, build_run
-from train.config import ExportConfig
+from train.config import SWIFT_TEMPLATE, ExportConfig
 from train.export import export_run
 from train.throughput import PAPER_EPOCHS, PAPER_GPU_HOURS, PAPER_ROLLOUTS
 from train.tokens import image_root, make_counter
@@ -41,7 +41,7 @@ SYNTHETIC = RunShape(
 
 def load(export: Path, model_dir: Optional[str]) -> tuple[list[tuple[str, int]], str]:
     """(task_id, tokens) per sample, and how they were counted."""
-    counter = make_counter(model_dir, "glm4_5v", "glm4_5")
+    counter = make_counter(model_dir, SWIFT_TEMPLATE, "glm4_5")
     samples = []
     with image_root(export):  # for the template counter
         for name in ("train.jsonl", "val.jsonl"):

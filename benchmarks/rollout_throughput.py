@@ -84,7 +84,7 @@ class PacedModel:
 
     def __init__(self, policy: Model, client: ModelClient):
         self.policy, self.client, self.name = policy, client, "scripted-behind-http"
-        self.context_window = policy.context_window
+        self.context_window, self.profile, self.vision = policy.context_window, policy.profile, policy.vision
 
     async def chat(
         self, messages: Sequence[Message], tools: Sequence[dict] | None = None, image_root: Path | None = None

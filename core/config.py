@@ -17,6 +17,8 @@ from typing import Any, Callable, Mapping, Optional
 
 from omegaconf import DictConfig, OmegaConf
 
+from core.conversation import PROFILES
+
 PROJECT_ROOT = Path(__file__).resolve().parents[1]
 # `${project_root:}` in YAML: bundled data resolves from any working directory.
 OmegaConf.register_new_resolver("project_root", lambda: str(PROJECT_ROOT), replace=True)
@@ -99,9 +101,9 @@ class LLMConfig:
     max_retries: int = 6
     backoff_base_s: float = 1.0
     backoff_max_s: float = 60.0
-    # vLLM refuses images inside `tool` messages: send them as a `user` message
-    # right after the tool results instead.
-    images_in_tool_messages: bool = False
+    # What the server takes and its chat template renders (core/conversation.py PROFILES, docs/profiles.md):
+    # where tool images go, which past reasoning is sent back. The llm/ groups set theirs.
+    profile: str = "vllm-glm"
     extra_body: dict[str, Any] = field(default_factory=dict)
     price: PriceConfig = field(default_factory=PriceConfig)
     vision: bool = True  # False: the model reads no images; none are sent, inspect_slide describes the layout in text
@@ -128,7 +130,7 @@ class RoleConfig:
     max_concurrency: Optional[int] = None
     timeout_s: Optional[float] = None
     turn_timeout_s: Optional[float] = None
-    images_in_tool_messages: Optional[bool] = None
+    profile: Optional[str] = None
     price: PriceConfig = field(default_factory=PriceConfig)  # once any field is set, replaces the backbone's price as a whole
     vision: Optional[bool] = None
     context_window: Optional[int] = None
@@ -268,11 +270,12 @@ def validate_common(cfg: DictConfig) -> None:
     if llm is not None:
         from core.models import check_backend  # core.models builds on this module
 
-        for key, backend in [
-            ("llm.backend", llm.backend),
-            *((f"roles.{r}.backend", o.backend) for r, o in (cfg.get("roles") or {}).items()),
-        ]:
+        roles = (cfg.get("roles") or {}).items()
+        for key, backend in [("llm.backend", llm.backend), *((f"roles.{r}.backend", o.backend) for r, o in roles)]:
             check_backend(key, backend)
+        for key, profile in [("llm.profile", llm.profile), *((f"roles.{r}.profile", o.profile) for r, o in roles)]:
+            if profile is not None and profile not in PROFILES:
+                raise ConfigError(f"{key}={profile}: unknown profile; known: {', '.join(PROFILES)}")
         if llm.max_concurrency < 1:
             raise ConfigError(f"llm.max_concurrency={llm.max_concurrency}: must be >= 1")
         if llm.context_window is not None and llm.context_window < 1:

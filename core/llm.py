@@ -21,6 +21,7 @@ import logging
 import os
 import random
 import time
+from dataclasses import replace
 from pathlib import Path
 from typing import Any, Sequence
 
@@ -31,12 +32,13 @@ from tenacity import AsyncRetrying, RetryCallState, retry_if_exception, stop_aft
 from yarl import URL
 
 from core.config import LLMConfig
+from core.conversation import profile_named
 from core.llm_types import ChatResult, ModelError
 from core.metering import current_unit
 from core.prices import busy_clock, price_of
 from core.records import Message, ModelUse, ToolCall, Usage
 from core.usage import UsageMeter
-from core.wire import estimate_prompt_tokens, to_wire
+from core.wire import digest, estimate_prompt_tokens, to_wire
 
 log = logging.getLogger(__name__)
 
@@ -70,8 +72,7 @@ def classify(exc: BaseException) -> str:
             return "server"
         if exc.status in (401, 403):
             return "auth"
-        text = exc.body.lower()  # vLLM: "maximum context length"; llama.cpp: "exceed context window"
-        if "context" in text and any(word in text for word in ("length", "maximum", "window", "exceed")):
+        if _overflow(exc.body):
             return "context_length"
         return "bad_request"
     if isinstance(exc, asyncio.TimeoutError):  # aiohttp's read and connect timeouts are TimeoutErrors
@@ -81,6 +82,16 @@ def classify(exc: BaseException) -> str:
     if isinstance(exc, MalformedResponse):
         return "malformed_response"
     return "unknown"
+
+
+def _overflow(body: str) -> bool:
+    """A prompt longer than the model's window, in the words of vLLM (text: "maximum context length"; with
+    images: "The decoder prompt (length N) is longer than the maximum model length of M"), OpenAI and llama.cpp
+    ("exceed context window")."""
+    text = body.lower()
+    if "maximum model length" in text or "max_model_len" in text:
+        return True
+    return "context" in text and any(word in text for word in ("length", "maximum", "window", "exceed"))
 
 
 def retry_after_s(exc: BaseException) -> float | None:
@@ -224,6 +235,9 @@ class ModelClient:
         self.cfg = cfg
         self.role = role
         self.name = cfg.model
+        self.profile = cfg.profile  # what the server takes (core.conversation); validated with the config
+        self.vision = cfg.vision
+        self._profile = profile_named(cfg.profile)
         self.meter = meter or UsageMeter()  # calls made outside any unit (core.metering) count here
         self.price = price_of(cfg)
         self.use = ModelUse(cfg.model, str(cfg.backend), cfg.temperature, cfg.top_p, cfg.max_tokens)
@@ -288,6 +302,7 @@ class ModelClient:
             reason = f"no reply within llm.turn_timeout_s={self.cfg.turn_timeout_s:g} s" if cut else str(exc)
             raise ModelError(kind, f"{self.role} model {self.cfg.model!r} at {self.cfg.base_url}: {reason}", attempts) from exc
         self.limit.succeeded()
+        result = replace(result, request_digest=digest(request["messages"]))
         usage = result.usage
         cost = self.price.cost(usage.prompt_tokens, usage.completion_tokens, usage.cached_tokens, busy[0])
         meter.record_call(
@@ -310,7 +325,7 @@ class ModelClient:
     def _request(self, messages: Sequence[Message], tools: Sequence[dict] | None, image_root: Path | None) -> dict[str, Any]:
         request: dict[str, Any] = {
             "model": self.cfg.model,
-            "messages": to_wire(messages, image_root, self.cfg.images_in_tool_messages, self.cfg.vision),
+            "messages": to_wire(messages, image_root, self._profile, self.cfg.vision),
             "temperature": self.cfg.temperature,
             "top_p": self.cfg.top_p,
             "max_tokens": self.cfg.max_tokens,

@@ -33,6 +33,8 @@ class Model(Protocol):
 
     name: str
     context_window: int | None  # tokens the model can hold, where known (the agent's budget warns against it)
+    profile: str  # the endpoint profile its requests follow (core.conversation.PROFILES); a sample follows it too
+    vision: bool  # whether it reads images (else each image is named in text)
 
     async def chat(
         self,

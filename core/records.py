@@ -172,6 +172,7 @@ class Message:
     tool_call_id: Optional[str] = None
     name: Optional[str] = None  # the tool's name on tool messages
     kind: str = "model"  # prompt | model | tool | critic | warning: who put it there
+    sent: Optional[str] = None  # a model's reply: the digest of the request it answered (core.wire.digest)
 
 
 @dataclass(frozen=True)
@@ -209,6 +210,10 @@ class Trajectory(Record):
     failure: Optional[str] = None  # e.g. environment/context_overflow
     outcome: Optional[str] = None  # finalize's argument
     origin: Origin = field(default_factory=Origin)  # this agent's prompt templates and models (the critic's too)
+    # How its model was called (core.conversation): the profile its requests followed (None: written before
+    # profiles; the export then uses export.profile) and whether it read images.
+    profile: Optional[str] = None
+    vision: bool = True
     schema_version: int = SCHEMA_VERSION
 
     @property

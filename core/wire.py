@@ -1,15 +1,19 @@
-"""Records -> OpenAI chat messages: images as cached data URLs (or notes for a text-only model), and
-the prompt-size estimate for servers that report no usage."""
+"""A request's chat messages from the records (through core.conversation's profile), images as cached data
+URLs, and the prompt-size estimate for servers that report no usage."""
 
 from __future__ import annotations
 
 import base64
+import hashlib
 import mimetypes
 import threading
 from collections import OrderedDict
 from pathlib import Path
 from typing import Any, Sequence
 
+import orjson
+
+from core.conversation import Profile, Turn, conversation, reasoning_shown
 from core.records import Message
 
 IMAGE_TOKEN_ESTIMATE = 1000  # prompt tokens charged per image when the server reports none
@@ -51,63 +55,42 @@ class DataURLs:
 _data_urls = DataURLs()
 
 
-def _content(message: Message, image_root: Path | None, vision: bool = True) -> str | list[dict[str, Any]]:
-    if not message.images:
-        return message.content
-    if not vision:  # a text-only model: name the images instead of sending them
-        note = f"[{len(message.images)} image(s) not shown: this model reads no images]"
-        return f"{message.content}\n{note}" if message.content else note
-    root = image_root or Path.cwd()
-    parts: list[dict[str, Any]] = [{"type": "text", "text": message.content}] if message.content else []
-    for image in message.images:  # an image deleted since (e.g. by the agent) becomes a note, not a crash
+def _content(turn: Turn, image_root: Path) -> str | list[dict[str, Any]]:
+    if not turn.images:
+        return turn.text
+    parts: list[dict[str, Any]] = [{"type": "text", "text": turn.text}] if turn.text else []
+    for image in turn.images:  # an image deleted since (e.g. by the agent) becomes a note, not a crash
         try:
-            parts.append({"type": "image_url", "image_url": {"url": _data_urls(root / image)}})
+            parts.append({"type": "image_url", "image_url": {"url": _data_urls(image_root / image)}})
         except OSError:
             parts.append({"type": "text", "text": f"[image {image} no longer exists]"})
     return parts
 
 
-def to_wire(
-    messages: Sequence[Message], image_root: Path | None, images_in_tool_messages: bool, vision: bool = True
-) -> list[dict[str, Any]]:
-    """Records -> OpenAI chat messages.
-
-    With `images_in_tool_messages=False` (vLLM), images of consecutive tool
-    results are moved into one `user` message placed right after them. With
-    `vision=False` no image is sent: each message says how many it left out.
-    """
-    if not vision:
-        images_in_tool_messages = True  # nothing to move: every message keeps its own note
+def to_wire(messages: Sequence[Message], image_root: Path | None, profile: Profile, vision: bool = True) -> list[dict[str, Any]]:
+    """Records -> the OpenAI chat messages of a request, as `profile`'s server takes them (core.conversation)."""
+    turns = conversation(messages, profile, vision)
+    shown = reasoning_shown(turns, profile)
+    root = image_root or Path.cwd()
     wire: list[dict[str, Any]] = []
-    pending: list[Message] = []  # tool messages whose images wait for the user message
-
-    def flush() -> None:
-        if pending:
-            images = tuple(img for m in pending for img in m.images)
-            note = "Images returned by the tool call(s) above:"
-            wire.append({"role": "user", "content": _content(Message("user", note, images), image_root, vision)})
-            pending.clear()
-
-    for m in messages:
-        if m.role != "tool":
-            flush()
-        item: dict[str, Any] = {"role": m.role}
-        if m.role == "tool":
-            item["tool_call_id"] = m.tool_call_id
-            if m.images and not images_in_tool_messages:
-                item["content"] = m.content or "(image below)"
-                pending.append(m)
-            else:
-                item["content"] = _content(m, image_root, vision)
-        else:
-            item["content"] = _content(m, image_root, vision)
-        if m.tool_calls:
+    for index, turn in enumerate(turns):
+        item: dict[str, Any] = {"role": turn.role, "content": _content(turn, root)}
+        if turn.tool_call_id is not None:
+            item["tool_call_id"] = turn.tool_call_id
+        if turn.tool_calls:
             item["tool_calls"] = [
-                {"id": c.id, "type": "function", "function": {"name": c.name, "arguments": c.arguments}} for c in m.tool_calls
+                {"id": c.id, "type": "function", "function": {"name": c.name, "arguments": c.arguments}} for c in turn.tool_calls
             ]
+        if index in shown:
+            item["reasoning_content"] = turn.reasoning
         wire.append(item)
-    flush()
     return wire
+
+
+def digest(wire: list[dict[str, Any]]) -> str:
+    """A short fingerprint of a request's messages, kept with the reply (`Message.sent`) so that the request can be
+    rebuilt from the records later and shown to be the one sent (train.parity)."""
+    return hashlib.sha256(orjson.dumps(wire)).hexdigest()[:20]
 
 
 def estimate_prompt_tokens(messages: Sequence[Message]) -> int:

@@ -61,7 +61,7 @@ class DeckRunner:
 
     def model(self, role: str, brief: Brief) -> Model:
         """The model playing `role` in one rollout (its calls count into the rollout's unit)."""
-        return ScriptedPolicy(role, brief) if self.agent_model is None else self.agent_model
+        return ScriptedPolicy(role, brief, self.cfg.llm.profile) if self.agent_model is None else self.agent_model
 
     async def rollout(self, task: Task, workspace: Path) -> Rollout:
         hooks: list[CriticHook] = []

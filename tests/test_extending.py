@@ -91,6 +91,8 @@ class EchoEndpoint:
     """A throwaway backend: answers every turn with the last user message."""
 
     context_window = 4096
+    profile = "openai"
+    vision = False
 
     def __init__(self, cfg: LLMConfig, role: str) -> None:
         self.name = cfg.model

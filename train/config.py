@@ -8,12 +8,28 @@ from typing import Any, Optional
 
 from hydra.core.config_store import ConfigStore
 
+from core.conversation import DEFAULT_PROFILE
 from core.config import ConfigError, LLMConfig, RunConfig, TrackingConfig, validate_common
+
+
+# MS-SWIFT's glm4_5v, reading a user message after tool results as GLM renders it (train/swift_plugin.py)
+SWIFT_TEMPLATE = "deckforge_glm4_5v"
 
 
 class Truncation(str, Enum):
     drop = "drop"  # a sample longer than max_length is reported and left out
     truncate = "truncate"  # cut at the last agent turn that fits
+
+
+class BatchUnit(str, Enum):
+    samples = "samples"  # global_batch_size counts samples: with packing, accumulation is sized from the export's packs
+    packs = "packs"  # global_batch_size counts packs (MS-SWIFT's own unit with packing): several samples each
+
+
+class ParityMode(str, Enum):
+    refuse = "refuse"  # a sample whose turns differ from the teacher's requests (train.parity) is left out
+    report = "report"  # kept, and counted in the report
+    off = "off"  # not checked
 
 
 @dataclass
@@ -24,10 +40,12 @@ class ExportConfig:
     max_length: int = 51_200  # tokens, as the SFT template counts them
     truncation: Truncation = Truncation.drop
     mask_critic: bool = False  # true: critic injections get "loss": false (context only)
+    profile: str = DEFAULT_PROFILE  # the endpoint profile of trajectories that record none (written before profiles)
+    parity: ParityMode = ParityMode.refuse  # each trained turn against the request the teacher was sent (train.parity)
     val_fraction: float = 0.05  # share of tasks held out as val.jsonl (by task, never by sample)
     seed: int = 0
     model_dir: Optional[str] = None  # local processor files: count tokens with the real template
-    template: str = "glm4_5v"
+    template: str = SWIFT_TEMPLATE
     agent_template: str = "glm4_5"
     link_images: bool = True  # hard-link images into the export when possible, else copy
     include_undecided: bool = False  # true: also export rollouts a gate gave no verdict (filters.acceptance's undecided)
@@ -40,7 +58,7 @@ class ModelSpec:
     id: str = "zai-org/GLM-4.6V-Flash"  # a hub id, or a local directory when hub=local
     hub: str = "huggingface"  # huggingface | modelscope | local
     model_type: str = "glm4v"
-    template: str = "glm4_5v"
+    template: str = SWIFT_TEMPLATE
     agent_template: str = "glm4_5"
     torch_dtype: str = "bfloat16"
     attn_impl: str = "flash_attn"
@@ -54,7 +72,8 @@ class TrainArgs:
     epochs: int = 5
     max_steps: Optional[int] = None  # stop early (smoke runs); None: the epochs decide
     learning_rate: float = 1e-5
-    global_batch_size: int = 32  # = per_device_batch_size x gradient accumulation x GPUs (packs when packing)
+    global_batch_size: int = 32  # samples (or packs, see batch_unit) per optimizer step
+    batch_unit: BatchUnit = BatchUnit.samples  # what global_batch_size counts (train/batching.py)
     per_device_batch_size: int = 1
     max_length: int = 51_200
     truncation_strategy: str = "delete"  # what MS-SWIFT does with a longer sample
@@ -97,6 +116,7 @@ def validate_export(cfg: ExportConfig) -> None:
     if not 0.0 <= cfg.val_fraction < 1.0:
         raise ConfigError(f"export.val_fraction={cfg.val_fraction}: must be in [0, 1)")
     Truncation(cfg.truncation)
+    ParityMode(cfg.parity)
 
 
 def validate_sft(cfg: Any) -> None:

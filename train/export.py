@@ -8,7 +8,7 @@ A rollout is accepted as filters.acceptance decides: it finished and every gate 
 config.yaml names passed (with no gates, every finished rollout). An undecided one (a
 gate's verdict missing, or no verdicts.parquet at all) is left out unless
 `--include-undecided`; the card says which rule applied. Each
-accepted trajectory becomes one sample per agent (train/samples.py); samples over
+accepted trajectory becomes samples per agent (train/samples.py: one, unless hidden reasoning splits it); samples over
 `max_length` tokens are dropped or cut at the last agent turn that fits. Images are
 hard-linked (or copied) under images/<task_id>/ and referenced relative to the export
 folder. Tasks, never samples, are split between train.jsonl and val.jsonl.
@@ -28,16 +28,18 @@ from collections import Counter
 from dataclasses import dataclass, field
 from functools import partial
 from pathlib import Path
-from typing import Any, Optional
+from typing import Any, Iterator, Optional
 
+from core.conversation import PROFILES
 from core.logs import setup_logging
 from core.records import Origin, RecordError, Rollout, Task, Trajectory, Verdict, read_parquet
 from core.store import RunStore, atomic_write_text
 from filters.acceptance import UNDECIDED, outcomes, run_gates
 from train.card import render_card
-from train.config import ExportConfig, Truncation, validate_export
+from train.config import ExportConfig, ParityMode, Truncation, validate_export
 from train.hub import push_to_hub
-from train.samples import Sample, SampleError, to_sample
+from train.parity import Parity, ParityReport
+from train.samples import Sample, SampleError, to_samples
 from train.tokens import TokenCount, TokenCounter, make_counter
 from train.validate import validate_file
 
@@ -51,7 +53,16 @@ class Skipped:
     task_id: str
     agent: str
     reason: str
-    kind: str = "invalid"  # invalid | too_long | eval_task
+    kind: str = "invalid"  # invalid | too_long | eval_task | parity
+
+
+@dataclass(frozen=True)
+class Source:
+    """A sample with the trajectory and workspace it was made from."""
+
+    sample: Sample
+    trajectory: Trajectory
+    workspace: Path
 
 
 @dataclass(frozen=True)
@@ -76,6 +87,7 @@ class ExportReport:
     skipped: list[Skipped] = field(default_factory=list)
     tasks: dict[str, Task] = field(default_factory=dict)
     judged: dict[str, Origin] = field(default_factory=dict)  # task_id -> what its verdicts were made by
+    parity: Optional[ParityReport] = None  # None: not checked (export.parity=false)
 
     def origin(self, exported: Exported) -> Origin:
         """What made a sample: its trajectory's, its task's and its verdicts' templates and models."""
@@ -100,6 +112,7 @@ class ExportReport:
             "tokens": sum(e.tokens.total for e in samples),
             "trained_tokens": sum(e.tokens.trained for e in samples),
             "critic_calls": sum(e.sample.critic_calls for e in samples),
+            "parity": self.parity.to_json() if self.parity is not None else None,
         }
 
 
@@ -146,8 +159,11 @@ def accepted_rollouts(
     return accepted
 
 
-def trajectory_samples(run_dir: Path, rollout: Rollout, mask_critic: bool, report: ExportReport) -> list[Sample]:
-    """One sample per trajectory artifact of the rollout; what cannot be exported is reported."""
+def _trajectories(
+    run_dir: Path, rollout: Rollout, report: ExportReport, finalized: bool = True
+) -> Iterator[tuple[Path, Trajectory]]:
+    """The trajectory artifacts of the rollout (file, record), only finalized ones unless told; what cannot be read is
+    reported."""
     artifacts = [
         (name.removeprefix(TRAJECTORY_PREFIX), rel)
         for name, rel in sorted(rollout.artifacts.items())
@@ -155,17 +171,60 @@ def trajectory_samples(run_dir: Path, rollout: Rollout, mask_critic: bool, repor
     ]
     if not artifacts:
         report.skipped.append(Skipped(rollout.task_id, "-", "no trajectory artifact"))
-    samples = []
     for agent, rel in artifacts:
         path = run_dir / rel
         try:
             trajectory = Trajectory.from_json(path.read_text(encoding="utf-8"))
-            if trajectory.status != "finalized":
+            if finalized and trajectory.status != "finalized":
                 raise SampleError(f"trajectory status is {trajectory.status!r}, not finalized")
-            samples.append(to_sample(trajectory, path.parent, mask_critic))
         except (OSError, json.JSONDecodeError, RecordError, SampleError) as exc:
             report.skipped.append(Skipped(rollout.task_id, agent, f"{path.name}: {exc}"))
-    return samples
+            continue
+        yield path, trajectory
+
+
+def trajectory_samples(
+    run_dir: Path, rollout: Rollout, cfg: ExportConfig, report: ExportReport, finalized: bool = True
+) -> list[Source]:
+    """The samples of each trajectory of the rollout, each with what it was made from."""
+    out = []
+    for path, trajectory in _trajectories(run_dir, rollout, report, finalized):
+        try:
+            out += [Source(s, trajectory, path.parent) for s in to_samples(trajectory, path.parent, cfg.mask_critic, cfg.profile)]
+        except SampleError as exc:
+            report.skipped.append(Skipped(rollout.task_id, trajectory.agent, f"{path.name}: {exc}"))
+    return out
+
+
+def training_sources(run_dir: Path, cfg: ExportConfig, report: ExportReport) -> list[Source]:
+    """The samples of the accepted rollouts of training tasks (eval tasks are never trained on)."""
+    rollouts = load_rollouts(run_dir)
+    verdicts_path = run_dir / "verdicts.parquet"
+    verdicts = read_parquet(verdicts_path, Verdict) if verdicts_path.is_file() else None
+    report.rollouts = len(rollouts)
+    for verdict in verdicts or ():
+        report.judged[verdict.task_id] = report.judged.get(verdict.task_id, Origin()) | verdict.origin
+    accepted = accepted_rollouts(rollouts, verdicts, run_gates(run_dir), cfg.include_undecided, report)
+    report.accepted = len(accepted)
+    sources = []
+    for rollout in sorted(accepted, key=lambda r: r.task_id):
+        task = report.tasks.get(rollout.task_id)
+        if task is not None and task.split == "eval":
+            report.skipped.append(Skipped(rollout.task_id, "-", "an eval task: never trained on", "eval_task"))
+            continue
+        sources += trajectory_samples(run_dir, rollout, cfg, report)
+    return sources
+
+
+def parity_inputs(run_dir: Path, cfg: ExportConfig, every_trajectory: bool = False) -> list[Source]:
+    """What train.parity checks: the samples the export makes of the run, or with `every_trajectory` the samples
+    of every trajectory of every rollout, accepted, failed or unfinished (what the run's models were sent)."""
+    run_dir = Path(run_dir).resolve()
+    report = ExportReport(run_dir / "sft", "", "", cfg.max_length, cfg.mask_critic, tasks=load_tasks(run_dir))
+    if not every_trajectory:
+        return training_sources(run_dir, cfg, report)
+    rollouts = sorted(load_rollouts(run_dir), key=lambda r: r.task_id)
+    return [source for r in rollouts for source in trajectory_samples(run_dir, r, cfg, report, finalized=False)]
 
 
 # ---------------------------------------------------------------- lengths
@@ -243,26 +302,20 @@ def export_run(run_dir: Path, cfg: ExportConfig) -> ExportReport:
     out_dir = Path(cfg.out_dir).resolve() if cfg.out_dir else run_dir / "sft"
     counter = make_counter(cfg.model_dir, cfg.template, cfg.agent_template)
     report = ExportReport(out_dir, counter.method, "", cfg.max_length, cfg.mask_critic, tasks=load_tasks(run_dir))
-    rollouts = load_rollouts(run_dir)
-    verdicts_path = run_dir / "verdicts.parquet"
-    verdicts = read_parquet(verdicts_path, Verdict) if verdicts_path.is_file() else None
-    report.rollouts = len(rollouts)
-    for verdict in verdicts or ():
-        report.judged[verdict.task_id] = report.judged.get(verdict.task_id, Origin()) | verdict.origin
-    accepted = accepted_rollouts(rollouts, verdicts, run_gates(run_dir), cfg.include_undecided, report)
-    report.accepted = len(accepted)
     exported: list[Exported] = []
-    for rollout in sorted(accepted, key=lambda r: r.task_id):
-        task = report.tasks.get(rollout.task_id)
-        if task is not None and task.split == "eval":
-            report.skipped.append(Skipped(rollout.task_id, "-", "an eval task: never trained on", "eval_task"))
+    parity = Parity(cfg) if ParityMode(cfg.parity) is not ParityMode.off else None
+    for source in training_sources(run_dir, cfg, report):
+        sample = source.sample
+        differs = parity.difference(sample, source.trajectory, source.workspace) if parity is not None else None
+        if differs is not None and ParityMode(cfg.parity) is ParityMode.refuse:
+            report.skipped.append(Skipped(sample.task_id, sample.agent, f"part {sample.part}: {differs}", "parity"))
             continue
-        for sample in trajectory_samples(run_dir, rollout, cfg.mask_critic, report):
-            kept, tokens, why = fit(sample, counter, cfg)
-            if kept is None:
-                report.skipped.append(Skipped(sample.task_id, sample.agent, why, "too_long"))
-            else:
-                exported.append(Exported(kept, tokens, kept is not sample))
+        kept, tokens, why = fit(sample, counter, cfg)
+        if kept is None:
+            report.skipped.append(Skipped(sample.task_id, sample.agent, why, "too_long"))
+        else:
+            exported.append(Exported(kept, tokens, kept is not sample))
+    report.parity = parity.report if parity is not None else None
     held_out = val_tasks(sorted({e.sample.task_id for e in exported}), cfg.val_fraction, cfg.seed)
     report.train = [e for e in exported if e.sample.task_id not in held_out]
     report.val = [e for e in exported if e.sample.task_id in held_out]
@@ -306,6 +359,13 @@ def _parser() -> argparse.ArgumentParser:
         "--include-undecided", action="store_true", help="also export rollouts a gate gave no verdict (unfiltered data)"
     )
     parser.add_argument("--push-to-hub", metavar="REPO_ID", help="also upload to this Hugging Face dataset repo")
+    parser.add_argument("--profile", choices=list(PROFILES), default=defaults.profile, help="of trajectories that record none")
+    parser.add_argument(
+        "--parity",
+        choices=[m.value for m in ParityMode],
+        default=defaults.parity.value,
+        help="a sample whose turns differ from the teacher's requests: refuse (default), report, or do not check",
+    )
     return parser
 
 
@@ -331,11 +391,15 @@ def main(argv: Optional[list[str]] = None) -> int:
         link_images=not args.copy_images,
         push_to_hub=args.push_to_hub,
         include_undecided=args.include_undecided,
+        profile=args.profile,
+        parity=ParityMode(args.parity),
     )
     report = export_run(args.run_dir, cfg)
     figures = report.figures()
     print(f"exported {figures['train_samples']} train / {figures['val_samples']} val samples to {report.out_dir}")
     print(f"accepted {report.accepted} of {report.rollouts} rollouts ({report.acceptance}); tokens: {report.token_method}")
+    if report.parity is not None:
+        print(report.parity.summary())
     for skipped in report.skipped:
         print(f"  skipped {skipped.task_id}/{skipped.agent}: {skipped.reason}")
     return 0

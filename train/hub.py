@@ -19,6 +19,7 @@ def hub_dataset(out_dir: Path) -> DatasetDict:
         {
             "task_id": Value("string"),
             "agent": Value("string"),
+            "part": Value("int32"),
             "tools": Value("string"),
             "messages": List(message),
             "images": List(Image()),

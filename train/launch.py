@@ -2,8 +2,10 @@
 
 Distributed settings come from the config, else from the environment (NPROC_PER_NODE,
 NNODES, NODE_RANK, MASTER_ADDR, MASTER_PORT), else one node with 8 GPUs. MS-SWIFT
-launches torchrun itself when NPROC_PER_NODE is set. The global batch is
-per-device batch x gradient accumulation x GPUs; the accumulation is computed.
+launches torchrun itself when NPROC_PER_NODE is set. A step takes per-device batch x
+gradient accumulation x GPUs packs (samples without packing); the accumulation is
+computed so that a step holds train.global_batch_size samples, or packs with
+train.batch_unit=packs (train/batching.py).
 """
 
 from __future__ import annotations
@@ -18,9 +20,11 @@ from pathlib import Path
 from typing import Any, Mapping, Optional
 
 from core.config import ConfigError, TrackingMode
-from train.config import SFTConfig
+from train.batching import Batching, gradient_accumulation, plan_batching
+from train.config import SWIFT_TEMPLATE, SFTConfig
 
 DEFAULT_NPROC = 8
+SWIFT_PLUGIN = Path(__file__).with_name("swift_plugin.py")  # registers SWIFT_TEMPLATE for `swift sft`
 DEFAULT_MASTER_PORT = 29500
 CHECKPOINT = re.compile(r"checkpoint-(\d+)$")
 
@@ -46,15 +50,23 @@ class LaunchPlan:
     topology: Topology
     per_device_batch: int
     gradient_accumulation: int
+    batching: Optional[Batching]  # None: no train.jsonl yet
 
     def render(self) -> str:
-        """The environment and the command, one flag per line, ready to paste into a shell."""
-        lines = ["# environment"] + [f"export {k}={shlex.quote(v)}" for k, v in sorted(self.env.items())]
+        """The batch arithmetic, the environment and the command, one flag per line, ready to paste into a shell."""
+        if self.batching is None:
+            lines = [
+                f"# batch: no {self.dataset_dir / 'train.jsonl'} yet: accumulation {self.gradient_accumulation} = global batch "
+                "/ (per device x GPUs); with the export, the figures (and with batch_unit=samples the accumulation) come from it"
+            ]
+        else:
+            lines = self.batching.lines()
+        lines += ["# environment"] + [f"export {k}={shlex.quote(v)}" for k, v in sorted(self.env.items())]
         topo = self.topology
-        global_batch = self.per_device_batch * self.gradient_accumulation * topo.world_size
+        per_step = self.per_device_batch * self.gradient_accumulation * topo.world_size
         lines.append(
-            f"# command: global batch {global_batch} = {self.per_device_batch} per device x {self.gradient_accumulation} "
-            f"accumulation steps x {topo.world_size} GPU(s) on {topo.nnodes} node(s)"
+            f"# command: {self.per_device_batch} per device x {self.gradient_accumulation} accumulation steps x "
+            f"{topo.world_size} GPU(s) on {topo.nnodes} node(s) = {per_step} per optimizer step (packs when packing)"
         )
         parts = [shlex.join(self.argv[:2])] + [shlex.join(self.argv[i : i + 2]) for i in range(2, len(self.argv), 2)]
         lines.append(" \\\n  ".join(parts))
@@ -87,17 +99,6 @@ def topology(cfg: SFTConfig, environ: Mapping[str, str]) -> Topology:
     if nnodes > 1 and not master_addr:
         raise ConfigError(f"{nnodes} nodes need train.master_addr (or MASTER_ADDR): the address of node 0")
     return Topology(nproc, nnodes, node_rank, master_addr or "127.0.0.1", master_port)
-
-
-def gradient_accumulation(global_batch: int, per_device: int, world_size: int) -> int:
-    per_step = per_device * world_size
-    if global_batch % per_step:
-        raise ConfigError(
-            f"train.global_batch_size={global_batch} is not a multiple of per_device_batch_size x GPUs = "
-            f"{per_device} x {world_size} = {per_step}; change one of them "
-            f"(e.g. global batch {per_step * max(1, global_batch // per_step)})"
-        )
-    return global_batch // per_step
 
 
 def latest_checkpoint(output_dir: Path) -> Optional[Path]:
@@ -154,8 +155,14 @@ def build_plan(cfg: SFTConfig, run_dir: Path, environ: Mapping[str, str] = os.en
     """The exact `swift sft` invocation for `cfg`; raises ConfigError before anything runs."""
     t, m = cfg.train, cfg.model
     topo = topology(cfg, environ)
-    accumulation = gradient_accumulation(t.global_batch_size, t.per_device_batch_size, topo.world_size)
     dataset_dir = Path(t.dataset_dir).expanduser().resolve() if t.dataset_dir else run_dir / "sft"
+    batching = plan_batching(t, m, dataset_dir / "train.jsonl", topo.world_size)
+    if batching is not None and batching.starved and not t.dry_run:  # a dry run prints it
+        raise ConfigError(f"{dataset_dir / 'train.jsonl'}: {batching.starved}")
+    if batching is None:
+        accumulation = gradient_accumulation(t.global_batch_size, t.per_device_batch_size, topo.world_size)
+    else:
+        accumulation = batching.accumulation
     output_dir = Path(t.output_dir).expanduser().resolve() if t.output_dir else run_dir / "checkpoints"
     model = str(Path(m.id).expanduser().resolve()) if m.hub == "local" else m.id
     args: dict[str, Any] = {
@@ -192,6 +199,8 @@ def build_plan(cfg: SFTConfig, run_dir: Path, environ: Mapping[str, str] = os.en
     val = dataset_dir / "val.jsonl"
     if val.is_file() and val.stat().st_size:
         args["val_dataset"] = str(val)
+    if m.template == SWIFT_TEMPLATE:  # the project's template, registered by its plugin file
+        args["external_plugins"] = str(SWIFT_PLUGIN)
     if t.deepspeed:
         args["deepspeed"] = t.deepspeed
     if t.max_steps is not None:
@@ -203,6 +212,5 @@ def build_plan(cfg: SFTConfig, run_dir: Path, environ: Mapping[str, str] = os.en
         args["resume_from_checkpoint"] = str(checkpoint)
     args.update(t.extra_args)
     argv = [swift_executable(), "sft"] + [part for key, value in args.items() for part in (f"--{key}", _flag(value))]
-    return LaunchPlan(
-        argv, environment(cfg, topo, dataset_dir, run_dir), dataset_dir, topo, t.per_device_batch_size, accumulation
-    )
+    env = environment(cfg, topo, dataset_dir, run_dir)
+    return LaunchPlan(argv, env, dataset_dir, topo, t.per_device_batch_size, accumulation, batching)

@@ -1,16 +1,23 @@
-"""One agent trajectory -> one MS-SWIFT agent-format sample.
+"""One agent trajectory -> MS-SWIFT agent-format samples that show the model what it was shown.
 
-MS-SWIFT keeps only role, content and loss of each message, so:
-- reasoning goes inline as `<think>...</think>\\n` before the assistant's content;
+The trajectory's records become the conversation its model read (`core.conversation`, under
+the profile its requests followed), and that conversation becomes the sample, so each
+trained turn's context is the request the teacher answered (`python -m train.parity`
+checks it token by token). MS-SWIFT keeps only role, content and loss of each message, so:
+- reasoning goes inline as `<think>...</think>\n` before the assistant's content: on the
+  trained turn always, on a past turn only where the profile's template shows it;
 - each tool call is a `tool_call` message, `{"name", "arguments"}` with the arguments
   as an object (the GLM agent template renders them key by key);
-- each image becomes an `<image>` placeholder at the end of the message that carried
-  it (a rendered slide stays inside its `tool_response`), and `images` lists the files
-  in placeholder order;
+- a message's images become `<image>` tags after its text, as MS-SWIFT reads a request's
+  image parts; `images` lists the files in tag order;
 - a critic injection (messages of kind "critic") reads as the agent's own `thinking`
-  call, trained on unless `mask_critic` gives it `"loss": false`.
-Literal placeholder tags in text (an HTML `<video>` tag, say) are defused so that they
-can never be taken for media.
+  call, trained on unless `mask_critic` gives it `"loss": false`; a turn whose call was
+  not a JSON object is context only (`"loss": false`: the history shows `{}`).
+Where a template hides reasoning it showed before (GLM templates drop the reasoning of
+turns before the last user message), one sequence cannot hold both views: the trajectory
+is split there, and each later part repeats the history as the model then read it, with
+`"loss": false`. Literal placeholder tags in text (an HTML `<video>` tag, say) are
+defused so that they can never be taken for media.
 """
 
 from __future__ import annotations
@@ -21,7 +28,8 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Callable, Optional
 
-from core.records import Message, Origin, ToolCall, Trajectory
+from core.conversation import DEFAULT_PROFILE, Profile, Turn, conversation, profile_named, reasoning_shown
+from core.records import Origin, ToolCall, Trajectory
 
 IMAGE_TAG = "<image>"
 # MS-SWIFT's Template.special_tokens, and `<img>` of its legacy `<img>path</img>` form.
@@ -40,6 +48,8 @@ class SwiftMessage:
     images: tuple[Path, ...] = ()  # absolute source files of this message's <image> placeholders
     loss: Optional[bool] = None  # None: MS-SWIFT's default (assistant and tool_call trained)
     critic: bool = False  # written by the isolated critic (not serialized: it reads as the agent's own)
+    source: Optional[int] = None  # the index of the record it came from (not serialized)
+    context: bool = False  # history repeated from an earlier part of the trajectory (not serialized)
 
     def to_dict(self) -> dict[str, Any]:
         out: dict[str, Any] = {"role": self.role, "content": self.content}
@@ -56,6 +66,7 @@ class Sample:
     tools_json: str
     messages: tuple[SwiftMessage, ...]
     origin: Origin = field(default_factory=Origin)  # the trajectory's templates and models
+    part: int = 0  # which part of its trajectory (more than one where hidden reasoning split it)
 
     @property
     def images(self) -> tuple[Path, ...]:
@@ -63,14 +74,15 @@ class Sample:
 
     @property
     def critic_calls(self) -> int:
-        return sum(1 for m in self.messages if m.role == "tool_call" and m.critic)
+        return sum(1 for m in self.messages if m.role == "tool_call" and m.critic and not m.context)
 
     def cut_points(self) -> list[int]:
-        """Message counts at which a prefix ends on a whole agent turn (before the next observation)."""
+        """Message counts at which a prefix ends on a whole trained agent turn (before the next observation)."""
         points = []
         for i, message in enumerate(self.messages):
             nxt = self.messages[i + 1].role if i + 1 < len(self.messages) else None
-            if message.role in ("assistant", "tool_call") and nxt not in ("assistant", "tool_call"):
+            trained = message.role in ("assistant", "tool_call") and message.loss is not False
+            if trained and nxt not in ("assistant", "tool_call"):
                 points.append(i + 1)
         return points
 
@@ -82,6 +94,7 @@ class Sample:
         return {
             "task_id": self.task_id,  # for people and tools; MS-SWIFT's loader drops unknown keys
             "agent": self.agent,
+            "part": self.part,
             "tools": self.tools_json,
             "messages": [m.to_dict() for m in self.messages],
             "images": [image_path(p) for p in self.images],
@@ -101,70 +114,101 @@ def _with_images(text: str, images: tuple[str, ...], root: Path) -> tuple[str, t
     for name, file in zip(images, files, strict=True):
         if not file.is_relative_to(root.resolve()):
             raise SampleError(f"image {name!r} lies outside the workspace")
-    tags = "\n".join(IMAGE_TAG for _ in images)
-    return (f"{text}\n{tags}" if text else tags), files
+    return text + IMAGE_TAG * len(images), files
 
 
-def _assistant_content(message: Message) -> str:
-    content = defuse_tags(message.content or "")
-    if message.reasoning and message.reasoning.strip():
-        return f"<think>{defuse_tags(message.reasoning.strip())}</think>\n{content.strip()}"
+def assistant_text(content: str, reasoning: str | None) -> str:
+    """An assistant message as MS-SWIFT reads it: its reasoning inline, as GLM renders it."""
+    if reasoning and reasoning.strip():
+        return f"<think>{reasoning.strip()}</think>\n{content.strip()}"
     return content
 
 
-def _arguments(call: ToolCall, where: str) -> dict[str, Any]:
-    try:
-        arguments = json.loads(call.arguments or "{}")
-    except json.JSONDecodeError as exc:
-        raise SampleError(f"{where}: tool call {call.name!r} has malformed JSON arguments ({exc})") from exc
-    if not isinstance(arguments, dict):
-        raise SampleError(f"{where}: tool call {call.name!r} has arguments that are not a JSON object")
-    return arguments
+def _tool_call(call: ToolCall, loss: Optional[bool], critic: bool, source: Optional[int]) -> SwiftMessage:
+    content = json.dumps({"name": call.name, "arguments": json.loads(call.arguments)}, ensure_ascii=False)
+    return SwiftMessage("tool_call", defuse_tags(content), loss=loss, critic=critic, source=source)
 
 
-def _tool_call(call: ToolCall, loss: Optional[bool], critic: bool, where: str) -> SwiftMessage:
-    arguments = _arguments(call, where)
-    content = json.dumps({"name": call.name, "arguments": arguments}, ensure_ascii=False)
-    return SwiftMessage("tool_call", defuse_tags(content), loss=loss, critic=critic)
-
-
-def _convert(message: Message, index: int, root: Path, mask_critic: bool) -> list[SwiftMessage]:
-    where = f"message {index} ({message.role})"
-    if message.role in ("system", "user"):
-        content, images = _with_images(message.content, message.images, root)
-        return [SwiftMessage(message.role, content, images)]
-    if message.role == "tool":
-        content, images = _with_images(message.content, message.images, root)
-        return [SwiftMessage("tool_response", content, images)]
-    if message.role != "assistant":
-        raise SampleError(f"{where}: unknown role")
-    if message.images:
-        raise SampleError(f"{where}: an assistant message cannot carry images")
-    critic = message.kind == "critic"
-    loss = False if critic and mask_critic else None
-    out = []
-    content = _assistant_content(message)
-    if content or not message.tool_calls:
-        out.append(SwiftMessage("assistant", content, loss=loss, critic=critic))
-    out += [_tool_call(call, loss, critic, where) for call in message.tool_calls]
-    return out
-
-
-def to_sample(trajectory: Trajectory, workspace: Path, mask_critic: bool = False) -> Sample:
-    """The MS-SWIFT sample of one trajectory; image paths resolve against its workspace."""
-    messages: list[SwiftMessage] = []
-    for index, message in enumerate(trajectory.messages):
-        messages += _convert(message, index, workspace, mask_critic)
-    sample = Sample(
-        trajectory.task_id, trajectory.agent, trajectory.policy, trajectory.tools_json, tuple(messages), trajectory.origin
+def _convert(turn: Turn, root: Path, trained: bool, show_reasoning: bool, mask_critic: bool) -> list[SwiftMessage]:
+    if turn.role in ("system", "user", "tool"):
+        content, images = _with_images(turn.text, turn.images, root)
+        return [SwiftMessage("tool_response" if turn.role == "tool" else turn.role, content, images, source=turn.source)]
+    if turn.role != "assistant":
+        raise SampleError(f"a {turn.role!r} message: unknown role")
+    if turn.images:
+        raise SampleError("an assistant message cannot carry images")
+    critic = turn.kind == "critic"
+    loss = None if trained and not (critic and mask_critic) and not turn.malformed else False
+    content = defuse_tags(assistant_text(turn.text, turn.reasoning if show_reasoning else None))
+    out = (
+        [SwiftMessage("assistant", content, loss=loss, critic=critic, source=turn.source)]
+        if content or not turn.tool_calls
+        else []
     )
-    if not any(m.role == "user" for m in sample.messages):
+    return out + [_tool_call(call, loss, critic, turn.source) for call in turn.tool_calls]
+
+
+class _Parts:
+    """The samples of one conversation, built turn by turn (see the module's note on splitting)."""
+
+    def __init__(self, turns: list[Turn], profile: Profile, root: Path, mask_critic: bool):
+        self.turns, self.profile, self.root, self.mask_critic = turns, profile, root, mask_critic
+        self.parts: list[list[SwiftMessage]] = []
+        self.current: list[SwiftMessage] = []
+        self.shown: dict[int, bool] = {}  # assistant turns with reasoning in the current part -> rendered with it
+
+    def add(self, index: int) -> None:
+        turn = self.turns[index]
+        if turn.role != "assistant":
+            self.current += _convert(turn, self.root, False, False, self.mask_critic)
+            return
+        seen = reasoning_shown(self.turns[:index], self.profile)  # what the model read when it wrote this turn
+        if any(shown != (j in seen) for j, shown in self.shown.items()):
+            self.parts.append(self.current)
+            self.current = [m for j in range(index) for m in self._context(j, seen)]
+            self.shown = {j: j in seen for j in range(index) if self.turns[j].reasoning}
+        self.current += _convert(turn, self.root, True, True, self.mask_critic)
+        if turn.reasoning:
+            self.shown[index] = True
+
+    def _context(self, index: int, seen: frozenset[int]) -> list[SwiftMessage]:
+        return [replace(m, context=True) for m in _convert(self.turns[index], self.root, False, index in seen, self.mask_critic)]
+
+    def samples(self, trajectory: Trajectory) -> list[Sample]:
+        out = []
+        for messages in [*self.parts, self.current]:
+            sample = Sample(
+                trajectory.task_id,
+                trajectory.agent,
+                trajectory.policy,
+                trajectory.tools_json,
+                tuple(messages),
+                trajectory.origin,
+                len(out),
+            )
+            cuts = sample.cut_points()
+            if cuts:  # the observation after the last trained call (finalize's) teaches nothing
+                out.append(sample.prefix(cuts[-1]))
+        return out
+
+
+def to_samples(trajectory: Trajectory, workspace: Path, mask_critic: bool = False, profile: str | None = None) -> list[Sample]:
+    """The MS-SWIFT samples of one trajectory (one, unless reasoning hidden later splits it); image paths
+    resolve against its workspace. `profile` names the profile of trajectories that record none."""
+    followed = profile_named(trajectory.profile or profile or DEFAULT_PROFILE)
+    turns = conversation(trajectory.messages, followed, trajectory.vision)
+    if not any(t.role == "user" for t in turns):
         raise SampleError("no user message")
-    cuts = sample.cut_points()
-    if not cuts:
+    parts = _Parts(turns, followed, workspace, mask_critic)
+    for index in range(len(turns)):
+        try:
+            parts.add(index)
+        except SampleError as exc:
+            raise SampleError(f"message {index} ({turns[index].role}): {exc}") from exc
+    samples = parts.samples(trajectory)
+    if not samples:
         raise SampleError("no assistant turn to train on")
-    sample = sample.prefix(cuts[-1])  # the observation after the last call (finalize's) teaches nothing
-    for image in sample.images:
+    for image in (image for sample in samples for image in sample.images):
         if not image.is_file():
             raise SampleError(f"image {image} is missing")
-    return sample
+    return samples

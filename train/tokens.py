@@ -22,6 +22,8 @@ from typing import Any, Iterator, Optional, Protocol
 
 from PIL import Image
 
+from train.config import SWIFT_TEMPLATE
+
 ASCII_CHARS_PER_TOKEN = 4.0
 OTHER_CHARS_PER_TOKEN = 1.5
 MESSAGE_OVERHEAD = 4  # role tokens and separators per message
@@ -103,8 +105,10 @@ def image_root(folder: Path) -> Iterator[None]:
 class TemplateCounter:
     """MS-SWIFT's own encoding (needs the train extra and local processor files)."""
 
-    def __init__(self, model_dir: str | Path, template: str = "glm4_5v", agent_template: str = "glm4_5"):
+    def __init__(self, model_dir: str | Path, template: str = SWIFT_TEMPLATE, agent_template: str = "glm4_5"):
         from swift import get_processor, get_template
+
+        import train.swift_plugin  # noqa: F401 - registers SWIFT_TEMPLATE
 
         try:
             processor = get_processor(str(model_dir), download_model=False)
@@ -121,7 +125,9 @@ class TemplateCounter:
         return self.template.encode(copy.deepcopy(row))  # encoding merges messages in place
 
     def count(self, row: dict[str, Any]) -> TokenCount:
-        encoded = self.encode(row)
+        return self.count_encoded(self.encode(row))
+
+    def count_encoded(self, encoded: dict[str, Any]) -> TokenCount:
         ids, labels = encoded["input_ids"], encoded["labels"]
         return TokenCount(len(ids), sum(1 for label in labels if label != -100), ids.count(self.image_token_id))
 

@@ -6,7 +6,10 @@
 3. with local processor files (`model_dir`), every row is encoded by the GLM-4.6V-Flash
    template as `swift sft` will: token lengths, image tokens (each image must expand to
    many tokens) and the share of tokens that carry loss. Without them the encode step
-   is skipped, and the report says so.
+   is skipped, and the report says so;
+4. with the glm4_5 agent template, each encoded row's labels against its messages
+   (train/labels.py): tool-calling turns end with a trained `<|observation|>`, system,
+   user and tool turns and images carry no loss, `"loss": false` messages none either.
 """
 
 from __future__ import annotations
@@ -18,7 +21,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Optional
 
+from train.labels import check_labels
 from train.samples import IMAGE_TAG
+from train.config import SWIFT_TEMPLATE
 from train.tokens import TemplateCounter, TokenCount, has_processor, image_root
 
 
@@ -97,11 +102,13 @@ def load_with_swift(path: Path) -> list[dict[str, Any]]:
     return list(train)
 
 
-def encode_rows(rows: list[dict[str, Any]], counter: TemplateCounter, report: ValidationReport) -> None:
+def encode_rows(rows: list[dict[str, Any]], counter: TemplateCounter, report: ValidationReport, labels: bool = True) -> None:
+    """Encode each row; with `labels`, check which tokens carry loss against its messages (train/labels.py)."""
     for number, row in enumerate(rows, 1):
         n_images = len(row.get("images") or [])
         try:
-            count = counter.count(row)
+            encoded = counter.encode(row)
+            count = counter.count_encoded(encoded)
         except Exception as exc:  # noqa: BLE001 - the template raises anything; the row is named
             report.problems.append(f"row {number}: the template could not encode it: {type(exc).__name__}: {exc}")
             continue
@@ -110,12 +117,14 @@ def encode_rows(rows: list[dict[str, Any]], counter: TemplateCounter, report: Va
                 f"row {number}: {n_images} images gave {count.image_tokens} image tokens: not expanded "
                 "(does the tokenizer's <|image|> id match the template's?)"
             )
+        if labels:
+            report.problems += [f"row {number}: {p}" for p in check_labels(encoded, row, counter.template.tokenizer)]
         report.counts.append(count)
         report.images_per_row.append(n_images)
 
 
 def validate_file(
-    path: Path, model_dir: Optional[str] = None, template: str = "glm4_5v", agent_template: str = "glm4_5"
+    path: Path, model_dir: Optional[str] = None, template: str = SWIFT_TEMPLATE, agent_template: str = "glm4_5"
 ) -> ValidationReport:
     path = Path(path).resolve()
     report = ValidationReport(path)
@@ -144,6 +153,7 @@ def validate_file(
             report.encode = f"no processor files {'in ' + str(model_dir) if model_dir else '(pass --model-dir DIR)'}"
             return report
         counter = TemplateCounter(model_dir, template, agent_template)
-        report.encode = counter.method
-        encode_rows(loaded, counter, report)
+        labels = agent_template == "glm4_5"  # the role-token layout train/labels.py reads
+        report.encode = f"{counter.method}; labels {'checked against the messages' if labels else 'not checked (glm4_5 only)'}"
+        encode_rows(loaded, counter, report, labels)
     return report

@@ -27,6 +27,7 @@ from agents.brief import Brief
 from agents.policies.content import BULLETS, SlidePlan, manuscript_text, outline, parse_manuscript
 from agents.policies.extract import plain, sentences
 from agents.policies.designs import Design, design_for, design_plan, slide_html
+from core.conversation import DEFAULT_PROFILE
 from core.language import detect_language
 from core.wire import estimate_prompt_tokens
 from core.llm_types import ChatResult
@@ -58,8 +59,10 @@ class ScriptedPolicy:
 
     name = NAME
     context_window = None
+    vision = True
 
-    def __init__(self, role: str, brief: Brief):
+    def __init__(self, role: str, brief: Brief, profile: str = DEFAULT_PROFILE):
+        self.profile = profile  # calls no server: the profile its samples are made for (the student's, by default)
         plans = {"researcher": researcher, "presenter": presenter, "single": single}
         self._plan = plans[role](brief)
         self._turn = 0

@@ -1,6 +1,6 @@
 """Training batches for the SFT benchmark: an export's rows encoded, packed and collated by MS-SWIFT, as `swift sft` does.
 
-`swift sft --packing true` encodes each row with the `glm4_5v` template and `glm4_5` agent
+`swift sft --packing true` encodes each row with the `deckforge_glm4_5v` template and `glm4_5` agent
 template (loss scale `default+ignore_empty_think`), leaves out rows longer than
 max_length (`--truncation_strategy delete`), bins the rest into packs of at most
 max_length tokens (best-fit decreasing) and collates each pack padding-free: one row of
@@ -93,7 +93,7 @@ def load(export: Path, processor_dir: Path, max_length: int) -> Batches:
     from swift.template.base import MaxLengthError
 
     rows = read_rows(export)
-    template = TemplateCounter(processor_dir).template  # glm4_5v + glm4_5, train mode, the swift sft loss scale
+    template = TemplateCounter(processor_dir).template  # deckforge_glm4_5v + glm4_5, train mode, the swift sft loss scale
     template.max_length, template.padding_free, template.packing = max_length, True, True
     encoded, lengths, too_long = [], [], 0
     with image_root(export):

@@ -199,10 +199,22 @@ def _funnel(run: RunData, rows: tuple[RolloutRow, ...], accepted: int | None) ->
         FunnelStep(
             "SFT samples",
             sum(samples.values()) if samples is not None else None,
-            ", ".join(f"{k} {v}" for k, v in samples.items()) + " (a sample per agent trajectory)"
+            ", ".join(f"{k} {v}" for k, v in samples.items()) + _parity_note(run.stages.get("export", {}).get("parity"))
             if samples is not None
             else "the export has not run",
         ),
+    )
+
+
+def _parity_note(parity: dict[str, Any] | None) -> str:
+    """How many trained turns showed the model what its teacher was shown (train.parity), as the export found."""
+    if not parity:
+        return " (parity not checked)"
+    named = sum(parity.get("turns_named_difference", {}).values())
+    return (
+        f"; parity: {parity['turns_equal']} of {parity['turns_checked']} trained turns equal to the teacher's request"
+        + (f", {named} by a named difference" if named else "")
+        + (f", {parity['turns_different']} different" if parity.get("turns_different") else "")
     )
 
 

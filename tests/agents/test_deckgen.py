@@ -165,10 +165,11 @@ async def test_inspection_catches_and_fixes_a_models_mistakes(renderer: Renderer
     task = Task("t-fake", "manual", "Two slides about our results.", "en", (str(attachment),), Constraints(2, 2, "16:9", None))
     workspace = tmp_path / "ws"
     workspace.mkdir()
-    with FakeOpenAIServer(clumsy_model) as srv:
+    with FakeOpenAIServer(clumsy_model, strict="vllm-glm") as srv:
         model = ModelClient(LLMConfig(base_url=srv.url, model="clumsy"), "agent")
         outcome = await generate_deck(task, workspace, env(renderer, workspace, lambda role, brief: model))
     assert outcome.status == "done", outcome.failure
+    assert srv.refused == []
     researcher, presenter = outcome.trajectories
     seen = [m.content for m in researcher.messages if m.name == "inspect_manuscript"]
     assert "missing_asset" in seen[0] and "slide_count" in seen[0] and "No issues found." in seen[-1]

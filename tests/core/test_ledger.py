@@ -33,7 +33,9 @@ def verdict(task_id: str) -> Verdict:
 
 
 async def test_calls_count_into_the_unit_they_run_in_with_cached_tokens_and_the_model() -> None:
-    with FakeOpenAIServer(lambda _: Reply("ok", prompt_tokens=1000, completion_tokens=10, cached_tokens=400)) as srv:
+    with FakeOpenAIServer(
+        lambda _: Reply("ok", prompt_tokens=1000, completion_tokens=10, cached_tokens=400), strict="vllm-glm"
+    ) as srv:
         c = client(srv)
         unit = Unit()
         with unit_scope(unit):
@@ -48,7 +50,7 @@ async def test_calls_count_into_the_unit_they_run_in_with_cached_tokens_and_the_
 
 
 async def test_a_unit_at_its_cap_refuses_the_next_call_and_says_so() -> None:
-    with FakeOpenAIServer(lambda _: Reply("ok", prompt_tokens=1000, completion_tokens=0)) as srv:
+    with FakeOpenAIServer(lambda _: Reply("ok", prompt_tokens=1000, completion_tokens=0), strict="vllm-glm") as srv:
         c = client(srv, role="agent")
         unit = Unit(max_cost_usd=1.5)  # each call costs $1
         with unit_scope(unit):
@@ -119,7 +121,7 @@ def test_an_edited_template_of_a_run_s_folders_stops_its_rerun_unless_forced(
 
 async def test_a_unit_is_published_with_its_usage_and_origin_and_counted_once(tmp_path: Path) -> None:
     store = RunStore(tmp_path)
-    with FakeOpenAIServer(lambda _: Reply("ok", prompt_tokens=100, completion_tokens=10)) as srv:
+    with FakeOpenAIServer(lambda _: Reply("ok", prompt_tokens=100, completion_tokens=10), strict="vllm-glm") as srv:
         c = client(srv)
 
         async def judged() -> Verdict:
@@ -156,7 +158,7 @@ def test_units_written_before_version_2_count_no_usage(tmp_path: Path) -> None:
 
 async def test_the_run_cap_holds_back_new_units_and_cancels_those_in_flight_when_asked(tmp_path: Path) -> None:
     store = RunStore(tmp_path)
-    with FakeOpenAIServer(lambda _: Reply("ok", prompt_tokens=1000, completion_tokens=0)) as srv:  # $1 a call
+    with FakeOpenAIServer(lambda _: Reply("ok", prompt_tokens=1000, completion_tokens=0), strict="vllm-glm") as srv:  # $1 a call
         c = client(srv, max_concurrency=1)
 
         async def two_calls() -> Verdict:

@@ -35,7 +35,7 @@ def answer(_: dict) -> Reply:
 
 @pytest.mark.parametrize("fault", ["500", "429", "hang", "truncated"])
 async def test_transient_fault_is_retried(fault: str) -> None:
-    with FakeOpenAIServer(answer, faults=FaultPlan(script=[fault], hang_s=5)) as srv:
+    with FakeOpenAIServer(answer, faults=FaultPlan(script=[fault], hang_s=5), strict="vllm-glm") as srv:
         c = client(srv, timeout_s=0.5)
         result = await c.chat(HELLO)
         assert result.content == "done" and result.tool_calls[0].name == "read_file"
@@ -45,7 +45,7 @@ async def test_transient_fault_is_retried(fault: str) -> None:
 
 
 async def test_rate_limit_honours_retry_after() -> None:
-    with FakeOpenAIServer(answer, faults=FaultPlan(script=["429"], retry_after_s=0.4)) as srv:
+    with FakeOpenAIServer(answer, faults=FaultPlan(script=["429"], retry_after_s=0.4), strict="vllm-glm") as srv:
         c = client(srv, backoff_base_s=0.001)
         started = time.perf_counter()
         await c.chat(HELLO)
@@ -53,14 +53,14 @@ async def test_rate_limit_honours_retry_after() -> None:
 
 
 async def test_malformed_tool_call_json_reaches_the_caller_verbatim() -> None:
-    with FakeOpenAIServer(answer, faults=FaultPlan(script=["malformed_tool_json"])) as srv:
+    with FakeOpenAIServer(answer, faults=FaultPlan(script=["malformed_tool_json"]), strict="vllm-glm") as srv:
         result = await client(srv).chat(HELLO)
     with pytest.raises(json.JSONDecodeError):
         json.loads(result.tool_calls[0].arguments)  # the agent loop turns this into an observation
 
 
 async def test_gives_up_after_the_cap_and_says_why() -> None:
-    with FakeOpenAIServer(answer, faults=FaultPlan(script=["500"] * 10)) as srv:
+    with FakeOpenAIServer(answer, faults=FaultPlan(script=["500"] * 10), strict="vllm-glm") as srv:
         c = client(srv, max_retries=2)
         with pytest.raises(ModelError) as err:
             await c.chat(HELLO)
@@ -77,7 +77,7 @@ async def test_gives_up_after_the_cap_and_says_why() -> None:
     ],
 )
 async def test_client_errors_are_not_retried(status: int, message: str, kind: str) -> None:
-    with FakeOpenAIServer(lambda _: ErrorReply(status, message)) as srv:
+    with FakeOpenAIServer(lambda _: ErrorReply(status, message)) as srv:  # permissive: the test answers with the refusal itself
         with pytest.raises(ModelError) as err:
             await client(srv).chat(HELLO)
         assert err.value.kind == kind and len(srv.requests) == 1
@@ -85,7 +85,7 @@ async def test_client_errors_are_not_retried(status: int, message: str, kind: st
 
 async def test_usage_and_cost_are_counted_per_role() -> None:
     meter = UsageMeter()
-    with FakeOpenAIServer(lambda _: Reply("ok", prompt_tokens=1000, completion_tokens=500)) as srv:
+    with FakeOpenAIServer(lambda _: Reply("ok", prompt_tokens=1000, completion_tokens=500), strict="vllm-glm") as srv:
         price = PriceConfig(input_per_mtok=1.0, output_per_mtok=2.0)
         agent = ModelClient(LLMConfig(base_url=srv.url, model="fake", price=price), "agent", meter)
         critic = ModelClient(LLMConfig(base_url=srv.url, model="fake"), "critic", meter)
@@ -98,7 +98,7 @@ async def test_usage_and_cost_are_counted_per_role() -> None:
 
 
 async def test_missing_usage_is_estimated_and_flagged() -> None:
-    with FakeOpenAIServer(lambda _: Reply("x" * 400, report_usage=False)) as srv:
+    with FakeOpenAIServer(lambda _: Reply("x" * 400, report_usage=False), strict="vllm-glm") as srv:
         c = client(srv)
         result = await c.chat([Message("user", "y" * 4000)])
     assert not result.usage_reported and result.usage.prompt_tokens == 1000 and result.usage.completion_tokens == 100
@@ -115,24 +115,19 @@ def _conversation(tmp_path: Path) -> list[Message]:
     ]
 
 
-@pytest.mark.parametrize("in_tool", [False, True])
-async def test_images_after_tool_results(tmp_path: Path, in_tool: bool) -> None:
-    with FakeOpenAIServer(answer) as srv:
-        await client(srv, images_in_tool_messages=in_tool).chat(_conversation(tmp_path), tools=[], image_root=tmp_path)
+@pytest.mark.parametrize("profile", ["openai", "vllm-glm"])
+async def test_images_after_tool_results(tmp_path: Path, profile: str) -> None:
+    with FakeOpenAIServer(answer, strict=profile) as srv:
+        await client(srv, profile=profile).chat(_conversation(tmp_path), tools=[], image_root=tmp_path)
         wire = srv.requests[0]["messages"]
-    roles = [m["role"] for m in wire]
-    if in_tool:
-        assert roles == ["system", "assistant", "tool", "tool"]
-        assert wire[2]["content"][1]["image_url"]["url"].startswith("data:image/png;base64,")
-    else:  # vLLM: images move to one user message right after the tool results
-        assert roles == ["system", "assistant", "tool", "tool", "user"]
-        assert isinstance(wire[2]["content"], str)
-        assert wire[4]["content"][1]["image_url"]["url"].startswith("data:image/png;base64,")
+    assert [m["role"] for m in wire] == ["system", "assistant", "tool", "tool", "user"]  # images in a user message after them
+    assert isinstance(wire[2]["content"], str)
+    assert wire[4]["content"][1]["image_url"]["url"].startswith("data:image/png;base64,")
     assert wire[1]["tool_calls"][0]["function"]["name"] == "inspect_slide"
 
 
 async def test_a_text_only_model_gets_no_image_only_a_note(tmp_path: Path) -> None:
-    with FakeOpenAIServer(answer) as srv:
+    with FakeOpenAIServer(answer, strict="vllm-glm") as srv:
         await client(srv, vision=False).chat(_conversation(tmp_path), tools=[], image_root=tmp_path)
         wire = srv.requests[0]["messages"]
     assert [m["role"] for m in wire] == ["system", "assistant", "tool", "tool"]  # nothing moved to a user message
@@ -144,7 +139,7 @@ async def test_a_text_only_model_gets_no_image_only_a_note(tmp_path: Path) -> No
     ("llama_context_error", "kind"), [("Requested tokens (9000) exceed context window of 8192", "context_length")]
 )
 async def test_llama_cpp_context_refusal_is_a_context_length_error(llama_context_error: str, kind: str) -> None:
-    with FakeOpenAIServer(lambda _: ErrorReply(400, llama_context_error)) as srv:
+    with FakeOpenAIServer(lambda _: ErrorReply(400, llama_context_error)) as srv:  # permissive: the test answers the refusal
         with pytest.raises(ModelError) as err:
             await client(srv).chat(HELLO)
     assert err.value.kind == kind
@@ -152,13 +147,15 @@ async def test_llama_cpp_context_refusal_is_a_context_length_error(llama_context
 
 async def test_a_reply_that_used_its_whole_token_budget_was_cut() -> None:
     """Some servers (llama-cpp-python's tool calling) stop at max_tokens but call it something else."""
-    with FakeOpenAIServer(lambda _: Reply(tool_calls=[("write_file", '{"path": "a.ht')], completion_tokens=32)) as srv:
+    with FakeOpenAIServer(
+        lambda _: Reply(tool_calls=[("write_file", '{"path": "a.ht')], completion_tokens=32), strict="vllm-glm"
+    ) as srv:
         assert (await client(srv, max_tokens=32).chat(HELLO)).finish_reason == "length"
         assert (await client(srv, max_tokens=33).chat(HELLO)).finish_reason == "tool_calls"
 
 
 async def test_a_turn_over_its_time_limit_fails_as_turn_timeout_without_retries() -> None:
-    with FakeOpenAIServer(lambda _: Reply("late", delay_s=1.0)) as srv:
+    with FakeOpenAIServer(lambda _: Reply("late", delay_s=1.0), strict="vllm-glm") as srv:
         c = client(srv, turn_timeout_s=0.2, max_retries=3)
         with pytest.raises(ModelError) as err:
             await c.chat(HELLO)
@@ -167,7 +164,7 @@ async def test_a_turn_over_its_time_limit_fails_as_turn_timeout_without_retries(
 
 
 async def test_concurrency_limit_per_role() -> None:
-    with FakeOpenAIServer(answer, latency_s=0.2) as srv:
+    with FakeOpenAIServer(answer, latency_s=0.2, strict="vllm-glm") as srv:
         c = client(srv, max_concurrency=2)
         started = time.perf_counter()
         await asyncio.gather(*(c.chat(HELLO) for _ in range(6)))
@@ -175,6 +172,7 @@ async def test_concurrency_limit_per_role() -> None:
 
 
 async def test_fake_server_speaks_the_streaming_protocol() -> None:
+    # permissive: the openai SDK itself talks to the fake here, not a product client with a profile
     with FakeOpenAIServer(replay([Reply("streamed", [("thinking", {"thought": "t"})])])) as srv:
         api = openai.AsyncOpenAI(base_url=srv.url, api_key="x")
         stream = await api.chat.completions.create(model="fake", messages=[{"role": "user", "content": "hi"}], stream=True)
@@ -186,7 +184,7 @@ async def test_fake_server_speaks_the_streaming_protocol() -> None:
 
 
 async def test_concurrency_backs_off_on_429_and_recovers() -> None:
-    with FakeOpenAIServer(answer, latency_s=0.05, capacity=4, faults=FaultPlan(retry_after_s=0.05)) as srv:
+    with FakeOpenAIServer(answer, latency_s=0.05, capacity=4, faults=FaultPlan(retry_after_s=0.05), strict="vllm-glm") as srv:
         c = client(srv, max_concurrency=16, max_retries=20)
         await asyncio.gather(*(c.chat(HELLO) for _ in range(60)))  # every call succeeds despite the overload
         assert srv.faults_served and c.limit.lowest <= 8  # halved at least once
@@ -199,7 +197,7 @@ async def test_concurrency_backs_off_on_429_and_recovers() -> None:
 
 
 async def test_sampling_and_extra_body_reach_the_server() -> None:
-    with FakeOpenAIServer(answer) as srv:
+    with FakeOpenAIServer(answer, strict="vllm-glm") as srv:
         extra = {"chat_template_kwargs": {"enable_thinking": False}}
         await client(srv, temperature=0.2, max_tokens=77, extra_body=extra).chat(
             HELLO, tools=[{"type": "function", "function": {"name": "f", "parameters": {}}}]
@@ -210,7 +208,7 @@ async def test_sampling_and_extra_body_reach_the_server() -> None:
 
 
 async def test_an_image_gone_from_disk_becomes_a_note(tmp_path: Path) -> None:
-    with FakeOpenAIServer(answer) as srv:
+    with FakeOpenAIServer(answer, strict="vllm-glm") as srv:
         await client(srv).chat([Message("user", "look", images=("gone.png",))], image_root=tmp_path)
         (message,) = srv.requests[0]["messages"]
     assert message["content"][1] == {"type": "text", "text": "[image gone.png no longer exists]"}
@@ -245,7 +243,7 @@ def test_kept_images_stay_within_their_byte_budget(tmp_path: Path) -> None:
 
 def test_one_client_serves_successive_event_loops_and_closes() -> None:
     """A client made once (e.g. by a CLI) may be used by several `asyncio.run`s: a session per loop."""
-    with FakeOpenAIServer(answer) as srv:
+    with FakeOpenAIServer(answer, strict="vllm-glm") as srv:
         c = client(srv)
 
         async def call_and_close() -> bool:
@@ -284,7 +282,7 @@ async def test_a_non_json_answer_is_a_malformed_response() -> None:
 
 async def test_requests_go_through_the_proxy_named_by_the_environment(monkeypatch: pytest.MonkeyPatch) -> None:
     """HTTP_PROXY is honoured (looked up once per client): the endpoint's host does not resolve, the proxy answers."""
-    with FakeOpenAIServer(answer) as proxy:
+    with FakeOpenAIServer(answer, strict="vllm-glm") as proxy:
         for name in ("HTTP_PROXY", "http_proxy"):  # urllib prefers the lower-case one when both are set
             monkeypatch.setenv(name, proxy.url.removesuffix("/v1"))
         for name in ("NO_PROXY", "no_proxy"):
@@ -298,7 +296,7 @@ async def test_requests_go_through_the_proxy_named_by_the_environment(monkeypatc
 
 
 async def test_no_proxy_bypasses_the_proxy(monkeypatch: pytest.MonkeyPatch) -> None:
-    with FakeOpenAIServer(answer) as srv:
+    with FakeOpenAIServer(answer, strict="vllm-glm") as srv:
         for name, value in (("HTTP_PROXY", "http://proxy.invalid:3128"), ("NO_PROXY", "127.0.0.1")):
             monkeypatch.setenv(name, value)
             monkeypatch.setenv(name.lower(), value)
@@ -311,7 +309,7 @@ async def test_no_proxy_bypasses_the_proxy(monkeypatch: pytest.MonkeyPatch) -> N
 
 async def test_fake_server_can_serve_without_keeping_bodies() -> None:
     """The benchmarks' endpoint keeps no request bodies (its heap would grow with every call)."""
-    with FakeOpenAIServer(answer, keep_requests=False) as srv:
+    with FakeOpenAIServer(answer, keep_requests=False, strict="vllm-glm") as srv:
         c = client(srv)
         try:
             first, second = [await c.chat(HELLO) for _ in range(2)]

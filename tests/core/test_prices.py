@@ -88,7 +88,7 @@ def test_a_role_on_another_model_does_not_inherit_the_backbone_s_price() -> None
 def test_gpu_hours_price_the_endpoint_s_busy_time_shared_by_the_calls_in_flight() -> None:
     """Two calls in flight together for ~0.4 s: ~0.4 s of the fleet's time in all, not 0.8."""
     gpu_hour, gpus = 36.0, 2  # $0.02 per second of the fleet
-    with FakeOpenAIServer(lambda _: Reply("ok"), latency_s=0.4) as srv:
+    with FakeOpenAIServer(lambda _: Reply("ok"), latency_s=0.4, strict="vllm-glm") as srv:
         client = ModelClient(
             LLMConfig(base_url=srv.url, model="m", max_concurrency=2, price=PriceConfig(gpu_hour=gpu_hour, gpus=gpus))
         )

@@ -61,7 +61,7 @@ def state(ctx: ToolContext, data: dict | None, tool: str = "inspect_slide") -> S
 
 
 async def test_critic_request_holds_only_the_observation_and_artifact(ctx: ToolContext) -> None:
-    with FakeOpenAIServer(lambda _: critic_reply()) as srv:
+    with FakeOpenAIServer(lambda _: critic_reply(), strict="vllm-glm") as srv:
         model = ModelClient(LLMConfig(base_url=srv.url, model="critic-vlm"), "critic")
         hook = CriticHook(ModelCritic(model), "major", "en")
         injections = await hook.after_step(state(ctx, slide_data()))
@@ -82,19 +82,19 @@ async def test_critic_request_holds_only_the_observation_and_artifact(ctx: ToolC
 
 
 async def test_findings_below_the_threshold_are_counted_not_injected(ctx: ToolContext) -> None:
-    with FakeOpenAIServer(lambda _: critic_reply("minor")) as srv:
+    with FakeOpenAIServer(lambda _: critic_reply("minor"), strict="vllm-glm") as srv:
         hook = CriticHook(ModelCritic(ModelClient(LLMConfig(base_url=srv.url, model="c"), "critic")), "major", "en")
         assert await hook.after_step(state(ctx, slide_data())) == []
     assert hook.findings == {"layout": 1}
 
 
 async def test_a_broken_critic_never_breaks_the_rollout(ctx: ToolContext) -> None:
-    with FakeOpenAIServer(lambda _: Reply("I refuse to answer in JSON")) as srv:
+    with FakeOpenAIServer(lambda _: Reply("I refuse to answer in JSON"), strict="vllm-glm") as srv:
         hook = CriticHook(
             ModelCritic(ModelClient(LLMConfig(base_url=srv.url, model="c", backoff_base_s=0.01), "critic")), "major", "en"
         )
         assert await hook.after_step(state(ctx, slide_data())) == []
-    assert hook.errors == 1
+    assert hook.errors == 1 and srv.refused == []  # the reply was the error, not a refused request
 
 
 async def test_inspections_of_one_turn_are_reviewed_concurrently_and_injected_in_order(ctx: ToolContext) -> None:
@@ -160,7 +160,7 @@ async def test_injection_sits_before_the_next_model_turn(ctx: ToolContext) -> No
 
     inspect = Tool.from_function(fake_inspect)
     tools = Toolset({**toolset_for("presenter").tools, "inspect_slide": inspect})
-    with FakeOpenAIServer(agent) as srv:
+    with FakeOpenAIServer(agent, strict="vllm-glm") as srv:
         model = ModelClient(LLMConfig(base_url=srv.url, model="agent"), "agent")
         trajectory = await Agent(model, tools, ctx, AgentConfig(), "t1", hooks=[rules_hook()]).run(
             "sys " + AGENT_SECRET, "make slides"
@@ -173,4 +173,4 @@ async def test_injection_sits_before_the_next_model_turn(ctx: ToolContext) -> No
     assert injected.kind == "critic" and injected.tool_calls[0].name == "thinking"
     assert trajectory.messages[injection.message_index + 1].kind == "critic"
     assert trajectory.messages[injection.message_index - 1].name == "inspect_slide"
-    assert trajectory.status == "finalized"
+    assert trajectory.status == "finalized" and srv.refused == []

@@ -60,7 +60,7 @@ def write_labels(folder: Path) -> Path:
 
 def test_calibrate_against_labels_and_a_second_judge(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     labels = write_labels(tmp_path)
-    with FakeOpenAIServer(scripted_replies([GOOD_DESCRIPTION], [GOOD_SCORES])) as srv:
+    with FakeOpenAIServer(scripted_replies([GOOD_DESCRIPTION], [GOOD_SCORES]), strict="openai") as srv:
         second = [
             "--second",
             "judge=openai",
@@ -71,6 +71,7 @@ def test_calibrate_against_labels_and_a_second_judge(tmp_path: Path, capsys: pyt
         ]
         assert main([str(labels), *second]) == 0
         assert len(srv.requests) == 2 * 6  # describer + judge for each of the six slides
+        assert srv.refused == []
     out = tmp_path / "labels_calibration"
     rows = list(csv.DictReader((out / "agreement.csv").open()))
     assert [(r["Raters"], r["Dimension"]) for r in rows] == [
@@ -103,7 +104,7 @@ def test_calibrate_refuses_bad_labels_before_any_model_call(
 ) -> None:
     labels = tmp_path / "labels.csv"
     labels.write_text(content)
-    with FakeOpenAIServer(scripted_replies([GOOD_DESCRIPTION], [GOOD_SCORES])) as srv:
+    with FakeOpenAIServer(scripted_replies([GOOD_DESCRIPTION], [GOOD_SCORES]), strict="openai") as srv:
         assert main([str(labels), "judge=openai", f"judge.endpoint.base_url={srv.url}"]) == 2
         assert srv.requests == []
     assert message in capsys.readouterr().err

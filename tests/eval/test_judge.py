@@ -74,7 +74,7 @@ def test_malformed_replies_are_asked_again_until_they_parse(tmp_path: Path, deck
             f"{GOOD_SCORES} -- done",
         ],
     )
-    with FakeOpenAIServer(policy) as srv:
+    with FakeOpenAIServer(policy, strict="vllm-glm") as srv:
         judgement = judge_deck(judge_config(srv.url), deck[:1], tmp_path / "cache")
         requests = srv.requests
     assert judgement.error is None and (judgement.content, judgement.style) == (4, 3)
@@ -85,19 +85,19 @@ def test_malformed_replies_are_asked_again_until_they_parse(tmp_path: Path, deck
 
 
 def test_a_judge_that_never_replies_in_json_leaves_the_deck_unjudged(tmp_path: Path, deck: list[SlideView]) -> None:
-    with FakeOpenAIServer(scripted_replies([GOOD_DESCRIPTION], ["I would give it a four."])) as srv:
+    with FakeOpenAIServer(scripted_replies([GOOD_DESCRIPTION], ["I would give it a four."]), strict="vllm-glm") as srv:
         judgement = judge_deck(judge_config(srv.url, retries=1), deck, tmp_path / "cache")
     assert (judgement.content, judgement.style) == (None, None)
     assert "malformed_json" in judgement.error
     assert not (tmp_path / "cache" / "scores").exists()  # nothing cached: a rerun asks again
-    with FakeOpenAIServer(scripted_replies([GOOD_DESCRIPTION], [GOOD_SCORES])) as srv:
+    with FakeOpenAIServer(scripted_replies([GOOD_DESCRIPTION], [GOOD_SCORES]), strict="vllm-glm") as srv:
         judgement = judge_deck(judge_config(srv.url), deck, tmp_path / "cache")
         assert len(srv.requests) == 2  # the descriptions were cached; only the scores are asked for
     assert (judgement.content, judgement.style) == (4, 3)
 
 
 def test_cached_slides_cost_no_model_call(tmp_path: Path, deck: list[SlideView]) -> None:
-    with FakeOpenAIServer(scripted_replies([GOOD_DESCRIPTION], [GOOD_SCORES])) as srv:
+    with FakeOpenAIServer(scripted_replies([GOOD_DESCRIPTION], [GOOD_SCORES]), strict="vllm-glm") as srv:
         first = judge_deck(judge_config(srv.url), deck, tmp_path / "cache")
         assert len(srv.requests) == 4
         again = judge_deck(judge_config(srv.url), load_deck(deck[0].png.parents[1], tmp_path / "pages"), tmp_path / "cache")
@@ -108,7 +108,7 @@ def test_cached_slides_cost_no_model_call(tmp_path: Path, deck: list[SlideView])
 
 
 def test_a_separate_describer_keeps_its_descriptions_when_the_judge_changes(tmp_path: Path, deck: list[SlideView]) -> None:
-    with FakeOpenAIServer(scripted_replies([GOOD_DESCRIPTION], [GOOD_SCORES])) as srv:
+    with FakeOpenAIServer(scripted_replies([GOOD_DESCRIPTION], [GOOD_SCORES]), strict="vllm-glm") as srv:
         cfg = judge_config(srv.url)
         cfg.describer.model = "fake-describer"
         judge_deck(cfg, deck, tmp_path / "cache")

@@ -96,10 +96,11 @@ def test_eval_run_offline_end_to_end(tmp_path: Path, tiny_encoder: Path) -> None
 
     # an ablation, judged by a model behind the fake OpenAI server (real HTTP): describer then judge, per slide
     ablation = tmp_path / "eval-single"
-    with FakeOpenAIServer(scripted_replies([GOOD_DESCRIPTION], [GOOD_SCORES]), model="fake-judge") as srv:
+    with FakeOpenAIServer(scripted_replies([GOOD_DESCRIPTION], [GOOD_SCORES]), model="fake-judge", strict="openai") as srv:
         judge = ["judge=openai", f"judge.endpoint.base_url={srv.url}", "judge.endpoint.model=fake-judge"]
         eval_run(tmp_path, f"tasks={tasks}", f"run.dir={ablation}", "limit=1", "agents=single", "reflection=none", *judge)
         described = sum(has_image(r) for r in srv.requests)
+        assert srv.refused == []
     single = RunSummary.read(ablation)
     assert (single.judge, single.judge_scripted, single.content, single.style, single.variant) == (
         "fake-judge",

@@ -46,12 +46,13 @@ def test_scored_decks_are_units_and_a_rerun_judges_only_the_unjudged(tmp_path: P
         "bad": export_workspace(tmp_path, "bad", "4:3", [ENGLISH]),
     }
     store = RunStore(tmp_path)
-    with FakeOpenAIServer(judge_model) as srv:
+    with FakeOpenAIServer(judge_model, strict="vllm-glm") as srv:
         first = asyncio.run(score_all(config(srv), tasks, rollouts, store))
         asked = len(srv.requests)
         (tmp_path / "judge_cache").rename(tmp_path / "cache_gone")  # a rerun must not need the cache: the units hold the scores
         second = asyncio.run(score_all(config(srv), tasks, rollouts, store))
         again = len(srv.requests) - asked
+        assert srv.refused == []  # the unjudged deck failed on its reply, not on a refused request
     done = store.load_map(UNITS, DeckScores)
     assert set(done) == {"good"} and done["good"].score.content == 4.0  # the unjudged deck left no unit
     assert {d.score.task_id: d.score.content for d in first} == {"good": 4.0, "bad": None}

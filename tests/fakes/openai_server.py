@@ -5,6 +5,10 @@ real wire format, answers from a scripted policy (a function of the request
 body), and can add latency and inject faults: 500, 429 with Retry-After, hangs,
 malformed tool-call JSON and truncated bodies, either at a seeded rate or in a
 scripted order.
+
+`strict="openai"` or `strict="vllm-glm"` makes it refuse what that provider
+refuses, with its status, error shape and wording (tests/fakes/provider_rules.py),
+and `queue_limit` answers 503 as vLLM's `--max-num-queued-reqs` does.
 """
 
 from __future__ import annotations
@@ -19,6 +23,8 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Iterable, Optional, Sequence
 
 from aiohttp import web
+
+from tests.fakes import provider_rules
 
 FAULT_KINDS = ("500", "429", "hang", "malformed_tool_json", "truncated")
 
@@ -122,11 +128,21 @@ class FakeOpenAIServer:
         capacity: int | None = None,
         keep_requests: bool = True,
         max_model_len: int | None = None,
+        strict: str | None = None,
+        queue_limit: int | None = None,
     ):
         """`capacity`: above this many requests in flight, answer 429 (an overloaded endpoint).
         `max_model_len`: the context window /v1/models states for the model, as vLLM does.
         `keep_requests=False`: bodies are not kept in `requests` (a benchmark's thousands of them
-        would grow this process's heap, and its collector's work, on the CPUs being measured)."""
+        would grow this process's heap, and its collector's work, on the CPUs being measured).
+        `strict`: None accepts every request; "openai" or "vllm-glm" refuses what that provider refuses, with its
+        status and wording (with "vllm-glm", a prompt over `max_model_len` too). `queue_limit`: with that many
+        requests in flight, answer 503 as vLLM's `--max-num-queued-reqs` admission does. Refused requests are
+        recorded in `refused` as (status, message) and never reach the policy."""
+        provider_rules.check_profile(strict)
+        self.strict = strict
+        self.queue_limit = queue_limit
+        self.refused: list[tuple[int, str]] = []
         self.policy = policy
         self.keep_requests = keep_requests
         self.served = 0
@@ -184,22 +200,38 @@ class FakeOpenAIServer:
 
     async def _chat(self, request: web.Request) -> web.StreamResponse:
         body = await request.json()
+        content_refusal = self._content_refusal(body)
         with self._lock:
             self.served += 1
             if self.keep_requests:
                 self.requests.append(body)
-            fault = self.faults.draw()
-            if fault is None and self.capacity is not None and self.in_flight >= self.capacity:
-                fault = "429"
-            if fault:
-                self.faults_served.append(fault)
-            self.in_flight += 1
-            self.peak_in_flight = max(self.peak_in_flight, self.in_flight)
+            # vLLM admits a request (its queue limit) before it renders the prompt (where the content checks run)
+            full = self.queue_limit is not None and self.in_flight >= self.queue_limit
+            refusal = provider_rules.queue_full() if full else content_refusal
+            if refusal is not None:  # answered at once: never in flight, no fault drawn, never reaches the policy
+                self.refused.append((refusal.status, refusal.message))
+            else:
+                fault = self.faults.draw()
+                if fault is None and self.capacity is not None and self.in_flight >= self.capacity:
+                    fault = "429"
+                if fault:
+                    self.faults_served.append(fault)
+                self.in_flight += 1
+                self.peak_in_flight = max(self.peak_in_flight, self.in_flight)
+        if refusal is not None:
+            return web.json_response(refusal.body, status=refusal.status)
         try:
             return await self._answer(request, body, fault)
         finally:
             with self._lock:
                 self.in_flight -= 1
+
+    def _content_refusal(self, body: dict[str, Any]) -> provider_rules.Refusal | None:
+        if self.strict is None:
+            return None
+        return provider_rules.refusal(
+            self.strict, body, max_model_len=self.max_model_len, prompt_tokens=_prompt_tokens, image_tokens=IMAGE_TOKENS
+        )
 
     async def _answer(self, request: web.Request, body: dict[str, Any], fault: str | None) -> web.StreamResponse:
         if self.latency_s:

@@ -39,7 +39,7 @@ def prompt(request: dict[str, Any]) -> str:
 
 
 async def test_no_injections_pass_without_a_call(tmp_path: Path) -> None:
-    with FakeOpenAIServer(replay([judged((1, "ignored"))])) as srv:
+    with FakeOpenAIServer(replay([judged((1, "ignored"))]), strict="vllm-glm") as srv:
         verdict = await model_gate(srv).judge(candidate(tmp_path, Spec("t1", "16:9", "en", 2)))
         assert srv.requests == []
     assert (verdict.gate, verdict.passed, verdict.category, verdict.score, verdict.reasons) == (
@@ -52,7 +52,7 @@ async def test_no_injections_pass_without_a_call(tmp_path: Path) -> None:
 
 
 async def test_judge_sees_findings_actions_and_diff_and_passes_an_addressed_injection(tmp_path: Path) -> None:
-    with FakeOpenAIServer(replay([judged((1, "addressed"))])) as srv:
+    with FakeOpenAIServer(replay([judged((1, "addressed"))]), strict="vllm-glm") as srv:
         verdict = await model_gate(srv).judge(candidate(tmp_path, Spec("t2", "16:9", "en", 2, revision="fix")))
         (request,) = srv.requests
     text = prompt(request)
@@ -70,7 +70,7 @@ async def test_malformed_reply_is_asked_again(tmp_path: Path) -> None:
         Reply('```json\n{"findings": [{"finding": 1, "status": "addressed"'),
         judged((1, "addressed")),
     ]
-    with FakeOpenAIServer(replay(replies)) as srv:
+    with FakeOpenAIServer(replay(replies), strict="vllm-glm") as srv:
         verdict = await model_gate(srv).judge(candidate(tmp_path, Spec("t3", "4:3", "zh", 2, revision="fix")))
         assert len(srv.requests) == 3
         assert "could not be used: not valid JSON" in srv.requests[1]["messages"][-1]["content"]
@@ -78,14 +78,14 @@ async def test_malformed_reply_is_asked_again(tmp_path: Path) -> None:
 
 
 async def test_judge_that_never_answers_in_json_raises_for_the_run_to_leave_undecided(tmp_path: Path) -> None:
-    with FakeOpenAIServer(replay([Reply("no")])) as srv:
+    with FakeOpenAIServer(replay([Reply("no")]), strict="vllm-glm") as srv:
         with pytest.raises(JSONReplyError, match="malformed_json"):
             await model_gate(srv).judge(candidate(tmp_path, Spec("t4", "16:9", "en", 1, revision="fix")))
         assert len(srv.requests) == 1 + CFG.json_retries
 
 
 async def test_passed_true_beside_an_ignored_finding_rejects(tmp_path: Path) -> None:
-    with FakeOpenAIServer(replay([judged((1, "ignored"), passed=True)])) as srv:
+    with FakeOpenAIServer(replay([judged((1, "ignored"), passed=True)]), strict="vllm-glm") as srv:
         verdict = await model_gate(srv).judge(candidate(tmp_path, Spec("t5", "16:9", "en", 2, revision="ignore")))
         assert len(srv.requests) == 1  # a consistent enough reply: the named finding decides, no re-ask
     assert (verdict.passed, verdict.category, verdict.score) == (False, "consistency", 0.0)
@@ -100,7 +100,9 @@ async def test_passed_true_beside_an_ignored_finding_rejects(tmp_path: Path) -> 
 
 
 async def test_passed_false_naming_nothing_is_asked_again(tmp_path: Path) -> None:
-    with FakeOpenAIServer(replay([judged((1, "addressed"), passed=False), judged((1, "contradicted"))])) as srv:
+    with FakeOpenAIServer(
+        replay([judged((1, "addressed"), passed=False), judged((1, "contradicted"))]), strict="vllm-glm"
+    ) as srv:
         verdict = await model_gate(srv).judge(candidate(tmp_path, Spec("t6", "16:9", "en", 2, revision="other")))
         assert len(srv.requests) == 2
         assert "'passed' is false but every finding is marked addressed" in srv.requests[1]["messages"][-1]["content"]
@@ -125,7 +127,8 @@ async def test_reply_must_judge_every_finding_once(tmp_path: Path) -> None:
     cand = candidate(tmp_path, spec)
     (tmp_path / spec.rollout().artifacts["trajectory:presenter"]).write_text(t.build().to_json())
     with FakeOpenAIServer(
-        replay([judged((1, "addressed")), judged((1, "addressed"), (1, "ignored")), judged((1, "addressed"), (2, "ignored"))])
+        replay([judged((1, "addressed")), judged((1, "addressed"), (1, "ignored")), judged((1, "addressed"), (2, "ignored"))]),
+        strict="vllm-glm",
     ) as srv:
         verdict = await model_gate(srv).judge(cand)
         assert len(srv.requests) == 3
@@ -152,7 +155,9 @@ async def test_every_injection_of_every_trajectory_is_judged(tmp_path: Path) -> 
     )
     workspace = tmp_path / "rollouts" / "t8"
     (workspace / "trajectory_researcher.json").write_text(researcher.build().to_json())
-    with FakeOpenAIServer(lambda body: judged((1, "ignored" if "manuscript.md" in prompt(body) else "addressed"))) as srv:
+    with FakeOpenAIServer(
+        lambda body: judged((1, "ignored" if "manuscript.md" in prompt(body) else "addressed")), strict="vllm-glm"
+    ) as srv:
         verdict = await model_gate(srv).judge(cand)
         assert len(srv.requests) == 2
     assert (verdict.passed, verdict.score) == (False, 0.5)

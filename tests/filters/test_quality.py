@@ -45,7 +45,7 @@ def images(request: dict[str, Any]) -> int:
 
 
 async def test_critical_measured_defect_rejects_without_a_call(tmp_path: Path) -> None:
-    with FakeOpenAIServer(replay([answer()])) as srv:
+    with FakeOpenAIServer(replay([answer()]), strict="vllm-glm") as srv:
         verdict = await vision_gate(srv).judge(candidate(tmp_path, Spec("q1", "16:9", "en", 4, broken_image=True)))
         assert srv.requests == []
     assert (verdict.gate, verdict.passed, verdict.category, verdict.score) == ("quality", False, "quality", 0.75)
@@ -70,7 +70,7 @@ async def test_reject_severity_comes_from_config(tmp_path: Path) -> None:
 async def test_vision_judge_sees_every_slide_in_batches_within_the_image_limit(tmp_path: Path) -> None:
     cand = candidate(tmp_path, Spec("q3", "16:9", "zh", 5))
     write_defects(tmp_path / "rollouts" / "q3", "16:9", [[], [], [MAJOR], [], []])
-    with FakeOpenAIServer(replay([answer()])) as srv:
+    with FakeOpenAIServer(replay([answer()]), strict="vllm-glm") as srv:
         verdict = await vision_gate(srv).judge(cand)
         requests = sorted(srv.requests, key=lambda r: shown(r)[0])
     assert [shown(r) for r in requests] == [[1, 2], [3, 4], [5]]
@@ -87,14 +87,14 @@ async def test_critical_defect_seen_by_the_judge_rejects_naming_slide_and_defect
     def policy(body: dict[str, Any]) -> Reply:
         return answer((3, "overlap", True), (4, "other", False)) if shown(body) == [3, 4] else answer()
 
-    with FakeOpenAIServer(policy) as srv:
+    with FakeOpenAIServer(policy, strict="vllm-glm") as srv:
         verdict = await vision_gate(srv).judge(candidate(tmp_path, Spec("q4", "16:9", "en", 4)))
     assert (verdict.passed, verdict.category, verdict.score) == (False, "quality", 0.75)
     assert verdict.reasons == ("slide 3 (slides/slide_03.html): overlap: overlap on slide 3",)
 
 
 async def test_passed_true_beside_a_critical_defect_rejects(tmp_path: Path) -> None:
-    with FakeOpenAIServer(replay([answer((1, "blank", True), passed=True)])) as srv:
+    with FakeOpenAIServer(replay([answer((1, "blank", True), passed=True)]), strict="vllm-glm") as srv:
         verdict = await vision_gate(srv, FiltersConfig()).judge(candidate(tmp_path, Spec("q5", "A1", "en", 1)))
         assert len(srv.requests) == 1
     assert not verdict.passed and verdict.reasons == ("slide 1 (slides/slide_01.html): blank: blank on slide 1",)
@@ -110,7 +110,7 @@ async def test_passed_true_beside_a_critical_defect_rejects(tmp_path: Path) -> N
     ids=["fails-naming-nothing", "unknown-slide", "prose"],
 )
 async def test_unusable_reply_is_asked_again(tmp_path: Path, bad: Reply, complaint: str) -> None:
-    with FakeOpenAIServer(replay([bad, answer((2, "text_clipped", True))])) as srv:
+    with FakeOpenAIServer(replay([bad, answer((2, "text_clipped", True))]), strict="vllm-glm") as srv:
         verdict = await vision_gate(srv).judge(candidate(tmp_path, Spec("q6", "16:9", "en", 2)))
         assert len(srv.requests) == 2 and complaint in srv.requests[1]["messages"][-1]["content"]
     assert verdict.reasons == ("slide 2 (slides/slide_02.html): text_clipped: text_clipped on slide 2",)
@@ -129,7 +129,7 @@ async def test_unusable_reply_is_asked_again(tmp_path: Path, bad: Reply, complai
 async def test_missing_or_unreadable_inputs_are_artifact_errors(tmp_path: Path, breakage: Any, message: str) -> None:
     cand = candidate(tmp_path, Spec("q7", "16:9", "en", 2))
     breakage(tmp_path / "rollouts" / "q7")
-    with FakeOpenAIServer(replay([answer()])) as srv, pytest.raises(ArtifactError, match=message):
+    with FakeOpenAIServer(replay([answer()]), strict="vllm-glm") as srv, pytest.raises(ArtifactError, match=message):
         await vision_gate(srv).judge(cand)
 
 

@@ -155,10 +155,11 @@ def with_judges(root: Path, url: str) -> None:
 
 def test_model_judges_from_the_roles_decide_and_the_scripted_label_is_gone(fake_scenario_run: Path) -> None:
     root = fake_scenario_run
-    with FakeOpenAIServer(judges) as srv:
+    with FakeOpenAIServer(judges, strict="vllm-glm") as srv:
         with_judges(root, srv.url)
         figures = judge(root)
         models = {r["model"] for r in srv.requests}
+    assert srv.refused == []
     assert models == {"judge-model", "quality_judge-model"}
     assert figures["verdicts_written"] == 27 and fates(root) == EXPECTED
     found = verdicts(root)
@@ -172,24 +173,27 @@ def test_judge_failure_leaves_the_verdict_undecided_for_the_next_run(fake_scenar
     def vision_down(body: dict[str, Any]) -> Reply | ErrorReply:
         return ErrorReply(500, "judge down") if isinstance(body["messages"][0]["content"], list) else judges(body)
 
-    with FakeOpenAIServer(vision_down) as srv:
+    with FakeOpenAIServer(vision_down, strict="vllm-glm") as srv:
         with_judges(root, srv.url)
         figures = judge(root)
+    assert srv.refused == []  # the failures are the test's own 500s (an outage), not refused requests
     assert figures["judge_failures_quality"] == 4  # 4 decks reach the vision judge; the broken one is rejected on measurements
     assert figures["undecided"] == 3  # the three that failed no other gate
     assert not (root / "units" / STAGE / "en-169-ok__quality.json").exists()
-    with FakeOpenAIServer(judges) as srv:
+    with FakeOpenAIServer(judges, strict="vllm-glm") as srv:
         with_judges(root, srv.url)
         assert judge(root)["verdicts_written"] == 4
+        assert srv.refused == []
     assert fates(root) == EXPECTED
 
 
 def test_a_deck_the_content_gate_rejects_costs_no_judge_call(fake_scenario_run: Path) -> None:
     root = fake_scenario_run
-    with FakeOpenAIServer(judges) as srv:
+    with FakeOpenAIServer(judges, strict="vllm-glm") as srv:
         with_judges(root, srv.url)
         judge(root)
         calls = [r for r in srv.requests if r.get("messages")]
+        assert srv.refused == []
     # Of the decks the rule gates passed, three had a critic injection (a consistency call each) and four reach the
     # vision judge (the broken one is rejected on its measurements). The junk deck has an injection and would
     # have cost two more calls.

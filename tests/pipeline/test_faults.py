@@ -56,7 +56,7 @@ pytestmark = pytest.mark.usefixtures("embedded_ray")
 @pytest.mark.slow
 def test_run_completes_with_20_percent_model_faults(make_run) -> None:
     faults = FaultPlan(rate=0.2, kinds=("500", "429", "malformed_tool_json", "truncated"), seed=5, retry_after_s=0.05)
-    with FakeOpenAIServer(steady_model, faults=faults) as srv:
+    with FakeOpenAIServer(steady_model, faults=faults, strict="openai") as srv:
         ctx = make_run(
             "llm=openai",
             f"llm.base_url={srv.url}",
@@ -70,6 +70,7 @@ def test_run_completes_with_20_percent_model_faults(make_run) -> None:
         )
         tasks = write_tasks(ctx, ["ok"] * 8)
         figures = run_rollouts(ctx)
+    assert srv.refused == []  # every failure is an injected fault, none a refused request
     rows = {r.task_id: r for r in read_parquet(ctx.store.root / "rollouts.parquet", Rollout)}
     assert set(rows) == {t.task_id for t in tasks}  # every task accounted for
     assert all(r.status == "done" or r.failure.startswith("environment/") for r in rows.values())

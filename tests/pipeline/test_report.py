@@ -78,6 +78,17 @@ def test_figures_count_the_funnel_outcomes_and_defects(synthetic: Path) -> None:
     assert {t.title for t in figures.task_mix} == {"language", "source", "aspect ratio", "slide count"}
 
 
+def test_the_funnel_shows_the_export_s_parity_figure(synthetic: Path) -> None:
+    def sft() -> str:
+        return compute_figures(load_run(synthetic)).funnel[-1].note
+
+    assert sft().endswith("(parity not checked)")
+    parity = {"turns_checked": 86, "turns_equal": 84, "turns_named_difference": {"defused_tags": 2}, "turns_different": 0}
+    (synthetic / "stats").mkdir(exist_ok=True)
+    (synthetic / "stats" / "export.json").write_text(json.dumps({"tokens": 1000, "parity": parity}))
+    assert sft().endswith("parity: 84 of 86 trained turns equal to the teacher's request, 2 by a named difference")
+
+
 def test_each_content_check_is_its_own_outcome_in_the_report(synthetic: Path) -> None:
     config = yaml.safe_load((synthetic / "config.yaml").read_text())
     config["filters"]["gates"] = ["constraint", "content", "consistency", "quality"]

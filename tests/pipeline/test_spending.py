@@ -78,7 +78,7 @@ def units(run_dir: Path) -> int:
 
 
 def test_killed_and_resumed_the_ledger_counts_every_finished_unit_once(tmp_path: Path) -> None:
-    with FakeOpenAIServer(_fake_writer, latency_s=0.3) as srv:
+    with FakeOpenAIServer(_fake_writer, latency_s=0.3, strict="openai") as srv:
         whole = run(*command(tmp_path / "whole", srv.url, "llm.max_concurrency=2"))
         assert whole.returncode == 0, whole.stderr[-2000:]
         asked_whole = srv.served
@@ -93,6 +93,7 @@ def test_killed_and_resumed_the_ledger_counts_every_finished_unit_once(tmp_path:
         resumed = run(*command(killed, srv.url, "llm.max_concurrency=2"))
         assert resumed.returncode == 0, resumed.stderr[-2000:]
         asked_killed = srv.served - asked_whole
+        assert srv.refused == []
     ledger = read_ledger(killed)
     assert counted(ledger) == counted(read_ledger(tmp_path / "whole"))  # the same totals as the run never killed
     assert {stage for stage, _ in counted(ledger)} == {"task_drafts", "task_gate"} and ledger.total().cost > 0
@@ -101,7 +102,7 @@ def test_killed_and_resumed_the_ledger_counts_every_finished_unit_once(tmp_path:
 
 
 def test_the_run_cap_stops_within_one_unit_and_a_higher_cap_finishes_with_nothing_played_twice(tmp_path: Path) -> None:
-    with FakeOpenAIServer(_fake_writer) as srv:
+    with FakeOpenAIServer(_fake_writer, strict="openai") as srv:
         whole = run(*command(tmp_path / "whole", srv.url, "llm.max_concurrency=1"))
         assert whole.returncode == 0, whole.stderr[-2000:]
         reference, asked_whole = read_ledger(tmp_path / "whole"), srv.served
@@ -120,6 +121,7 @@ def test_the_run_cap_stops_within_one_unit_and_a_higher_cap_finishes_with_nothin
         finished = run(*command(capped, srv.url, "llm.max_concurrency=1", "run.max_cost_usd=100"))
         assert finished.returncode == 0, finished.stderr[-2000:]
         assert srv.served - asked_whole == asked_whole  # both runs together asked what one run asks: nothing twice
+        assert srv.refused == []
     assert counted(read_ledger(capped)) == counted(reference)
     assert (capped / "stats" / "usage.json").is_file()
 
@@ -132,7 +134,7 @@ def test_cancelled_at_the_cap_units_in_flight_stop_uncommitted_and_are_played_by
         "tasks.knowledge_grounded_share=1",
         "llm.max_concurrency=4",
     ]  # two calls per draft
-    with FakeOpenAIServer(_fake_writer, latency_s=0.2) as srv:
+    with FakeOpenAIServer(_fake_writer, latency_s=0.2, strict="openai") as srv:
         whole = run(*command(tmp_path / "whole", srv.url, *persona_notes))
         assert whole.returncode == 0, whole.stderr[-2000:]
         reference = read_ledger(tmp_path / "whole")
@@ -143,11 +145,13 @@ def test_cancelled_at_the_cap_units_in_flight_stop_uncommitted_and_are_played_by
         assert read_ledger(capped).unfinished["task_drafts"]["task_writer"].calls >= 1  # the notes of drafts stopped mid-way
         finished = run(*command(capped, srv.url, *persona_notes, "run.max_cost_usd=100"))
         assert finished.returncode == 0, finished.stderr[-2000:]
+        assert srv.refused == []
     assert counted(read_ledger(capped)) == counted(reference)  # every unit committed once, as in the run never capped
 
 
-def synthesize(run_dir: Path, url: str, *overrides: str) -> list[str]:
-    """The whole pipeline with every role played by the fake model (tests.pipeline.fake_model), all priced."""
+def synthesize(run_dir: Path, url: str, *overrides: str, llm: str = "openai") -> list[str]:
+    """The whole pipeline with every role played by the fake model (tests.pipeline.fake_model), all priced;
+    `llm` names the configs/llm preset (and so the profile) the fake stands for."""
     return [
         sys.executable,
         "-m",
@@ -157,7 +161,7 @@ def synthesize(run_dir: Path, url: str, *overrides: str) -> list[str]:
         "limit=3",
         "tasks.count=6",
         "tasks.eval_size=1",
-        "llm=openai",
+        f"llm={llm}",
         f"llm.base_url={url}",
         "llm.model=fake",
         "llm.backoff_base_s=0.01",
@@ -186,7 +190,7 @@ def kill_session(child: subprocess.Popen) -> None:
 @pytest.mark.timeout(1500)
 def test_every_stage_s_calls_are_in_the_ledger_and_a_killed_run_resumes_to_the_same_totals(tmp_path: Path) -> None:
     whole, killed = tmp_path / "whole", tmp_path / "killed"
-    with FakeOpenAIServer(every_role) as srv:
+    with FakeOpenAIServer(every_role, strict="openai") as srv:
         done = run(*synthesize(whole, srv.url))
         assert done.returncode == 0, done.stderr[-3000:]
         asked = srv.served
@@ -198,6 +202,7 @@ def test_every_stage_s_calls_are_in_the_ledger_and_a_killed_run_resumes_to_the_s
         assert len(list(killed.glob("units/rollouts/*.json"))) < 3
         resumed = run(*synthesize(killed, srv.url))
         assert resumed.returncode == 0, resumed.stderr[-3000:]
+        assert srv.refused == []
     usage = json.loads((whole / "stats" / "usage.json").read_text())
     roles = {stage: set(d["roles"]) for stage, d in usage["stages"].items()}
     assert roles == {

@@ -108,7 +108,7 @@ PERSONAS = [
 def test_llm_writer_against_the_fake_server(make_run, tmp_path: Path) -> None:
     personas = tmp_path / "personas.jsonl"
     personas.write_text("".join(json.dumps({"persona": p}) + "\n" for p in PERSONAS))
-    with FakeOpenAIServer(_fake_writer) as srv:
+    with FakeOpenAIServer(_fake_writer, strict="openai") as srv:
         ctx = make_run(
             "llm=openai",
             f"llm.base_url={srv.url}",
@@ -123,6 +123,7 @@ def test_llm_writer_against_the_fake_server(make_run, tmp_path: Path) -> None:
         )
         figures = run_tasks(ctx)
         reasks = [r for r in srv.requests if len(r["messages"]) > 1]
+        assert srv.refused == []
     assert reasks and "could not be used" in reasks[0]["messages"][-1]["content"]
     stats = (ctx.store.root / "tasks" / "stats.md").read_text()
     assert "| language_mismatch | 1 |" in stats  # the chef declared English but wrote Chinese

@@ -15,6 +15,7 @@ from tests.train.runs import ROLLOUT_COST, RunShape, build_run
 from train.config import ExportConfig, Truncation
 from train.export import ExportReport, export_run, val_tasks
 from train.hub import hub_dataset
+from core.conversation import IMAGE_NOTE
 from train.samples import IMAGE_TAG
 
 
@@ -22,19 +23,24 @@ def rows(path: Path) -> list[dict]:
     return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines()]
 
 
+def trajectories(report: ExportReport) -> set[tuple[str, str]]:
+    return {(e.sample.task_id, e.sample.agent) for e in report.samples}
+
+
 def test_only_accepted_train_tasks_are_exported(exported: ExportReport) -> None:
     # task-0003 fails the quality gate, task-0004's rollout failed, task-0005 is an eval task
     assert {e.sample.task_id for e in exported.samples} == {"task-0000", "task-0001", "task-0002"}
     assert (exported.rollouts, exported.accepted, exported.rejected) == (6, 4, {"quality": 1, "environment": 1})
     assert [(s.task_id, s.kind) for s in exported.skipped] == [("task-0005", "eval_task")]
-    assert len(rows(exported.out_dir / "train.jsonl")) + len(rows(exported.out_dir / "val.jsonl")) == 6
+    assert len(rows(exported.out_dir / "train.jsonl")) + len(rows(exported.out_dir / "val.jsonl")) == len(exported.samples)
+    assert len(trajectories(exported)) == 6  # both agents of the three tasks; a trajectory may give several parts
 
 
 def test_tasks_never_straddle_the_split(exported: ExportReport) -> None:
     train = {e.sample.task_id for e in exported.train}
     val = {e.sample.task_id for e in exported.val}
     assert len(val) == 1 and not train & val
-    assert all(len([e for e in exported.samples if e.sample.task_id == t]) == 2 for t in train | val)  # both agents
+    assert trajectories(exported) == {(t, agent) for t in train | val for agent in ("researcher", "presenter")}
     assert val_tasks(["a", "b", "c"], 0.0, 0) == set() and len(val_tasks(["a", "b"], 0.9, 0)) == 1
 
 
@@ -45,7 +51,7 @@ def test_images_are_linked_in_order_with_relative_paths(exported: ExportReport) 
         for image in row["images"]:
             assert not Path(image).is_absolute() and (exported.out_dir / image).is_file()
         tool_images = [m for m in row["messages"] if IMAGE_TAG in m["content"]]
-        assert all(m["role"] == "tool_response" for m in tool_images)
+        assert all(m["role"] == "user" and m["content"].startswith(IMAGE_NOTE) for m in tool_images)  # after the tool results
         assert row["images"] == sorted(row["images"])  # slide_01, slide_02, ... in the order they were rendered
 
 
@@ -72,8 +78,9 @@ def test_the_card_states_the_run_s_cost_and_which_templates_and_models_made_the_
         f"**${finished * ROLLOUT_COST:,.4f}**" in card
         and f"${finished * ROLLOUT_COST / exported.accepted:,.4f} per accepted rollout" in card
     )
-    assert "| `agents/roles/prompts/presenter.en.j2` | `bbbbbbbbbbbb` | 3 | 50.0% |" in card  # 6 samples, 3 of them presenters'
-    assert "| agent: test-model [openai; t=0.7, top_p=0.95, max_tokens=8192] | 6 | 100.0% |" in card
+    samples, presenters = len(exported.samples), sum(e.sample.agent == "presenter" for e in exported.samples)
+    assert f"| `agents/roles/prompts/presenter.en.j2` | `bbbbbbbbbbbb` | {presenters} | {presenters / samples:.1%} |" in card
+    assert f"| agent: test-model [openai; t=0.7, top_p=0.95, max_tokens=8192] | {samples} | 100.0% |" in card
     RunStore(run_dir).spent_unfinished(
         "verdicts", "task-0000__quality", {"quality_judge": RoleUsage(calls=1, unpriced_calls=1)}, "no result"
     )
@@ -90,7 +97,7 @@ def test_without_verdicts_nothing_is_exported_unless_undecided_rollouts_are_aske
     assert report.accepted == 0 and not report.samples and report.rejected == {"undecided": 4, "environment": 1}
     assert "have not run" in (tmp_path / "out" / "README.md").read_text(encoding="utf-8")
     report = export_run(run, ExportConfig(out_dir=str(tmp_path / "all"), val_fraction=0, include_undecided=True))
-    assert report.accepted == 4 and len(report.train) == 8 and not report.val
+    assert report.accepted == 4 and len(trajectories(report)) == 8 and not report.val
     assert "--include-undecided" in (tmp_path / "all" / "README.md").read_text(encoding="utf-8")
     assert (tmp_path / "all" / "val.jsonl").read_text() == ""
 
@@ -116,9 +123,12 @@ def test_with_no_gates_configured_every_finished_rollout_is_exported(run_dir: Pa
 
 def test_long_samples_are_dropped_or_cut_at_a_turn(run_dir: Path, tmp_path: Path) -> None:
     dropped = export_run(run_dir, ExportConfig(out_dir=str(tmp_path / "a"), max_length=1000))
-    assert not dropped.samples and {s.kind for s in dropped.skipped} == {"too_long", "eval_task"}
+    assert {s.kind for s in dropped.skipped} == {"too_long", "eval_task"} and all(e.tokens.total <= 1000 for e in dropped.samples)
+    assert not any(e.truncated for e in dropped.samples)
     cut = export_run(run_dir, ExportConfig(out_dir=str(tmp_path / "b"), max_length=1000, truncation=Truncation.truncate))
-    assert len(cut.samples) == 6 and all(e.truncated and e.tokens.total <= 1000 for e in cut.samples)
+    assert (
+        len(trajectories(cut)) == 6 and all(e.tokens.total <= 1000 for e in cut.samples) and any(e.truncated for e in cut.samples)
+    )
     for row in rows(tmp_path / "b" / "train.jsonl"):
         assert row["messages"][-1]["role"] in ("assistant", "tool_call")
         assert sum(m["content"].count(IMAGE_TAG) for m in row["messages"]) == len(row["images"])
@@ -134,8 +144,8 @@ def test_cli_exports_and_reports(run_dir: Path, tmp_path: Path) -> None:
         check=True,
     )
     assert "accepted 4 of 6 rollouts" in done.stdout and "skipped task-0005" in done.stdout
-    losses = [m.get("loss") for r in rows(out / "train.jsonl") for m in r["messages"]]
-    assert losses.count(False) == 3 * len(rows(out / "train.jsonl"))  # three critic calls per trajectory, masked
+    critic = [m for r in rows(out / "train.jsonl") for m in r["messages"] if m["content"].startswith('{"name": "thinking"')]
+    assert critic and all(m["loss"] is False for m in critic)  # the critic's calls, masked
     bad = subprocess.run([sys.executable, "-m", "train.export"], cwd=PROJECT_ROOT, capture_output=True, text=True)
     assert bad.returncode == 2 and "RUN_DIR" in bad.stderr
 

@@ -31,7 +31,10 @@ def test_the_paper_setting_on_one_node(tmp_path: Path) -> None:
     args = flags(plan.argv)
     assert plan.argv[1] == "sft" and plan.env["NPROC_PER_NODE"] == "8" and plan.env["USE_HF"] == "1"
     assert (
-        args["--model"] == "zai-org/GLM-4.6V-Flash" and args["--template"] == "glm4_5v" and args["--agent_template"] == "glm4_5"
+        args["--model"] == "zai-org/GLM-4.6V-Flash"
+        and args["--template"] == "deckforge_glm4_5v"
+        and args["--agent_template"] == "glm4_5"
+        and Path(args["--external_plugins"]).name == "swift_plugin.py"
     )
     assert [args[f"--{k}"] for k in ("deepspeed", "tuner_type", "torch_dtype", "attn_impl")] == [
         "zero3",
@@ -107,6 +110,7 @@ def test_dry_run_prints_the_command_without_a_dataset(tmp_path: Path, dry_run: l
     assert done.returncode == 0, done.stderr
     for needle in ("zero3", "GLM-4.6V-Flash", "glm4_5", "num_train_epochs", "dataset missing", "dry run: nothing trained"):
         assert needle in done.stdout
+    assert "# batch: no " in done.stdout  # the figures need the export
     assert not (tmp_path / "run").exists()  # a dry run writes nothing
 
 

@@ -46,7 +46,7 @@ async def test_document_analyze_sends_the_document_and_the_task(
     tools_config: ToolsConfig, research_call: Callable[..., Call], workspace: Workspace, shared_data: Path, tmp_path: Path
 ) -> None:
     shutil.copy(shared_data / "edu_zh_thu-numerical-analysis-notes.pdf", workspace.root / "notes.pdf")
-    with FakeOpenAIServer(lambda body: Reply("绝对误差是近似值与准确值之差。")) as srv:
+    with FakeOpenAIServer(lambda body: Reply("绝对误差是近似值与准确值之差。"), strict="vllm-glm") as srv:
         research = build_research(tools_config, tmp_path, LLMConfig(base_url=srv.url, max_retries=0), ROLES)
         obs = await research_call(research=research)("document_analyze", task="什么是绝对误差？", document_path="notes.pdf")
     assert obs.text == "绝对误差是近似值与准确值之差。"
@@ -61,7 +61,7 @@ async def test_image_caption_sends_the_image(
 ) -> None:
     (workspace.root / "chart.png").write_bytes(_png((64, 48)))
     (workspace.root / "notes.txt").write_text("not an image")
-    with FakeOpenAIServer(lambda body: Reply("A blue rectangle.\nAlt text: a plain blue image.")) as srv:
+    with FakeOpenAIServer(lambda body: Reply("A blue rectangle.\nAlt text: a plain blue image."), strict="vllm-glm") as srv:
         research = build_research(tools_config, tmp_path, LLMConfig(base_url=srv.url, max_retries=0), ROLES)
         call = research_call(research=research)
         obs = await call("image_caption", image_path="chart.png")
@@ -81,6 +81,7 @@ async def test_model_failures_and_missing_roles_are_error_observations(
     (workspace.root / "notes.md").write_text("# Notes\nSome text.")
     off = await research_call()("document_analyze", task="summarise", document_path="notes.md")
     assert off.is_error and "not available" in off.text
+    # permissive: the test answers every request with its own 400, whatever the request holds
     with FakeOpenAIServer(lambda body: ErrorReply(400, "bad request")) as srv:
         research = build_research(tools_config, tmp_path, LLMConfig(base_url=srv.url, max_retries=0), ROLES)
         failed = await research_call(research=research)("document_analyze", task="summarise", document_path="notes.md")

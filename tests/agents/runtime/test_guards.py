@@ -27,9 +27,11 @@ async def play(srv: FakeOpenAIServer, ctx: ToolContext, guards: GuardConfig | No
     client = ModelClient(LLMConfig(base_url=srv.url, model="fake", max_retries=0, **llm), "agent")
     try:
         config = AgentConfig(max_steps=30, guards=guards or GuardConfig())
-        return await Agent(client, toolset_for(ctx.role), ctx, config, "t1").run(SYSTEM, USER)
+        trajectory = await Agent(client, toolset_for(ctx.role), ctx, config, "t1").run(SYSTEM, USER)
     finally:
         await client.aclose()
+    assert srv.refused == []  # the strict vllm-glm fake (LLMConfig's default profile) took every request
+    return trajectory
 
 
 def warnings(trajectory: Trajectory) -> list[str]:
@@ -43,7 +45,7 @@ def thoughts() -> Any:
 
 
 async def test_a_model_that_never_calls_tools_ends_on_turn_3(ctx: ToolContext) -> None:
-    with FakeOpenAIServer(replay([Reply("Sure! Here is a long answer about tides.")])) as srv:
+    with FakeOpenAIServer(replay([Reply("Sure! Here is a long answer about tides.")]), strict="vllm-glm") as srv:
         result = await play(srv, ctx)
     assert (result.status, result.failure, len(result.steps), len(srv.requests)) == ("failed", "agent/no_tool_calls", 3, 3)
     nudge, recovery = warnings(result)
@@ -54,13 +56,15 @@ async def test_a_model_that_never_calls_tools_ends_on_turn_3(ctx: ToolContext) -
 
 async def test_the_recovery_instruction_can_work(ctx: ToolContext) -> None:
     talk = Reply("Let me think.")
-    with FakeOpenAIServer(replay([talk, talk, Reply(tool_calls=[WRITE]), Reply(tool_calls=[FINALIZE])])) as srv:
+    with FakeOpenAIServer(
+        replay([talk, talk, Reply(tool_calls=[WRITE]), Reply(tool_calls=[FINALIZE])]), strict="vllm-glm"
+    ) as srv:
         result = await play(srv, ctx)
     assert (result.status, len(result.steps), len(warnings(result))) == ("finalized", 4, 2)
 
 
 async def test_a_model_that_repeats_one_call_ends_as_a_loop_on_turn_3(ctx: ToolContext) -> None:
-    with FakeOpenAIServer(replay([Reply(tool_calls=[("list_directory", {"path": "."})])])) as srv:
+    with FakeOpenAIServer(replay([Reply(tool_calls=[("list_directory", {"path": "."})])]), strict="vllm-glm") as srv:
         result = await play(srv, ctx)
     assert (result.failure, len(result.steps)) == ("agent/loop", 3)
     assert warnings(result) == [warnings(result)[0]] and "repeated the same call(s) 2 times" in warnings(result)[0]
@@ -69,7 +73,7 @@ async def test_a_model_that_repeats_one_call_ends_as_a_loop_on_turn_3(ctx: ToolC
 
 async def test_a_cycle_of_identical_turns_is_a_loop(ctx: ToolContext) -> None:
     turns = [Reply(tool_calls=[("list_directory", {"path": "."})]), Reply(tool_calls=[("todo_list", {})])]
-    with FakeOpenAIServer(replay(turns * 10)) as srv:
+    with FakeOpenAIServer(replay(turns * 10), strict="vllm-glm") as srv:
         result = await play(srv, ctx)
     assert (result.failure, len(result.steps)) == ("agent/loop", 6)  # the two-turn cycle seen three times
 
@@ -79,7 +83,9 @@ async def test_a_rambling_model_is_cut_and_ends_on_its_third_cut_turn(ctx: ToolC
         "and so on " * 50, tool_calls=[("thinking", {"thought": "more"})], finish_reason="length", completion_tokens=64
     )
     talk = itertools.count()
-    with FakeOpenAIServer(lambda _: ramble if next(talk) != 1 else Reply(tool_calls=[("todo_list", {})])) as srv:
+    with FakeOpenAIServer(
+        lambda _: ramble if next(talk) != 1 else Reply(tool_calls=[("todo_list", {})]), strict="vllm-glm"
+    ) as srv:
         result = await play(srv, ctx, max_tokens=64)
     # turn 1 cut, turn 2 fine (the count starts again), turns 3-5 cut: ends on turn 5
     assert (result.failure, len(result.steps)) == ("agent/rambling", 5)
@@ -87,7 +93,7 @@ async def test_a_rambling_model_is_cut_and_ends_on_its_third_cut_turn(ctx: ToolC
 
 
 async def test_turns_over_the_time_limit_are_cut_and_count_as_rambling(ctx: ToolContext) -> None:
-    with FakeOpenAIServer(replay([Reply(tool_calls=[WRITE], delay_s=1.0)])) as srv:
+    with FakeOpenAIServer(replay([Reply(tool_calls=[WRITE], delay_s=1.0)]), strict="vllm-glm") as srv:
         result = await play(srv, ctx, turn_timeout_s=0.2)
     assert (result.failure, len(result.steps)) == ("agent/rambling", 3)
     assert [s.error for s in result.steps] == ["model_error:turn_timeout"] * 3
@@ -96,26 +102,28 @@ async def test_turns_over_the_time_limit_are_cut_and_count_as_rambling(ctx: Tool
 
 async def test_a_model_that_stops_making_progress_after_writing_is_stalled(ctx: ToolContext) -> None:
     think = thoughts()
-    with FakeOpenAIServer(lambda body: Reply(tool_calls=[WRITE]) if len(body["messages"]) == 2 else think(body)) as srv:
+    with FakeOpenAIServer(
+        lambda body: Reply(tool_calls=[WRITE]) if len(body["messages"]) == 2 else think(body), strict="vllm-glm"
+    ) as srv:
         result = await play(srv, ctx, GuardConfig(stall_turns=4))
     assert (result.failure, len(result.steps)) == ("agent/stalled", 5)  # the write, then 4 turns without a change
     assert "No file was written or changed in your last 3 turns" in warnings(result)[-1]
 
 
 async def test_a_model_that_never_writes_is_stalled_after_first_write_turns(ctx: ToolContext) -> None:
-    with FakeOpenAIServer(thoughts()) as srv:
+    with FakeOpenAIServer(thoughts(), strict="vllm-glm") as srv:
         result = await play(srv, ctx, GuardConfig(first_write_turns=5))
     assert (result.failure, len(result.steps)) == ("agent/stalled", 5)
 
 
 async def test_a_guard_at_zero_is_off(ctx: ToolContext) -> None:
-    with FakeOpenAIServer(replay([Reply(tool_calls=[("list_directory", {"path": "."})])])) as srv:
+    with FakeOpenAIServer(replay([Reply(tool_calls=[("list_directory", {"path": "."})])]), strict="vllm-glm") as srv:
         result = await play(srv, ctx, GuardConfig(repeated_call_turns=0, first_write_turns=0))
     assert (result.failure, len(result.steps)) == ("environment/step_limit", 30)
 
 
 async def test_the_context_budget_uses_the_window_the_server_states(ctx: ToolContext) -> None:
-    with FakeOpenAIServer(thoughts(), max_model_len=2000) as srv:
+    with FakeOpenAIServer(thoughts(), max_model_len=2000, strict="vllm-glm") as srv:
         client = ModelClient(LLMConfig(base_url=srv.url, model="fake", max_retries=0), "agent")
         await client.list_models()
         assert client.context_window == 2000

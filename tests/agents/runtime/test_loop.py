@@ -57,7 +57,7 @@ async def test_multi_tool_turn_runs_calls_concurrently_in_order(ctx: ToolContext
         WRITE_SLIDE,
         ("nap", {"label": "fourth"}),
     ]
-    with FakeOpenAIServer(replay([Reply(tool_calls=turn), Reply(tool_calls=[FINALIZE])])) as srv:
+    with FakeOpenAIServer(replay([Reply(tool_calls=turn), Reply(tool_calls=[FINALIZE])]), strict="vllm-glm") as srv:
         result = await agent(srv, ctx, tools, max_tool_calls_per_turn=3).run(SYSTEM, USER)
     assert (result.status, result.outcome, len(result.steps)) == ("finalized", "slides/", 2)
     step = result.steps[0]
@@ -78,18 +78,22 @@ async def test_bad_argument_is_read_and_fixed_by_the_model(ctx: ToolContext) -> 
             return Reply(tool_calls=[WRITE_SLIDE])
         return Reply(tool_calls=[FINALIZE])
 
-    with FakeOpenAIServer(policy) as srv:
+    with FakeOpenAIServer(policy, strict="vllm-glm") as srv:
         result = await agent(srv, ctx).run(SYSTEM, USER)
     assert result.status == "finalized" and len(result.steps) == 3
     assert result.messages[3].content.startswith("Error: Invalid arguments for write_file")
     assert (ctx.workspace.root / "slides/slide_01.html").read_text() == SLIDE
 
 
-async def test_malformed_tool_json_from_the_server_is_an_observation(ctx: ToolContext) -> None:
+async def test_a_malformed_tool_call_is_an_observation_and_the_history_stays_parsable(ctx: ToolContext) -> None:
+    """vLLM parses every earlier call's arguments: the strict vllm-glm fake refuses a history that does not parse."""
     replies = replay([Reply(tool_calls=[WRITE_SLIDE]), Reply(tool_calls=[WRITE_SLIDE]), Reply(tool_calls=[FINALIZE])])
-    with FakeOpenAIServer(replies, faults=FaultPlan(script=["malformed_tool_json"])) as srv:
+    with FakeOpenAIServer(replies, faults=FaultPlan(script=["malformed_tool_json"]), strict="vllm-glm") as srv:
         result = await agent(srv, ctx).run(SYSTEM, USER)
     assert "not valid JSON" in result.messages[3].content and (result.status, len(result.steps)) == ("finalized", 3)
+    assert srv.refused == [] and len(srv.requests) == 3
+    assert srv.requests[1]["messages"][2]["tool_calls"][0]["function"]["arguments"] == "{}"  # sent as an empty object
+    assert result.messages[2].tool_calls[0].arguments.startswith('{"path"')  # the record keeps what the model wrote
 
 
 async def test_context_warnings_at_half_and_four_fifths(ctx: ToolContext) -> None:
@@ -97,7 +101,8 @@ async def test_context_warnings_at_half_and_four_fifths(ctx: ToolContext) -> Non
     with FakeOpenAIServer(
         lambda _: Reply(
             prompt_tokens=(n := next(tokens)), tool_calls=[("thinking", {"thought": f"go on {n}"})], completion_tokens=0
-        )
+        ),
+        strict="vllm-glm",
     ) as srv:
         result = await agent(srv, ctx, context_window=1000, max_steps=7).run(SYSTEM, USER)
     tool_texts = [m.content for m in result.messages if m.role == "tool"]
@@ -111,26 +116,36 @@ async def test_context_warnings_at_half_and_four_fifths(ctx: ToolContext) -> Non
 
 async def test_context_overflow_ends_the_agent(ctx: ToolContext) -> None:
     tokens = iter([600, 1100])
-    with FakeOpenAIServer(lambda _: Reply(tool_calls=[("thinking", {"thought": "more"})], prompt_tokens=next(tokens))) as srv:
+    with FakeOpenAIServer(
+        lambda _: Reply(tool_calls=[("thinking", {"thought": "more"})], prompt_tokens=next(tokens)), strict="vllm-glm"
+    ) as srv:
         result = await agent(srv, ctx, context_window=1000).run(SYSTEM, USER)
     assert (result.status, result.failure, len(result.steps), len(srv.requests)) == ("failed", "agent/context_overflow", 2, 2)
 
 
 async def test_an_oversized_prompt_overflows_before_any_request(ctx: ToolContext) -> None:
-    with FakeOpenAIServer(replay([Reply(tool_calls=[FINALIZE])])) as srv:
+    with FakeOpenAIServer(replay([Reply(tool_calls=[FINALIZE])]), strict="vllm-glm") as srv:
         result = await agent(srv, ctx, context_window=1000).run("x" * 4100, USER)
     assert result.failure == "agent/context_overflow" and srv.requests == []
 
 
-async def test_server_context_length_error_is_an_overflow(ctx: ToolContext) -> None:
-    error = ErrorReply(400, "This model's maximum context length is 8192 tokens.")
-    with FakeOpenAIServer(lambda _: error) as srv:
+@pytest.mark.parametrize(
+    "wording",
+    [
+        "This model's maximum context length is 8192 tokens.",
+        "The decoder prompt (length 70000) is longer than the maximum model length of 65536. Make sure that "
+        "`max_model_len` is no smaller than the number of text tokens plus multimodal tokens.",  # vLLM, with images
+    ],
+)
+async def test_server_context_length_error_is_an_overflow(ctx: ToolContext, wording: str) -> None:
+    error = ErrorReply(400, wording)
+    with FakeOpenAIServer(lambda _: error) as srv:  # permissive: the test answers with the provider's refusal itself
         result = await agent(srv, ctx).run(SYSTEM, USER)
     assert result.failure == "agent/context_overflow" and result.steps[0].error == "model_error:context_length"
 
 
 async def test_model_errors_end_the_agent_with_their_kind(ctx: ToolContext) -> None:
-    with FakeOpenAIServer(replay([Reply()]), faults=FaultPlan(script=["500"])) as srv:
+    with FakeOpenAIServer(replay([Reply()]), faults=FaultPlan(script=["500"]), strict="vllm-glm") as srv:
         result = await agent(srv, ctx).run(SYSTEM, USER)
     assert result.failure == "environment/model_error:server" and result.status == "failed"
 
@@ -141,18 +156,20 @@ async def test_step_token_and_time_limits(ctx: ToolContext) -> None:
     def think(_: Any) -> Reply:  # a new thought each turn: the same call three times in a row is a loop
         return Reply(tool_calls=[("thinking", {"thought": f"hmm {next(turns)}"})], prompt_tokens=100, completion_tokens=50)
 
-    with FakeOpenAIServer(think) as srv:
+    with FakeOpenAIServer(think, strict="vllm-glm") as srv:
         assert (await agent(srv, ctx, max_steps=3).run(SYSTEM, USER)).failure == "environment/step_limit"
         assert len(srv.requests) == 3
         result = await agent(srv, ctx, max_total_tokens=400).run(SYSTEM, USER)
         assert result.failure == "environment/token_limit" and len(result.steps) == 3
-    with FakeOpenAIServer(think, latency_s=0.15) as srv:
+    with FakeOpenAIServer(think, latency_s=0.15, strict="vllm-glm") as srv:
         result = await agent(srv, ctx, max_wall_s=0.2).run(SYSTEM, USER)
         assert result.failure == "environment/timeout" and 1 <= len(result.steps) <= 2
 
 
 async def test_no_tool_call_gets_a_nudge(ctx: ToolContext) -> None:
-    with FakeOpenAIServer(replay([Reply("I am done."), Reply(tool_calls=[WRITE_SLIDE]), Reply(tool_calls=[FINALIZE])])) as srv:
+    with FakeOpenAIServer(
+        replay([Reply("I am done."), Reply(tool_calls=[WRITE_SLIDE]), Reply(tool_calls=[FINALIZE])]), strict="vllm-glm"
+    ) as srv:
         result = await agent(srv, ctx).run(SYSTEM, USER)
     assert (result.messages[3].role, result.messages[3].kind, result.messages[3].content) == ("user", "warning", NUDGE)
     assert srv.requests[1]["messages"][-1] == {"role": "user", "content": NUDGE}
@@ -162,7 +179,7 @@ async def test_no_tool_call_gets_a_nudge(ctx: ToolContext) -> None:
 async def test_finalize_refused_then_accepted(ctx: ToolContext) -> None:
     saves: list[Trajectory] = []
     with FakeOpenAIServer(
-        replay([Reply(tool_calls=[FINALIZE]), Reply(tool_calls=[WRITE_SLIDE]), Reply(tool_calls=[FINALIZE])])
+        replay([Reply(tool_calls=[FINALIZE]), Reply(tool_calls=[WRITE_SLIDE]), Reply(tool_calls=[FINALIZE])]), strict="vllm-glm"
     ) as srv:
         result = await agent(srv, ctx, saves=saves, save_interval_s=0).run(SYSTEM, USER)
     assert "does not exist" in result.messages[3].content and result.messages[3].content.startswith("Error:")
@@ -178,7 +195,7 @@ async def test_running_checkpoints_are_spaced_out_and_the_final_save_always_happ
     turns = replay(
         [Reply(tool_calls=[("thinking", {"thought": "plan"})]), Reply(tool_calls=[WRITE_SLIDE]), Reply(tool_calls=[FINALIZE])]
     )
-    with FakeOpenAIServer(turns) as srv:
+    with FakeOpenAIServer(turns, strict="vllm-glm") as srv:
         result = await agent(srv, ctx, saves=saves, save_interval_s=3600).run(SYSTEM, USER)
     assert [(t.status, len(t.steps)) for t in saves] == [("running", 1), ("finalized", 3)]
     assert saves[-1] == result
@@ -188,7 +205,7 @@ async def test_images_reach_the_model_from_the_workspace(ctx: ToolContext) -> No
     (ctx.workspace.root / "renders").mkdir()
     Image.new("RGB", (32, 18), "white").save(ctx.workspace.root / "renders/slide_01.png")
     look = Reply(tool_calls=[("read_file", {"path": "renders/slide_01.png"}), WRITE_SLIDE])
-    with FakeOpenAIServer(replay([look, Reply(tool_calls=[FINALIZE])])) as srv:
+    with FakeOpenAIServer(replay([look, Reply(tool_calls=[FINALIZE])]), strict="vllm-glm") as srv:
         result = await agent(srv, ctx).run(SYSTEM, USER)
     assert result.messages[3].images == ("renders/slide_01.png",) and result.status == "finalized"
     parts = srv.requests[1]["messages"][-1]["content"]
@@ -229,7 +246,7 @@ async def test_hook_injects_a_thinking_call_recorded_as_critic(ctx: ToolContext)
         ]
     )
     critic, saves = Critic(), list[Trajectory]()
-    with FakeOpenAIServer(turns) as srv:
+    with FakeOpenAIServer(turns, strict="vllm-glm") as srv:
         runner = Agent(model(srv), tools, ctx, AgentConfig(), "t1", hooks=[critic], save=saves.append)
         result = await runner.run(SYSTEM, USER)
     assert len(critic.seen) == 2 and critic.seen[1].observations[0].text == "rendered slides/slide_01.html"
@@ -251,7 +268,7 @@ async def test_a_crash_leaves_a_readable_partial_record(ctx: ToolContext) -> Non
             raise RuntimeError("critic exploded")
 
     saves: list[Trajectory] = []
-    with FakeOpenAIServer(replay([Reply(tool_calls=[WRITE_SLIDE])])) as srv:
+    with FakeOpenAIServer(replay([Reply(tool_calls=[WRITE_SLIDE])]), strict="vllm-glm") as srv:
         runner = Agent(model(srv), toolset_for("presenter"), ctx, AgentConfig(), "t1", hooks=[Broken()], save=saves.append)
         with pytest.raises(RuntimeError, match="critic exploded"):
             await runner.run(SYSTEM, USER)
@@ -267,7 +284,7 @@ async def test_a_rollout_at_its_cost_cap_ends_as_agent_budget(ctx: ToolContext) 
         Reply(tool_calls=[("write_file", {"path": f"slides/slide_0{n}.html", "content": SLIDE})], prompt_tokens=1000)
         for n in range(1, 6)
     ]
-    with FakeOpenAIServer(replay(turns)) as srv:
+    with FakeOpenAIServer(replay(turns), strict="vllm-glm") as srv:
         unit, client = Unit(max_cost_usd=2.5), model(srv, price=priced)
         with unit_scope(unit):
             result = await Agent(client, toolset_for(ctx.role), ctx, AgentConfig(), "t1").run(SYSTEM, USER)
