@@ -102,21 +102,23 @@ class Batching:
         )
         target = f" (global batch {self.global_batch})" if self.unit is BatchUnit.samples else ""
         run = "train.max_steps" if self.max_steps is not None else f"{self.epochs} epochs"
+        steps = self.step_samples()
+        per_step = (
+            f"{sum(steps) / len(steps):.1f} mean{target}, {min(steps)}-{max(steps)} over the {len(steps)} step(s) of an epoch"
+            if steps
+            else "none: no GPU gets a pack"
+        )
         lines = [
             f"train.global_batch_size={self.global_batch} counts {self.unit.value} (train.batch_unit); tokens: {self.token_method}",
             f"samples in the export: {self.samples} (train.jsonl)",
             f"packs: {packs}",
-        ]
-        if self.starved:
-            return ["# batch: " + line for line in [*lines, f"PROBLEM: nothing would train: {self.starved}"]]
-        steps = self.step_samples()
-        lines += [
             f"packs per optimizer step: {self.packs_per_step} = {self.per_device} per device x {self.accumulation} "
             f"accumulation x {self.world_size} GPU(s)",
-            f"samples per optimizer step: {sum(steps) / len(steps):.1f} mean{target}, {min(steps)}-{max(steps)} over the "
-            f"{len(steps)} step(s) of an epoch",
-            f"optimizer steps: {len(steps)} per epoch, {self.run_steps()} for the run ({run})",
+            f"samples per optimizer step: {per_step}",
+            f"optimizer steps: {len(steps)} per epoch, {self.run_steps() if steps else 0} for the run ({run})",
         ]
+        if self.starved:
+            lines.append(f"PROBLEM: nothing would train: {self.starved}")
         return ["# batch: " + line for line in lines + self._left_out_lines()]
 
     def _left_out_lines(self) -> list[str]:

@@ -21,8 +21,9 @@ from tests.train.runs import RunShape, build_run
 from train.config import ExportConfig
 from train.export import export_run
 
-# Samples of about 2,000 byte-level tokens: a presenter's (1,973, one slide) fits in 2,048, a researcher's (2,170) not.
-SHORT = RunShape(tasks=3, failed=0, steps=1, observation_chars=20)
+# Samples of about 2,000 byte-level tokens: a presenter's (about 1,950, one slide) fits in 2,048, a researcher's (about
+# 2,100) not. Without reasoning, so that each trajectory is one sample (train/samples.py splits where reasoning is hidden).
+SHORT = RunShape(tasks=3, failed=0, steps=1, observation_chars=60, reasoning=False)
 
 
 @pytest.fixture(scope="module")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -17,6 +18,12 @@ ENV = {**os.environ, "WANDB_MODE": "disabled", "RAY_AUTH_MODE": "disabled"}
 pytestmark = [pytest.mark.chromium, pytest.mark.slow]
 
 
+def trajectories(root: Path) -> int:
+    """The trajectories the export made samples of (one or more parts each)."""
+    rows = [json.loads(line) for split in ("train", "val") for line in (root / "sft" / f"{split}.jsonl").read_text().splitlines()]
+    return len({(row["task_id"], row["agent"]) for row in rows})
+
+
 def synthesize(root: Path, *overrides: str) -> None:
     command = [sys.executable, "-m", "pipeline.synthesize", f"run.dir={root}", "limit=4", "tracking=disabled", *overrides]
     done = subprocess.run(command, cwd=PROJECT_ROOT, env=ENV, capture_output=True, text=True, check=False, timeout=900)
@@ -29,8 +36,7 @@ def test_without_filters_every_finished_rollout_is_exported(tmp_path: Path) -> N
     assert run_gates(root) == []
     finished = [r for r in read_parquet(root / "rollouts.parquet", Rollout) if r.status == "done"]
     assert finished
-    samples = sum(1 for split in ("train", "val") for line in (root / "sft" / f"{split}.jsonl").read_text().splitlines() if line)
-    assert samples == 2 * len(finished)  # a researcher and a presenter sample per finished rollout
+    assert trajectories(root) == 2 * len(finished)  # a researcher's and a presenter's samples per finished rollout
 
 
 def test_with_the_default_filters_the_scripted_decks_pass_the_content_gate_and_are_exported(tmp_path: Path) -> None:
@@ -41,5 +47,4 @@ def test_with_the_default_filters_the_scripted_decks_pass_the_content_gate_and_a
     content = [v for v in verdicts if v.gate == "content"]
     assert content and all(v.passed for v in content), [v.reasons for v in content if not v.passed]
     accepted = [o for o in outcomes(rollouts, verdicts, run_gates(root)) if o.accepted]
-    samples = sum(1 for split in ("train", "val") for line in (root / "sft" / f"{split}.jsonl").read_text().splitlines() if line)
-    assert samples == 2 * len(accepted)
+    assert trajectories(root) == 2 * len(accepted)

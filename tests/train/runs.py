@@ -70,6 +70,7 @@ class RunShape:
     observation_chars: int = 400
     slide_size: tuple[int, int] = (320, 180)
     verdicts: bool = True
+    reasoning: bool = True  # the agents' turns carry reasoning (a presenter's is then split where an inspection hides it)
     eval_tasks: int = 0  # extra accepted rollouts whose task is in the eval split
     seed: int = 0
 
@@ -109,7 +110,8 @@ def trajectory(task_id: str, agent: str, workspace: Path, shape: RunShape, rng: 
             call(step, "write_file", path=f"slides/slide_{step + 1:02d}.html"),
             call(step, "inspect_slide" if agent == "presenter" else "inspect_manuscript", path="manuscript.md"),
         )
-        msgs.append(Message("assistant", text(rng, 60), reasoning=text(rng, 120), tool_calls=calls))
+        reasoning = text(rng, 120)  # drawn either way: the rest of the run stays the same
+        msgs.append(Message("assistant", text(rng, 60), reasoning=reasoning if shape.reasoning else None, tool_calls=calls))
         msgs.append(
             Message(
                 "tool",
@@ -128,7 +130,7 @@ def trajectory(task_id: str, agent: str, workspace: Path, shape: RunShape, rng: 
         msgs.append(Message("assistant", tool_calls=(critic_call,), kind="critic"))
         msgs.append(Message("tool", CRITIC_THOUGHT, tool_call_id=critic_call.id, name="thinking", kind="critic"))
     done = call(steps, "finalize", outcome="manuscript.md" if agent == "researcher" else "slides")
-    msgs.append(Message("assistant", "", reasoning="All slides are fixed.", tool_calls=(done,)))
+    msgs.append(Message("assistant", "", reasoning="All slides are fixed." if shape.reasoning else None, tool_calls=(done,)))
     msgs.append(Message("tool", "Finalized.", tool_call_id=done.id, name="finalize", kind="tool"))
     return Trajectory(
         task_id=task_id,
