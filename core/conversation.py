@@ -39,6 +39,10 @@ class Profile:
     serves: str  # which servers and models it is for
 
 
+# Each choice and its source: docs/profiles.md. In short: OpenAI and vLLM refuse images in tool messages, so every
+# built-in profile sends them in a user message after the tool results; GLM-4.5-family chat templates render an
+# assistant turn's `reasoning_content` only after the last user message (vLLM and SGLang hand it to the template);
+# OpenAI's request types have no reasoning field, and llama.cpp's ChatML tool formats render none.
 PROFILES: dict[str, Profile] = {
     p.name: p
     for p in (

@@ -13,9 +13,11 @@ import pytest
 from core.config import PROJECT_ROOT
 from core.records import Rollout, Verdict, read_parquet
 from filters.acceptance import outcomes, run_gates
+from train.parity import tokenizer_dir
+from train.validate import validate_file
 
 ENV = {**os.environ, "WANDB_MODE": "disabled", "RAY_AUTH_MODE": "disabled"}
-pytestmark = [pytest.mark.chromium, pytest.mark.slow]
+pytestmark = [pytest.mark.chromium, pytest.mark.slow, pytest.mark.swift]
 
 
 def trajectories(root: Path) -> int:
@@ -48,3 +50,7 @@ def test_with_the_default_filters_the_scripted_decks_pass_the_content_gate_and_a
     assert content and all(v.passed for v in content), [v.reasons for v in content if not v.passed]
     accepted = [o for o in outcomes(rollouts, verdicts, run_gates(root)) if o.accepted]
     assert trajectories(root) == 2 * len(accepted)
+    # the labels of the scripted run's export, as MS-SWIFT encodes them: each tool-calling turn ends with a trained
+    # <|observation|>; system, user and tool turns and images carry no loss (train/labels.py)
+    validation = validate_file(root / "sft" / "train.jsonl", str(tokenizer_dir(None)))
+    assert validation.ok and "labels checked" in validation.encode, validation.summary()

@@ -18,6 +18,7 @@ import pytest
 from agents.config import GuardConfig
 from core.records import Rollout, Task, Trajectory, read_parquet, write_parquet
 from tests.core.test_local_server import servers_running
+from train.parity import check_run
 
 pytestmark = [pytest.mark.real_model, pytest.mark.chromium, pytest.mark.slow, pytest.mark.timeout(1200)]
 
@@ -93,6 +94,7 @@ def test_one_deck_from_the_command_line(tmp_path: Path) -> None:
     assert not servers_running()
 
 
+@pytest.mark.swift  # the parity check encodes with MS-SWIFT's template
 def test_synthesize_with_scripted_tasks_and_judges(tmp_path: Path) -> None:
     root = tmp_path / "run"
     done = run(
@@ -123,6 +125,9 @@ def test_synthesize_with_scripted_tasks_and_judges(tmp_path: Path) -> None:
     assert verdicts.is_file() and (root / "filters" / "failures.md").is_file()
     assert (root / "sft" / "train.jsonl").is_file() and (root / "report" / "index.html").is_file()
     assert not servers_running()
+    # what SmolLM2 was sent, rebuilt from the records (the llama.cpp profile), is what its samples show, turn by turn
+    parity = check_run(root, every_trajectory=True)
+    assert parity.ok and parity.turns_checked > 0 and parity.requests_verified == parity.turns_checked, parity.summary()
 
 
 def test_eval_on_one_task(tmp_path: Path) -> None:
