@@ -1,6 +1,7 @@
 """Build a tiny randomly initialised GLM-4V (the GLM-4.6V-Flash architecture) and its processor, offline.
 
     python scripts/make_tiny_model.py OUT_DIR
+    python scripts/make_tiny_model.py OUT_DIR --processor-only     # what train.parity encodes with
 
 The tokenizer is a byte-level BPE without merges, trained nowhere: every byte is a
 token, and the special tokens sit at GLM-4.5V's ids, because MS-SWIFT's `glm4_5v`
@@ -151,14 +152,20 @@ def build_processor(tokenizer, image_size: dict[str, int] = TINY_IMAGE_SIZE):
     return Glm4vProcessor(Glm4vImageProcessor(size=image_size), tokenizer, Glm4vVideoProcessor())
 
 
-def make_tiny_model(out_dir: Path, seed: int = 0) -> Path:
-    """Write config, weights, tokenizer and processor files to `out_dir`; returns it."""
+def make_tiny_model(out_dir: Path, seed: int = 0, processor_only: bool = False) -> Path:
+    """Write config, weights, tokenizer and processor files to `out_dir` (only the last two with `processor_only`,
+    enough to encode samples with MS-SWIFT's template); returns it."""
     import torch
 
     torch.manual_seed(seed)
     out_dir.mkdir(parents=True, exist_ok=True)
     tokenizer = build_tokenizer()
-    build_model().save_pretrained(out_dir)
+    if processor_only:  # the config alone: MS-SWIFT reads the model type from its architecture
+        config = tiny_config()
+        config.architectures = ["Glm4vForConditionalGeneration"]
+        config.save_pretrained(out_dir)
+    else:
+        build_model().save_pretrained(out_dir)
     build_processor(tokenizer).save_pretrained(out_dir)
     return out_dir
 
@@ -167,8 +174,9 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("out_dir", type=Path)
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--processor-only", action="store_true", help="no weights: the tokenizer and processor to encode with")
     args = parser.parse_args()
-    path = make_tiny_model(args.out_dir, args.seed)
+    path = make_tiny_model(args.out_dir, args.seed, args.processor_only)
     size = sum(f.stat().st_size for f in path.iterdir()) / 1e6
     print(f"tiny GLM-4V written to {path} ({size:.0f} MB)")
 

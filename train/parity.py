@@ -187,7 +187,9 @@ def tokenizer_dir(model_dir: Optional[Path]) -> Path:
         return model_dir
     if not (DEFAULT_TOKENIZER_DIR / "tokenizer.json").is_file():
         script = PROJECT_ROOT / "scripts" / "make_tiny_model.py"
-        subprocess.run([sys.executable, str(script), str(DEFAULT_TOKENIZER_DIR)], check=True, capture_output=True)
+        subprocess.run(
+            [sys.executable, str(script), str(DEFAULT_TOKENIZER_DIR), "--processor-only"], check=True, capture_output=True
+        )
     return DEFAULT_TOKENIZER_DIR
 
 
