@@ -21,6 +21,7 @@ from PIL import Image, UnidentifiedImageError
 
 from agents.config import AgentConfig, Agents, DeckConfig, PptxMode, Reflection, SandboxConfig
 from agents.deck import export_deck
+from core.failures import Failure
 from core.protocols import StepHook
 from agents.loop import Agent
 from agents.manuscript import SIZE_NOTE
@@ -36,7 +37,7 @@ from core.metering import part_scope
 from core.models import is_scripted
 from core.prompts import render
 from core.protocols import Model
-from core.records import Task, Trajectory
+from core.records import RolloutStatus, Task, Trajectory, TrajectoryStatus
 
 log = logging.getLogger(__name__)
 
@@ -215,8 +216,8 @@ async def generate_deck(task: Task, workspace: Path, env: GenerationEnv) -> Deck
             trajectory = replace(await agent.run(system, user), policy=env.policy, origin=part.origin())
         trajectories.append(trajectory)
         artifacts[f"trajectory:{role}"] = f"trajectory_{role}.json"
-        if trajectory.status != "finalized":
-            return DeckOutcome("failed", trajectory.failure or "environment/unfinished", trajectories, artifacts)
+        if trajectory.status != TrajectoryStatus.finalized:
+            return DeckOutcome(RolloutStatus.failed, trajectory.failure or Failure.unfinished, trajectories, artifacts)
         if role == "researcher":
             assets = normalise_manuscript(workspace, trajectory.outcome or brief.manuscript)
             artifacts["manuscript"] = brief.manuscript
@@ -241,7 +242,7 @@ async def _export(
         )
     except (ValueError, RuntimeError) as exc:
         log.warning("%s: deck export failed: %s", brief.task_id, exc)
-        return DeckOutcome("failed", "environment/export_failed", trajectories, artifacts)
+        return DeckOutcome(RolloutStatus.failed, Failure.export_failed, trajectories, artifacts)
     slides = [
         {
             "file": f"slides/{Path(r.html_path).name}",
@@ -264,4 +265,4 @@ async def _export(
         "previews": "previews",
         "defects": "deck_defects.json",
     }
-    return DeckOutcome("done", None, trajectories, artifacts, deck.pages, sum(len(s["defects"]) for s in slides))
+    return DeckOutcome(RolloutStatus.done, None, trajectories, artifacts, deck.pages, sum(len(s["defects"]) for s in slides))

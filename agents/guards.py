@@ -15,6 +15,7 @@ from typing import Sequence
 
 from agents.config import GuardConfig
 from agents.tools.registry import Observation
+from core.failures import Failure
 from core.records import ToolCall
 
 NUDGE = "You did not call a tool. Call a tool to continue; call finalize when the work is done."
@@ -86,7 +87,7 @@ class Guards:
         """A turn cut at the token or time limit: the note to append; raises GuardTripped at the limit."""
         self.cut_turns += 1
         if self._at(self.config.cut_turns, self.cut_turns):
-            raise GuardTripped("agent/rambling", f"{self.cut_turns} turns in a row cut ({why})")
+            raise GuardTripped(Failure.rambling, f"{self.cut_turns} turns in a row cut ({why})")
         return CUT_NOTE.format(why=why)
 
     def observe(self, calls: Sequence[ToolCall], observations: Sequence[Observation], cut: str | None) -> str:
@@ -109,7 +110,7 @@ class Guards:
         if not count:
             return ""
         if self._at(limit, count):
-            raise GuardTripped("agent/no_tool_calls", f"{count} turns in a row without a tool call")
+            raise GuardTripped(Failure.no_tool_calls, f"{count} turns in a row without a tool call")
         if self._one_short(limit, count):
             return NO_TOOL_RECOVERY.format(turns=count, tools=", ".join(self.tool_names))
         return NUDGE
@@ -121,7 +122,7 @@ class Guards:
         limit = self.config.repeated_call_turns
         repeats = self._repeats()
         if self._at(limit, repeats):
-            raise GuardTripped("agent/loop", f"the same call(s) {repeats} times ({calls[0].name} ...)")
+            raise GuardTripped(Failure.loop, f"the same call(s) {repeats} times ({calls[0].name} ...)")
         return LOOP_RECOVERY.format(turns=repeats) if self._one_short(limit, repeats) else ""
 
     def _repeats(self) -> int:
@@ -147,5 +148,5 @@ class Guards:
         limit = self.config.stall_turns if self.written else self.config.first_write_turns
         if self._at(limit, self.idle_turns):
             after = "since its last file change" if self.written else "without writing any file"
-            raise GuardTripped("agent/stalled", f"{self.idle_turns} turns {after}")
+            raise GuardTripped(Failure.stalled, f"{self.idle_turns} turns {after}")
         return STALL_RECOVERY.format(turns=self.idle_turns) if self._one_short(limit, self.idle_turns) else ""

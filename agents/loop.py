@@ -13,15 +13,16 @@ from agents.config import AgentConfig
 from agents.guards import GuardTripped, Guards
 from agents.hooks import Injection, StepState
 from agents.tools.registry import Observation, ToolContext, Toolset
+from core.failures import Failure
 from core.llm_types import ModelError
 from core.protocols import Model, StepHook
-from core.records import CriticInjection, Message, Step, ToolCall, Trajectory
+from core.records import CriticInjection, Message, Step, ToolCall, Trajectory, TrajectoryStatus
 
 
 class AgentEnded(Exception):
     """How a run ended; raised inside the loop only."""
 
-    status = "failed"
+    status = TrajectoryStatus.failed
 
     def __init__(self, failure: str | None = None, outcome: str | None = None):
         super().__init__(failure or outcome)
@@ -29,7 +30,7 @@ class AgentEnded(Exception):
 
 
 class Finalized(AgentEnded):
-    status = "finalized"
+    status = TrajectoryStatus.finalized
 
 
 class LimitReached(AgentEnded): ...
@@ -88,7 +89,7 @@ class Agent:
 
     async def run(self, system: str, user: str) -> Trajectory:
         self.start(system, user)
-        end = AgentEnded("environment/crash")  # what a crash leaves in the record
+        end = AgentEnded(Failure.crash)  # what a crash leaves in the record
         try:
             while True:
                 await self.step()
@@ -144,13 +145,13 @@ class Agent:
     def _check_limits(self) -> None:
         cfg = self.config
         if len(self.steps) >= cfg.max_steps:
-            raise LimitReached("environment/step_limit")
+            raise LimitReached(Failure.step_limit)
         if time.monotonic() - self.started > cfg.max_wall_s:
-            raise LimitReached("environment/timeout")
+            raise LimitReached(Failure.timeout)
         if sum(s.usage.total for s in self.steps) >= cfg.max_total_tokens:
-            raise LimitReached("environment/token_limit")
+            raise LimitReached(Failure.token_limit)
         if self.budget.used(self.messages) > self.budget.window:
-            raise ContextOverflow("agent/context_overflow")
+            raise ContextOverflow(Failure.context_overflow)
 
     def _model_failed(self, step: Step, exc: ModelError) -> None:
         """A turn without a reply: a cut (turn timeout) the rambling guard counts; else the agent ends."""
@@ -163,10 +164,10 @@ class Agent:
             self.messages.append(Message("user", note, kind="warning"))
             return
         if exc.kind == "context_length":  # the model filled the window the server gives it
-            raise ContextOverflow("agent/context_overflow") from exc
+            raise ContextOverflow(Failure.context_overflow) from exc
         if exc.kind == "budget":
-            raise BudgetSpent("agent/budget") from exc
-        raise ModelFailed(f"environment/model_error:{exc.kind}") from exc
+            raise BudgetSpent(Failure.budget) from exc
+        raise ModelFailed(Failure.model_error.detailed(exc.kind)) from exc
 
     async def _execute(self, calls: tuple[ToolCall, ...]) -> tuple[Observation, ...]:
         limit = self.config.max_tool_calls_per_turn

@@ -40,7 +40,7 @@ from core.metering import Unit, unit_scope
 from core.models import role_client
 from core.logs import console, setup_logging
 from core.protocols import Model
-from core.records import Constraints, Task
+from core.records import Constraints, RolloutStatus, Task
 from core.store import atomic_write_text
 
 ConfigStore.instance().store(name="generate_schema", node=GenerateConfig)
@@ -125,7 +125,7 @@ async def generate(task: Task, cfg: GenerateConfig, out: Path) -> int:
         console.print(
             f"model calls {totals.calls}, tokens {totals.prompt_tokens}+{totals.completion_tokens}{estimated}, cost {cost}"
         )
-    if outcome.status != "done":
+    if outcome.status != RolloutStatus.done:
         console.print(f"[red]failed[/]: {outcome.failure}; trajectories in {out}")
         return 1
     console.print(

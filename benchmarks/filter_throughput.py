@@ -30,7 +30,7 @@ from pathlib import Path
 
 from core.config import LLMConfig
 from core.language import detect_language
-from core.records import Constraints, Rollout, Task, write_parquet
+from core.records import Constraints, Rollout, RolloutStatus, Task, write_parquet
 from core.store import RunStore
 from filters.config import FiltersConfig
 from filters.constraints import check_deck
@@ -83,7 +83,7 @@ def _build(root: Path, count: int, rng: random.Random) -> list[Candidate]:
             task_id=task_id, source="manual", instruction="benchmark deck", language=lang, constraints=asked, split="train"
         )
         artifacts = {"pdf": f"rollouts/{task_id}/deck.pdf", "defects": f"rollouts/{task_id}/deck_defects.json"}
-        candidates.append(Candidate(task, Rollout(task_id=task_id, status="done", artifacts=artifacts), root))
+        candidates.append(Candidate(task, Rollout(task_id=task_id, status=RolloutStatus.done, artifacts=artifacts), root))
     (root / "tasks").mkdir()
     write_parquet([c.task for c in candidates], root / "tasks" / "train.parquet", Task)
     write_parquet([c.rollout for c in candidates], root / "rollouts.parquet", Rollout)

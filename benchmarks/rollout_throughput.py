@@ -66,7 +66,7 @@ from core.config import PROJECT_ROOT, LLMConfig, RayConfig
 from core.llm import ModelClient
 from core.llm_types import ChatResult
 from core.protocols import Model
-from core.records import Constraints, Message, Rollout, Task, read_parquet
+from core.records import Constraints, Message, Rollout, RolloutStatus, Task, read_parquet
 from core.run import open_run
 from core.store import atomic_write_parquet
 from pipeline import config as _schema  # noqa: F401  (registers synthesize_schema)
@@ -233,7 +233,7 @@ def steady_window(finishes: Sequence[float], in_flight: int, cpu: BusyCPU, rende
 
 def calls_per_rollout(rollouts: Sequence[Rollout]) -> float:
     """Model calls (agent steps) per finished rollout."""
-    return statistics.mean(sum(r.steps.values()) for r in rollouts if r.status == "done")
+    return statistics.mean(sum(r.steps.values()) for r in rollouts if r.status == RolloutStatus.done)
 
 
 def measure(
@@ -328,7 +328,7 @@ def main() -> None:
     try:
         with fake_endpoint(Reply("ok"), args.latency) as url, tempfile.TemporaryDirectory() as tmp, BusyCPU() as cpu:
             pool, _, pool_dir = measure(url, POOL_CONCURRENCY, POOL_DECKS, Path(tmp) / "deck-pool", cpu, deck)
-            decks = [workspace_for(pool_dir, r.task_id) for r in pool if r.status == "done"]
+            decks = [workspace_for(pool_dir, r.task_id) for r in pool if r.status == RolloutStatus.done]
             model_s = args.latency * calls_per_rollout(pool)
 
             def capacity() -> Window:
@@ -363,7 +363,7 @@ def _row(
     """One printed row: the pooled measurements of one concurrency and jail, each against the capacities around it."""
     rows = [r for played, _, _ in runs for r in played]
     windows = [window for _, window, _ in runs]
-    done = [r for r in rows if r.status == "done"]
+    done = [r for r in rows if r.status == RolloutStatus.done]
     calls = calls_per_rollout(rows)
     renders = statistics.mean(r.tool_counts.get("inspect_slide", 0) for r in done)
     model_bound = c * 3600 / (calls * latency)

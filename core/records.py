@@ -14,6 +14,7 @@ import dataclasses
 import types
 import typing
 from dataclasses import dataclass, field
+from enum import StrEnum
 from functools import cache
 from pathlib import Path
 from typing import Any, ClassVar, Iterable, Optional, TypeVar, Union
@@ -64,6 +65,17 @@ class Record:
     @classmethod
     def arrow_schema(cls) -> pa.Schema:
         return _schema(cls)
+
+
+class RolloutStatus(StrEnum):
+    done = "done"  # the deck was made and exported
+    failed = "failed"  # see its failure (core/failures.py)
+
+
+class TrajectoryStatus(StrEnum):
+    running = "running"  # a checkpoint of an agent still at work
+    finalized = "finalized"  # finalize accepted the agent's outcome
+    failed = "failed"  # see its failure (core/failures.py)
 
 
 # ---------------------------------------------------------------- provenance
@@ -206,7 +218,7 @@ class Trajectory(Record):
     steps: tuple[Step, ...] = ()
     injections: tuple[CriticInjection, ...] = ()
     tools_json: str = "[]"  # the tool schemas offered to the agent
-    status: str = "running"  # running | finalized | failed
+    status: str = TrajectoryStatus.running  # a TrajectoryStatus
     failure: Optional[str] = None  # e.g. environment/context_overflow
     outcome: Optional[str] = None  # finalize's argument
     origin: Origin = field(default_factory=Origin)  # this agent's prompt templates and models (the critic's too)
@@ -228,7 +240,7 @@ class Trajectory(Record):
 class Rollout(Record):
     kind: ClassVar[str] = "rollout"
     task_id: str
-    status: str  # done | failed
+    status: str  # a RolloutStatus
     failure: Optional[str] = None  # category/subkind, e.g. environment/timeout
     artifacts: dict[str, str] = field(default_factory=dict)  # name -> run-relative path
     steps: dict[str, int] = field(default_factory=dict)  # agent -> steps

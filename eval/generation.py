@@ -14,7 +14,7 @@ from typing import Any
 
 from core.config import LLMConfig, resolve_role
 from core.models import is_scripted
-from core.records import Task, read_parquet
+from core.records import RolloutStatus, Task, read_parquet
 from core.run import RunContext
 from core.store import atomic_write_parquet
 from eval.config import EvalConfig, tasks_file
@@ -45,7 +45,7 @@ def generate(ctx: RunContext) -> dict[str, Any]:
     if cfg.diversity.encoder:
         check_encoder(cfg.diversity.encoder)
     feed, records, _ = play(ctx, tasks, len(split))
-    finished = sum(r.status == "done" for r in records)
+    finished = sum(r.status == RolloutStatus.done for r in records)
     return {
         "tasks": len(tasks),
         "played": len(feed.finished),

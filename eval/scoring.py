@@ -22,9 +22,10 @@ from pathlib import Path
 from typing import Any, ClassVar, Optional
 
 from core.config import resolve_role
+from core.failures import Failure
 from core.ledger import SpendingCap, play_unit, read_ledger, spending_cap
 from core.models import is_scripted
-from core.records import SCHEMA_VERSION, Origin, Record, Rollout, Task, read_parquet
+from core.records import Origin, Record, Rollout, RolloutStatus, SCHEMA_VERSION, Task, read_parquet
 from core.run import RunContext
 from core.store import RunStore, atomic_write_text
 from core.usage import RoleUsage, total
@@ -103,13 +104,13 @@ async def score_deck(task: Task, rollout: Rollout | None, root: Path, judging: S
         return ScoredDeck(unrendered(task, "not generated", 0.0, 0), [], None)
     tokens = sum(rollout.prompt_tokens.values()) + sum(rollout.completion_tokens.values())
     pdf, defects = rollout.artifacts.get("pdf"), rollout.artifacts.get("defects")
-    if rollout.status != "done" or pdf is None or defects is None:
-        return ScoredDeck(unrendered(task, rollout.failure or "environment/no_deck", rollout.cost_usd, tokens), [], None)
+    if rollout.status != RolloutStatus.done or pdf is None or defects is None:
+        return ScoredDeck(unrendered(task, rollout.failure or Failure.no_deck, rollout.cost_usd, tokens), [], None)
     try:
         constraint, failed = constraint_score(root / pdf, task)
         slides = _slides(task, rollout, root, render_dir)
     except (UnusablePDF, DeckUnreadable) as exc:
-        return ScoredDeck(unrendered(task, f"environment/unreadable_deck: {exc}", rollout.cost_usd, tokens), [], None)
+        return ScoredDeck(unrendered(task, Failure.unreadable_deck.detailed(f" {exc}"), rollout.cost_usd, tokens), [], None)
     judgement = await judging.deck(slides)
     content_failures = "; ".join(f"slide {s.number}: {', '.join(s.content)}" for s in slides if s.content)
     score = DeckScore(

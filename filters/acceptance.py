@@ -19,7 +19,7 @@ from typing import Any, Sequence
 
 import yaml
 
-from core.records import Rollout, Verdict
+from core.records import Rollout, RolloutStatus, Verdict
 from filters.registry import GATES
 
 ENVIRONMENT = "environment"
@@ -75,7 +75,7 @@ def outcomes(rollouts: Sequence[Rollout], verdicts: Sequence[Verdict], gates: Se
         failed = sorted((v for v in mine if not v.passed), key=lambda v: _rank(order, v.category or v.gate))
         if failed:
             found.append(Outcome(rollout.task_id, failed[0].category or failed[0].gate, failed[0].reasons))
-        elif rollout.status != "done":
+        elif rollout.status != RolloutStatus.done:
             found.append(Outcome(rollout.task_id, ENVIRONMENT, (rollout.failure or "the rollout did not finish",)))
         elif set(gates) - {v.gate for v in mine}:
             missing = sorted(set(gates) - {v.gate for v in mine}, key=list(gates).index)

@@ -17,7 +17,7 @@ from typing import Sequence
 from matplotlib.figure import Figure
 from matplotlib.ticker import MaxNLocator
 
-from core.records import Rollout, Verdict
+from core.records import Rollout, RolloutStatus, Verdict
 from core.store import atomic_write_text
 from critic.findings import SEVERITY_RANK
 from filters.acceptance import ENVIRONMENT, UNDECIDED, Outcome, category_order, outcomes
@@ -35,7 +35,7 @@ def defect_counts(root: Path, rollouts: Sequence[Rollout]) -> Counter[tuple[str,
     counts: Counter[tuple[str, str]] = Counter()
     for rollout in rollouts:
         relative = rollout.artifacts.get("defects")
-        if rollout.status != "done" or relative is None:
+        if rollout.status != RolloutStatus.done or relative is None:
             continue
         try:
             data = json.loads((root / relative).read_text(encoding="utf-8"))

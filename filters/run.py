@@ -41,7 +41,7 @@ from core.local_server import LocalServerError, serving
 from core.logs import setup_logging
 from core.metering import note_model
 from core.models import role_client
-from core.records import ModelUse, Rollout, Task, Verdict, read_parquet
+from core.records import ModelUse, Rollout, RolloutStatus, Task, Verdict, read_parquet
 from core.store import RunStore
 from filters.acceptance import ENVIRONMENT, UNDECIDED
 from filters.config import FiltersConfig
@@ -156,7 +156,9 @@ async def judge_rollouts(store: RunStore, cfg: FilterRunConfig) -> dict[str, Any
     names = list(cfg.filters.gates)
     committed = store.load_map(STAGE, Verdict)
     pending = {
-        r.task_id: [g for g in ([ENVIRONMENT] if r.status != "done" else names) if unit_id(r.task_id, g) not in committed]
+        r.task_id: [
+            g for g in ([ENVIRONMENT] if r.status != RolloutStatus.done else names) if unit_id(r.task_id, g) not in committed
+        ]
         for r in rollouts
     }
     needed = [g for g in names if any(g in todo for todo in pending.values())]

@@ -19,7 +19,7 @@ from typing import Sequence
 import orjson
 
 from core.provenance import Breakdown, breakdown, table
-from core.records import Origin, RecordError, Rollout, Task, Verdict, decode, read_parquet
+from core.records import Origin, RecordError, Rollout, RolloutStatus, Task, Verdict, decode, read_parquet
 from core.store import RunStore
 from filters.acceptance import outcomes, run_gates
 from pipeline.report.data import NotARun, check_run, stage_records
@@ -44,7 +44,7 @@ def sample_origins(root: Path, every_finished: bool = False) -> tuple[list[Origi
     verdicts = stage_records(store, "verdicts", "verdicts.parquet", Verdict)
     gates = run_gates(root)
     if every_finished:
-        chosen, rule = [r for r in rollouts if r.status == "done"], "every finished rollout (--all)"
+        chosen, rule = [r for r in rollouts if r.status == RolloutStatus.done], "every finished rollout (--all)"
     else:
         accepted = {o.task_id for o in outcomes(rollouts, verdicts, gates) if o.accepted}
         chosen, rule = [r for r in rollouts if r.task_id in accepted], f"accepted by the gates: {', '.join(gates) or 'none'}"

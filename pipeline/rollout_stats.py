@@ -8,7 +8,7 @@ from pathlib import Path
 from statistics import mean
 from typing import Any
 
-from core.records import Rollout
+from core.records import Rollout, RolloutStatus
 from core.run import RunContext
 from core.store import atomic_write_text
 
@@ -16,8 +16,8 @@ from core.store import atomic_write_text
 def summarize(
     records: list[Rollout], tasks: int, played: int, elapsed_s: float, critic_mode: str, command_jail: str
 ) -> dict[str, Any]:
-    done = [r for r in records if r.status == "done"]
-    failures = Counter(r.failure or "unknown" for r in records if r.status != "done")
+    done = [r for r in records if r.status == RolloutStatus.done]
+    failures = Counter(r.failure or "unknown" for r in records if r.status != RolloutStatus.done)
     tokens: Counter = Counter()
     for r in records:
         for role, n in r.prompt_tokens.items():

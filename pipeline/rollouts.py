@@ -34,11 +34,12 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 
 from agents.jail import describe
 from core.config import PROJECT_ROOT, ConfigError, RayConfig
+from core.failures import Failure
 from core.ledger import SpendingCap, spending_cap
 from core.logs import console
 from core.metering import Unit, stamped, unit_scope
 from core.protocols import Runner
-from core.records import Rollout, StageDone, Task, read_parquet
+from core.records import Rollout, RolloutStatus, StageDone, Task, read_parquet
 from core.run import RunContext
 from core.store import RunStore, UnitExists
 from pipeline.rollout_stats import publish, summarize
@@ -116,10 +117,12 @@ class RolloutWorker:
             with unit_scope(unit):
                 rollout = await asyncio.wait_for(self.runner.rollout(task, workspace), self.cfg.rollouts.max_wall_s)
         except asyncio.TimeoutError:
-            rollout = Rollout(task_id=task.task_id, status="failed", failure="environment/timeout")
+            rollout = Rollout(task_id=task.task_id, status=RolloutStatus.failed, failure=Failure.timeout)
         except Exception as exc:  # noqa: BLE001 - one bad task never kills a run: it becomes a failed rollout
             log.exception("rollout %s crashed", task.task_id)
-            rollout = Rollout(task_id=task.task_id, status="failed", failure=f"environment/infrastructure:{type(exc).__name__}")
+            rollout = Rollout(
+                task_id=task.task_id, status=RolloutStatus.failed, failure=Failure.infrastructure.detailed(type(exc).__name__)
+            )
         except BaseException:  # cancelled (the run's spending cap): no record, what it spent is kept
             self.store.spent_unfinished(STAGE, task.task_id, unit.usage(), "cancelled")
             raise
@@ -311,7 +314,7 @@ def _worker_lost(
         queue.append((task, attempt + 1))
         feed.resubmitted += 1
         return None
-    rollout = Rollout(task_id=task.task_id, status="failed", failure="environment/worker_died", attempt=attempt)
+    rollout = Rollout(task_id=task.task_id, status=RolloutStatus.failed, failure=Failure.worker_died, attempt=attempt)
     try:
         store.commit(STAGE, task.task_id, rollout)
     except UnitExists:
@@ -322,14 +325,14 @@ def _worker_lost(
 
 def _tally(feed: Feed, rollout: Rollout) -> None:
     feed.finished.append(rollout)
-    failed = rollout.status != "done"
+    failed = rollout.status != RolloutStatus.done
     feed.window.append(failed)
     if failed:
         feed.failures[rollout.failure or "unknown"] += 1
 
 
 def _note(feed: Feed) -> str:
-    done = sum(r.status == "done" for r in feed.finished)
+    done = sum(r.status == RolloutStatus.done for r in feed.finished)
     return f"done {done} · failed {len(feed.finished) - done}"
 
 

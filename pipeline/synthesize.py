@@ -12,7 +12,7 @@ from typing import Any
 import hydra
 from omegaconf import DictConfig
 
-from core.records import Rollout, read_parquet
+from core.records import Rollout, RolloutStatus, read_parquet
 from core.run import RunContext
 from filters.run import FilterRunConfig, judge_rollouts
 from pipeline.config import validate
@@ -27,7 +27,7 @@ def run_filters(ctx: RunContext) -> dict[str, Any]:
     """Every gate of `filters.gates` over every finished rollout, one verdict per (rollout, gate)."""
     rollouts = ctx.store.path("rollouts.parquet")
     if rollouts.is_file():  # else judge_rollouts says the rollouts stage must run first
-        finished = [r for r in read_parquet(rollouts, Rollout) if r.status == "done"]
+        finished = [r for r in read_parquet(rollouts, Rollout) if r.status == RolloutStatus.done]
         why = f"every rollout failed; failures by category in {ctx.store.path('stats', 'rollouts.json')} and the report"
         require_input(ctx, "filters", len(finished), "finished rollouts", why)
     cfg = FilterRunConfig(ctx.cfg.filters, ctx.cfg.llm, ctx.cfg.roles, ctx.cfg.run)

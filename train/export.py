@@ -32,7 +32,7 @@ from typing import Any, Iterator, Optional
 
 from core.conversation import PROFILES
 from core.logs import setup_logging
-from core.records import Origin, RecordError, Rollout, Task, Trajectory, Verdict, read_parquet
+from core.records import Origin, RecordError, Rollout, Task, Trajectory, TrajectoryStatus, Verdict, read_parquet
 from core.store import RunStore, atomic_write_text
 from filters.acceptance import UNDECIDED, outcomes, run_gates
 from train.card import render_card
@@ -175,7 +175,7 @@ def _trajectories(
         path = run_dir / rel
         try:
             trajectory = Trajectory.from_json(path.read_text(encoding="utf-8"))
-            if finalized and trajectory.status != "finalized":
+            if finalized and trajectory.status != TrajectoryStatus.finalized:
                 raise SampleError(f"trajectory status is {trajectory.status!r}, not finalized")
         except (OSError, json.JSONDecodeError, RecordError, SampleError) as exc:
             report.skipped.append(Skipped(rollout.task_id, agent, f"{path.name}: {exc}"))

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 from typing import Any
 
-from core.records import Rollout, Task
+from core.records import Rollout, RolloutStatus, Task
 from filters.acceptance import ENVIRONMENT, outcomes
 from pipeline.augment import slide_bucket
 from pipeline.config import ConstraintMix
@@ -65,7 +65,7 @@ class RolloutRow:
     @property
     def category(self) -> str:
         """What the task table filters on: the filter outcome, else a failed rollout's failure category."""
-        if self.outcome == NOT_FILTERED and self.status != "done":
+        if self.outcome == NOT_FILTERED and self.status != RolloutStatus.done:
             return self.failure.split("/")[0] or "unknown"
         return self.outcome
 
@@ -107,7 +107,7 @@ class Figures:
 
 
 def compute_figures(run: RunData) -> Figures:
-    decks = {r.task_id: run.decks[r.task_id] if r.status == "done" else [] for r in run.rollouts}  # final decks only
+    decks = {r.task_id: run.decks[r.task_id] if r.status == RolloutStatus.done else [] for r in run.rollouts}  # final decks only
     outcome_of = _outcome_by_task(run)
     rows = tuple(_row(r, run.tasks.get(r.task_id), outcome_of[r.task_id], decks[r.task_id]) for r in run.rollouts)
     usage = _usage(run.rollouts)
@@ -126,7 +126,7 @@ def compute_figures(run: RunData) -> Figures:
         projection=run.projection,
         accepted=accepted,
         headline=_headline(run, rows, sum(u.total for u in usage), cost, accepted),
-        failures=Counter(r.failure or "unknown" for r in run.rollouts if r.status != "done"),
+        failures=Counter(r.failure or "unknown" for r in run.rollouts if r.status != RolloutStatus.done),
         outcomes=None if run.verdicts is None else Counter(row.outcome for row in rows),
         gates=_gates(run),
         defects=defects,
@@ -184,7 +184,7 @@ def _funnel(run: RunData, rows: tuple[RolloutRow, ...], accepted: int | None) ->
     split = (run.config.get("rollouts") or {}).get("split", "train")
     tasks = [t for t in run.tasks.values() if t.split == split]
     others = len(run.tasks) - len(tasks)
-    done = sum(row.status == "done" for row in rows)
+    done = sum(row.status == RolloutStatus.done for row in rows)
     samples = run.sft_samples
     return (
         FunnelStep(

@@ -18,6 +18,7 @@ from urllib.parse import quote
 
 import jinja2
 
+from core.failures import category_of
 from core.records import RecordError, Rollout, Trajectory, Verdict
 from filters.acceptance import ENVIRONMENT
 from filters.report import PAPER_SHARES, SEVERITIES
@@ -117,6 +118,7 @@ def _index_page(run: RunData, figures: Figures, covers: dict[str, str]) -> str:
         generated=dt.datetime.now().astimezone().strftime("%Y-%m-%d %H:%M %Z"),
         files={name: (run.root / name).exists() for name in ("tasks/stats.md", "filters/failures.md", "stats/usage.json")},
         stage_labels=STAGE_LABELS,
+        failure_about=category_of,
     )
 
 

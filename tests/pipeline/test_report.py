@@ -20,6 +20,7 @@ from agents.config import RenderConfig
 from agents.renderer import CHROMIUM_ARGS
 from core.config import PROJECT_ROOT, TrackingConfig
 from core.records import CriticInjection, Message, Rollout, Step, ToolCall, Trajectory, Usage, Verdict
+from core.failures import Failure
 from core.ledger import read_ledger
 from core.store import RunStore
 from core.usage import RoleUsage
@@ -204,6 +205,13 @@ def test_site_escapes_text_and_every_local_link_resolves(synthetic: Path) -> Non
     html = injected.read_text(encoding="utf-8")
     assert "&lt;script&gt;alert(1)&lt;/script&gt;" in html and "overflow at h1.title" in html
     assert not re.search(r"https?://", (report / "index.html").read_text(encoding="utf-8").replace(str(synthetic), ""))
+
+
+def test_each_failure_is_explained_from_the_table(synthetic: Path) -> None:
+    make_report(synthetic)
+    html = (synthetic / "report" / "index.html").read_text(encoding="utf-8")
+    row = re.search(r"<tr><td>environment/timeout</td>.*?</tr>", html, re.S)
+    assert row and Failure.timeout.description in row.group(0) and "<td>no</td>" in row.group(0)  # not transient
 
 
 def test_the_report_shows_every_stage_s_calls_and_an_unknown_price_as_unknown(synthetic: Path) -> None:
