@@ -7,9 +7,11 @@ Hydra's ConfigStore, so an unknown key or a wrong type fails before any work.
 
 from __future__ import annotations
 
+import dataclasses
 import fnmatch
 import hashlib
 import json
+import typing
 from dataclasses import dataclass, field
 from enum import Enum
 from pathlib import Path
@@ -116,26 +118,20 @@ class LLMConfig:
     chat_format: str = "bounded-chatml-function-calling"  # core/llama_server.py
 
 
-@dataclass
-class RoleConfig:
-    """Per-role overrides of `llm`; a None field inherits the backbone's value."""
+def _overrides(of: type, name: str, doc: str) -> type:
+    """A dataclass with every field of `of` as an optional override (None: inherit), but the price, which is set whole."""
+    hints = typing.get_type_hints(of)
+    fields = [
+        (f.name, Optional[hints[f.name]], field(default=None))
+        for f in dataclasses.fields(of)
+        if f.name != "price"
+    ]
+    fields.append(("price", PriceConfig, field(default_factory=PriceConfig)))  # once set, replaces the backbone's whole
+    return dataclasses.make_dataclass(name, fields, namespace={"__doc__": doc, "__module__": __name__})
 
-    backend: Optional[str] = None
-    base_url: Optional[str] = None
-    api_key_env: Optional[str] = None
-    model: Optional[str] = None
-    temperature: Optional[float] = None
-    top_p: Optional[float] = None
-    max_tokens: Optional[int] = None
-    max_concurrency: Optional[int] = None
-    timeout_s: Optional[float] = None
-    turn_timeout_s: Optional[float] = None
-    profile: Optional[str] = None
-    price: PriceConfig = field(default_factory=PriceConfig)  # once any field is set, replaces the backbone's price as a whole
-    vision: Optional[bool] = None
-    context_window: Optional[int] = None
-    model_path: Optional[str] = None
-    chat_format: Optional[str] = None
+
+# Per-role overrides of `llm`: the same fields, each None (inherit the backbone's value) unless set.
+RoleConfig = _overrides(LLMConfig, "RoleConfig", "Per-role overrides of `llm`; a None field inherits the backbone's value.")
 
 
 @dataclass

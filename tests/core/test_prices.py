@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import time
 
 import pytest
 from hydra import compose, initialize_config_dir
@@ -108,8 +109,9 @@ def test_the_busy_clock_splits_overlapping_time_between_the_calls() -> None:
     a = clock.enter()
     b = clock.enter()
     first = clock.leave(a)
+    time.sleep(0.05)  # b alone for 50 ms: more than a ever had alone (the microseconds before b entered)
     second = clock.leave(b)
-    assert first >= 0 and second >= first  # b left last: it had the time alone after a left
+    assert first >= 0 and second >= first + 0.04  # b left last: it had the time alone after a left
 
 
 def test_prices_that_cannot_work_are_refused_naming_the_key() -> None:
