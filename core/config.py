@@ -121,11 +121,7 @@ class LLMConfig:
 def _overrides(of: type, name: str, doc: str) -> type:
     """A dataclass with every field of `of` as an optional override (None: inherit), but the price, which is set whole."""
     hints = typing.get_type_hints(of)
-    fields = [
-        (f.name, Optional[hints[f.name]], field(default=None))
-        for f in dataclasses.fields(of)
-        if f.name != "price"
-    ]
+    fields = [(f.name, Optional[hints[f.name]], field(default=None)) for f in dataclasses.fields(of) if f.name != "price"]
     fields.append(("price", PriceConfig, field(default_factory=PriceConfig)))  # once set, replaces the backbone's whole
     return dataclasses.make_dataclass(name, fields, namespace={"__doc__": doc, "__module__": __name__})
 
