@@ -7,8 +7,10 @@ renderer, research state, models and Rollout records as synthesis, with `critic=
 
 from __future__ import annotations
 
+import dataclasses
 from pathlib import Path
 
+from agents.config import AgentSetup
 from core.records import Rollout, Task
 from critic.config import CriticConfig, CriticMode
 from eval.config import EvalConfig
@@ -17,17 +19,9 @@ from pipeline.runner import DeckRunner
 
 
 def inference_config(cfg: EvalConfig) -> SynthesizeConfig:
-    """The parts of the eval config a DeckRunner reads, with the critic off."""
-    return SynthesizeConfig(
-        llm=cfg.llm,
-        roles=cfg.roles,
-        agents=cfg.agents,
-        reflection=cfg.reflection,
-        agent=cfg.agent,
-        tools=cfg.tools,
-        render=cfg.render,
-        critic=CriticConfig(mode=CriticMode.none),
-    )
+    """The eval config's agent setup, whole, as a DeckRunner reads it, with the critic off."""
+    setup = {f.name: getattr(cfg, f.name) for f in dataclasses.fields(AgentSetup)}
+    return SynthesizeConfig(**setup, critic=CriticConfig(mode=CriticMode.none))
 
 
 class EvalRunner:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import subprocess
 import sys
+from dataclasses import fields
 from pathlib import Path
 
 import pytest
@@ -11,6 +12,7 @@ from hydra import compose, initialize_config_dir
 from hydra.errors import ConfigCompositionException
 from omegaconf import OmegaConf
 
+from agents.config import AgentSetup
 from core.config import PROJECT_ROOT, ConfigError
 from core.records import Task, write_parquet
 from eval.config import EvalConfig, tasks_file, validate
@@ -58,6 +60,8 @@ def test_the_runner_plays_without_a_critic(synthesis_run: Path) -> None:
     cfg: EvalConfig = OmegaConf.to_object(eval_config(f"tasks={synthesis_run}", "agents=single", "reflection=none"))
     synth = inference_config(cfg)
     assert (synth.critic.mode.value, synth.agents, synth.reflection, synth.llm) == ("none", "single", "none", cfg.llm)
+    setup = OmegaConf.to_object(eval_config(f"tasks={synthesis_run}", "deck.pptx_mode=picture", "render.device_scale_factor=1.5"))
+    assert all(getattr(inference_config(setup), f.name) == getattr(setup, f.name) for f in fields(AgentSetup))  # whole
     assert cfg.rollouts.runner == "eval.runner:EvalRunner"
 
 
