@@ -25,8 +25,10 @@ import pyarrow.parquet as pq
 
 from core.usage import RoleUsage
 
-SCHEMA_VERSION = 2
-READABLE_VERSIONS = (1, 2)  # 2 added Origin (templates and models that made a record) and unit usage
+SCHEMA_VERSION = 3
+# 2 added Origin (templates and models that made a record) and unit usage; 3 added how a trajectory's model was
+# called (Trajectory.profile, .vision) and the digest of the request each reply answered (Message.sent)
+READABLE_VERSIONS = (1, 2, 3)
 
 R = TypeVar("R", bound="Record")
 

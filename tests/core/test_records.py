@@ -54,13 +54,20 @@ TRAJECTORY = Trajectory(
     model="glm",
     messages=(
         Message("system", "sys", kind="prompt"),
-        Message("assistant", "", reasoning="think", tool_calls=(ToolCall("c1", "inspect_slide", '{"html_file": "s.html"}'),)),
+        Message(
+            "assistant",
+            "",
+            reasoning="think",
+            tool_calls=(ToolCall("c1", "inspect_slide", '{"html_file": "s.html"}'),),
+            sent="0123456789abcdef0123",
+        ),
         Message("tool", "2 defects", images=("renders/s.png",), tool_call_id="c1", name="inspect_slide", kind="tool"),
         Message("assistant", "", tool_calls=(ToolCall("k1", "thinking", '{"thought": "fix"}'),), kind="critic"),
     ),
     steps=(Step(0, 1.5, 0.25, 0.5, Usage(100, 20), ("inspect_slide",)), Step(1, 2.0, 0.1, 0.0, error="model_error")),
     injections=(CriticInjection(1, 3, "critic-vlm", '[{"category": "layout"}]', "inspect_slide:slides/s.html"),),
     status="finalized",
+    profile="vllm-glm",
     outcome="slides",
 )
 ROLLOUT = Rollout(
@@ -170,6 +177,18 @@ def test_a_version_1_record_reads_with_the_new_fields_at_their_defaults(record, 
     table = pa.Table.from_pylist([row], schema=pa.schema(fields, metadata={"schema_version": "1", "record": cls.kind}))
     pq.write_table(table, tmp_path / "v1.parquet")
     assert read_parquet(tmp_path / "v1.parquet", cls) == [expected]
+
+
+def test_a_version_2_trajectory_reads_with_no_profile_and_no_digests() -> None:
+    """Trajectories written before profiles: the export then follows export.profile (train/samples.py)."""
+    old = json.loads(TRAJECTORY.to_json()) | {"schema_version": 2}
+    del old["profile"], old["vision"]
+    for message in old["messages"]:
+        del message["sent"]
+    read = Trajectory.from_json(json.dumps(old))
+    assert read.profile is None and read.vision and all(m.sent is None for m in read.messages)
+    plain = tuple(dataclasses.replace(m, sent=None) for m in TRAJECTORY.messages)
+    assert read == dataclasses.replace(TRAJECTORY, messages=plain, profile=None, vision=True)
 
 
 def test_unknown_and_mistyped_fields_are_refused() -> None:
