@@ -19,7 +19,7 @@ from typing import Any, Callable, Mapping, Optional
 
 from omegaconf import DictConfig, OmegaConf
 
-from core.conversation import PROFILES
+from core.conversation import DEFAULT_PROFILE, PROFILES
 
 PROJECT_ROOT = Path(__file__).resolve().parents[1]
 # `${project_root:}` in YAML: bundled data resolves from any working directory.
@@ -105,7 +105,7 @@ class LLMConfig:
     backoff_max_s: float = 60.0
     # What the server takes and its chat template renders (core/conversation.py PROFILES, docs/profiles.md):
     # where tool images go, which past reasoning is sent back. The llm/ groups set theirs.
-    profile: str = "vllm-glm"
+    profile: str = DEFAULT_PROFILE
     extra_body: dict[str, Any] = field(default_factory=dict)
     price: PriceConfig = field(default_factory=PriceConfig)
     vision: bool = True  # False: the model reads no images; none are sent, inspect_slide describes the layout in text

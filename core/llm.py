@@ -88,8 +88,8 @@ def _overflow(body: str) -> bool:
     """A prompt longer than the model's window, in the words of vLLM (text: "maximum context length"; with
     images: "The decoder prompt (length N) is longer than the maximum model length of M"), OpenAI and llama.cpp
     ("exceed context window")."""
-    text = body.lower()
-    if "maximum model length" in text or "max_model_len" in text:
+    text = body.lower()  # not vLLM's "max_tokens=N cannot be greater than max_model_len": a setting, not the conversation
+    if "maximum model length" in text:
         return True
     return "context" in text and any(word in text for word in ("length", "maximum", "window", "exceed"))
 

@@ -103,6 +103,8 @@ def test_typos_and_wrong_types_fail_before_work(override: str, message: str) -> 
         ("ray.num_workers=0", "ray.num_workers"),
         ("ray.threads_per_worker=-1", "ray.threads_per_worker=-1"),
         ("llm.context_window=0", "llm.context_window=0"),
+        ("llm.profile=vllm", "llm.profile=vllm: unknown profile; known: openai, vllm-glm"),
+        ("roles.critic.profile=gpt", "roles.critic.profile=gpt: unknown profile"),
         ("ray.address=auto", "llm=local serves on this machine's loopback"),
     ],
 )
