@@ -29,10 +29,12 @@ from pathlib import Path
 from typing import Any, Callable, Optional
 
 from core.config import PROJECT_ROOT
-from core.conversation import profile_named
+from core.conversation import PROFILES, profile_named
 from core.records import Trajectory
+from core.wire import digest, to_wire
 from train.config import ExportConfig
 from train.samples import Sample, SwiftMessage, assistant_text, defuse_tags
+from train.tokens import TemplateCounter, has_processor
 
 NAMED_DIFFERENCES = {
     "defused_tags": "literal MS-SWIFT media tags in text (`<image>`, `<video>`...) read `<image >` in the sample, "
@@ -154,8 +156,6 @@ def check_sample(
     encode: Callable[[dict[str, Any]], dict[str, Any]],
     report: ParityReport,
 ) -> None:
-    from core.wire import digest, to_wire
-
     followed = profile_named(trajectory.profile or profile)
     report.samples += 1
     for source, start, end in teacher_turns(sample):
@@ -197,8 +197,6 @@ class Parity:
     """The export's check of each sample, with one tokenizer for the run."""
 
     def __init__(self, cfg: ExportConfig):
-        from train.tokens import TemplateCounter, has_processor
-
         model_dir = Path(cfg.model_dir) if has_processor(cfg.model_dir) else None
         self.counter = TemplateCounter(tokenizer_dir(model_dir), cfg.template, cfg.agent_template)
         self.report = ParityReport(tokenizer=self.counter.method)
@@ -218,7 +216,7 @@ class Parity:
 def check_run(
     run_dir: Path, profile: Optional[str] = None, model_dir: Optional[Path] = None, every_trajectory: bool = False
 ) -> ParityReport:
-    from train.export import parity_inputs
+    from train.export import parity_inputs  # train.export checks each sample with this module's Parity
 
     cfg = ExportConfig(model_dir=str(model_dir) if model_dir else None)
     if profile:
@@ -230,19 +228,21 @@ def check_run(
 
 
 def main(argv: Optional[list[str]] = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        prog="python -m train.parity", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("run_dir", type=Path)
-    parser.add_argument("--profile", help="the profile of trajectories that record none (default: export.profile)")
+    parser.add_argument(
+        "--profile", choices=list(PROFILES), help="the profile of trajectories that record none (default: export.profile)"
+    )
     parser.add_argument("--model-dir", type=Path, help="processor files to encode with (default: the GLM-shaped tokenizer)")
     parser.add_argument("--json", action="store_true", help="print one JSON object")
     parser.add_argument(
         "--all", action="store_true", help="every trajectory of every rollout, accepted or not (what the models were sent)"
     )
     args = parser.parse_args(argv)
-    if args.profile is not None:
-        profile_named(args.profile)
-    if not args.run_dir.is_dir():
-        parser.error(f"{args.run_dir}: no such run directory")
+    if not ((args.run_dir / "rollouts.parquet").is_file() or (args.run_dir / "units" / "rollouts").is_dir()):
+        parser.error(f"{args.run_dir}: not a run directory with rollouts (no rollouts.parquet, no units/rollouts/)")
     report = check_run(args.run_dir, args.profile, args.model_dir, args.all)
     print(json.dumps(report.to_json(), ensure_ascii=False) if args.json else report.summary())
     return 0 if report.ok else 1

@@ -12,7 +12,7 @@ from core.conversation import PROFILES, PastReasoning, Profile, ToolImages, prof
 from core.records import Message, ToolCall, Trajectory
 from core.wire import digest, to_wire
 from train.config import ExportConfig
-from train.parity import Parity, ParityReport
+from train.parity import Parity, ParityReport, main
 from train.samples import to_samples
 
 pytestmark = pytest.mark.swift
@@ -84,3 +84,12 @@ def test_a_request_that_is_not_the_one_sent_is_a_difference(parity: Parity, tmp_
 def test_defused_media_tags_are_a_named_difference(parity: Parity, tmp_path: Path) -> None:
     report = _check(parity, _trajectory(tmp_path, tool_text="an <video> tag in the slide"), tmp_path)
     assert report.turns_named_difference == {"defused_tags": 1} and report.turns_different == 0
+
+
+def test_the_cli_refuses_what_is_not_a_run(tmp_path: Path, capsys) -> None:
+    with pytest.raises(SystemExit) as exit_:
+        main([str(tmp_path)])
+    assert exit_.value.code == 2 and "not a run directory with rollouts" in capsys.readouterr().err
+    with pytest.raises(SystemExit):
+        main([str(tmp_path), "--profile", "gpt"])
+    assert "invalid choice: 'gpt'" in capsys.readouterr().err
