@@ -20,6 +20,7 @@ import time
 import openai
 
 from core.config import LLMConfig
+from core.conversation import DEFAULT_PROFILE, profile_named
 from core.llm import ModelClient
 from core.wire import to_wire
 from core.metering import Unit, unit_scope
@@ -60,7 +61,7 @@ async def _ours(url: str, calls: int, concurrency: int) -> tuple[list[float], li
 
 async def _bare(url: str, calls: int, concurrency: int) -> list[float]:
     api = openai.AsyncOpenAI(base_url=url, api_key="x", max_retries=0)
-    wire = to_wire(CONVERSATION, None, images_in_tool_messages=False)
+    wire = to_wire(CONVERSATION, None, profile_named(DEFAULT_PROFILE))  # the messages the client sends
     totals: list[float] = []
     gate = asyncio.Semaphore(concurrency)
 
