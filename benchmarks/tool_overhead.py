@@ -29,7 +29,7 @@ import time
 from pathlib import Path
 from typing import Sequence
 
-from agents.config import AgentConfig, SandboxConfig
+from agents.config import AgentConfig, GuardConfig, SandboxConfig
 from agents.loop import Agent
 from agents.sandbox import Workspace
 from agents.tools import ToolContext, toolset_for
@@ -48,7 +48,8 @@ class Timed:
     """The client, keeping each call's HTTP round trip as it measured it."""
 
     def __init__(self, inner: ModelClient):
-        self.inner, self.name = inner, inner.name
+        self.inner = inner
+        self.name, self.context_window, self.profile, self.vision = inner.name, inner.context_window, inner.profile, inner.vision
         self.latencies: list[float] = []
 
     async def chat(
@@ -69,7 +70,9 @@ async def _measure(url: str, rollouts: int, steps: int, root: Path) -> tuple[lis
         (workspace / "manuscript.md").write_text("# Tides\n\nThe moon pulls the sea.\n\n---\n\n" * 80)
         record = workspace / "trajectory.json"
         ctx = ToolContext(Workspace(workspace), "presenter")
-        agent = Agent(model, toolset_for("presenter"), ctx, AgentConfig(max_steps=steps), f"t{n}")
+        off = GuardConfig(no_tool_call_turns=0, repeated_call_turns=0, cut_turns=0, stall_turns=0, first_write_turns=0)
+        config = AgentConfig(max_steps=steps, guards=off)  # the same read every step: what is timed, not a loop to end
+        agent = Agent(model, toolset_for("presenter"), ctx, config, f"t{n}")
         agent.start("You make slides. " * 100, "Make a deck about tides.")
         for _ in range(steps):
             started = time.perf_counter()
