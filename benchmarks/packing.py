@@ -29,7 +29,7 @@ from pathlib import Path
 from typing import Optional
 
 from tests.train.runs import RunShape, build_run
-from train.config import SWIFT_TEMPLATE, ExportConfig
+from train.config import SWIFT_TEMPLATE, ExportConfig, HistoryReasoning
 from train.export import export_run
 from train.throughput import PAPER_EPOCHS, PAPER_GPU_HOURS, PAPER_ROLLOUTS
 from train.tokens import image_root, make_counter
@@ -119,13 +119,20 @@ def main() -> None:
     parser.add_argument("--max-length", type=int, default=51_200)
     parser.add_argument("--tokens-per-s", type=float, default=1_000.0, help="assumed training throughput per GPU")
     parser.add_argument("--gpus", type=int, default=8)
+    parser.add_argument(
+        "--history-reasoning",
+        choices=[m.value for m in HistoryReasoning],
+        default=HistoryReasoning.split.value,
+        help="how the synthetic export treats reasoning the template hid (train.export --history-reasoning)",
+    )
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
         export = args.export
         if export is None:
             run = build_run(Path(tmp) / "run", SYNTHETIC)
-            export = export_run(run, ExportConfig(max_length=10**9, val_fraction=0.05)).out_dir
-            print(f"synthetic export: {SYNTHETIC}")
+            cfg = ExportConfig(max_length=10**9, val_fraction=0.05, history_reasoning=HistoryReasoning(args.history_reasoning))
+            export = export_run(run, cfg).out_dir
+            print(f"synthetic export: {SYNTHETIC}, history_reasoning={cfg.history_reasoning.value}")
         samples, method = load(export, args.model_dir)
         print(report(samples, method, args.max_length, args.tokens_per_s, args.gpus))
 

@@ -29,6 +29,7 @@ class ToolImages(str, Enum):
 class PastReasoning(str, Enum):
     none = "none"  # never sent back: every past turn reads as having no reasoning
     after_last_user = "after_last_user"  # `reasoning_content` of the turns after the last user message (GLM-4.5 family)
+    every = "every"  # every past turn's: no server's rule, the view of a sample exported with history_reasoning=keep
 
 
 @dataclass(frozen=True)
@@ -149,5 +150,9 @@ def reasoning_shown(turns: Sequence[Turn], profile: Profile) -> frozenset[int]:
     """Indices of the assistant turns whose reasoning the model reads in a request made of `turns`."""
     if profile.past_reasoning is PastReasoning.none:
         return frozenset()
-    last_user = max((i for i, t in enumerate(turns) if t.role == "user"), default=-1)
+    last_user = (
+        -1
+        if profile.past_reasoning is PastReasoning.every
+        else max((i for i, t in enumerate(turns) if t.role == "user"), default=-1)
+    )
     return frozenset(i for i, t in enumerate(turns) if i > last_user and t.role == "assistant" and t.reasoning)

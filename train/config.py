@@ -26,6 +26,11 @@ class BatchUnit(str, Enum):
     packs = "packs"  # global_batch_size counts packs (MS-SWIFT's own unit with packing): several samples each
 
 
+class HistoryReasoning(str, Enum):
+    split = "split"  # exact: a trajectory is split where the template hides reasoning it showed (docs/profiles.md)
+    keep = "keep"  # one sample per trajectory: past reasoning stays in the context (the named difference history_reasoning)
+
+
 class ParityMode(str, Enum):
     refuse = "refuse"  # a sample whose turns differ from the teacher's requests (train.parity) is left out
     report = "report"  # kept, and counted in the report
@@ -42,6 +47,7 @@ class ExportConfig:
     mask_critic: bool = False  # true: critic injections get "loss": false (context only)
     profile: str = DEFAULT_PROFILE  # the endpoint profile of trajectories that record none (written before profiles)
     parity: ParityMode = ParityMode.refuse  # each trained turn against the request the teacher was sent (train.parity)
+    history_reasoning: HistoryReasoning = HistoryReasoning.split  # keep: fewer, shorter-context samples, one named difference
     val_fraction: float = 0.05  # share of tasks held out as val.jsonl (by task, never by sample)
     seed: int = 0
     model_dir: Optional[str] = None  # local processor files: count tokens with the real template
@@ -117,6 +123,7 @@ def validate_export(cfg: ExportConfig) -> None:
         raise ConfigError(f"export.val_fraction={cfg.val_fraction}: must be in [0, 1)")
     Truncation(cfg.truncation)
     ParityMode(cfg.parity)
+    HistoryReasoning(cfg.history_reasoning)
 
 
 def validate_sft(cfg: Any) -> None:

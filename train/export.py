@@ -36,7 +36,7 @@ from core.records import Origin, RecordError, Rollout, Task, Trajectory, Traject
 from core.store import RunStore, atomic_write_text
 from filters.acceptance import UNDECIDED, outcomes, run_gates
 from train.card import render_card
-from train.config import ExportConfig, ParityMode, Truncation, validate_export
+from train.config import ExportConfig, HistoryReasoning, ParityMode, Truncation, validate_export
 from train.hub import push_to_hub
 from train.parity import Parity, ParityReport
 from train.samples import Sample, SampleError, to_samples
@@ -190,7 +190,9 @@ def trajectory_samples(
     out = []
     for path, trajectory in _trajectories(run_dir, rollout, report, finalized):
         try:
-            out += [Source(s, trajectory, path.parent) for s in to_samples(trajectory, path.parent, cfg.mask_critic, cfg.profile)]
+            keep = HistoryReasoning(cfg.history_reasoning) is HistoryReasoning.keep
+            samples = to_samples(trajectory, path.parent, cfg.mask_critic, cfg.profile, keep)
+            out += [Source(s, trajectory, path.parent) for s in samples]
         except SampleError as exc:
             report.skipped.append(Skipped(rollout.task_id, trajectory.agent, f"{path.name}: {exc}"))
     return out
@@ -361,6 +363,12 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--push-to-hub", metavar="REPO_ID", help="also upload to this Hugging Face dataset repo")
     parser.add_argument("--profile", choices=list(PROFILES), default=defaults.profile, help="of trajectories that record none")
     parser.add_argument(
+        "--history-reasoning",
+        choices=[m.value for m in HistoryReasoning],
+        default=defaults.history_reasoning.value,
+        help="split (exact, default) or keep one sample per trajectory, past reasoning in the context",
+    )
+    parser.add_argument(
         "--parity",
         choices=[m.value for m in ParityMode],
         default=defaults.parity.value,
@@ -393,6 +401,7 @@ def main(argv: Optional[list[str]] = None) -> int:
         include_undecided=args.include_undecided,
         profile=args.profile,
         parity=ParityMode(args.parity),
+        history_reasoning=HistoryReasoning(args.history_reasoning),
     )
     report = export_run(args.run_dir, cfg)
     figures = report.figures()

@@ -24,21 +24,23 @@ import json
 import subprocess
 import sys
 from collections import Counter
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Callable, Optional
 
 from core.config import PROJECT_ROOT
-from core.conversation import PROFILES, profile_named
+from core.conversation import PROFILES, PastReasoning, profile_named
 from core.records import Trajectory
 from core.wire import digest, to_wire
-from train.config import ExportConfig
+from train.config import ExportConfig, HistoryReasoning
 from train.samples import Sample, SwiftMessage, assistant_text, defuse_tags
 from train.tokens import TemplateCounter, has_processor
 
 NAMED_DIFFERENCES = {
     "defused_tags": "literal MS-SWIFT media tags in text (`<image>`, `<video>`...) read `<image >` in the sample, "
     "so that MS-SWIFT never takes them for media",
+    "history_reasoning": "export.history_reasoning=keep: past turns' reasoning stays in the context where the template "
+    "hid it from the teacher (one sample per trajectory instead of parts)",
 }
 DEFAULT_TOKENIZER_DIR = PROJECT_ROOT / "runs" / ".glm-tokenizer"
 SHOWN_DIFFERENCES = 5  # the first differences kept in the report
@@ -155,6 +157,7 @@ def check_sample(
     profile: str,
     encode: Callable[[dict[str, Any]], dict[str, Any]],
     report: ParityReport,
+    keep_reasoning: bool = False,
 ) -> None:
     followed = profile_named(trajectory.profile or profile)
     report.samples += 1
@@ -174,6 +177,12 @@ def check_sample(
             defused = read != request_row(request, sample.tools_json, target, defuse=False)
             report.add("defused_tags" if defused else "equal", where)
             continue
+        if keep_reasoning:  # the request with every past turn's reasoning: the view such a sample holds
+            every = replace(followed, past_reasoning=PastReasoning.every)
+            kept = to_wire(trajectory.messages[:source], workspace, every, trajectory.vision)
+            if _ids(encode, request_row(kept, sample.tools_json, target, defuse=True)) == ours:
+                report.add("history_reasoning", where)
+                continue
         at = _first_difference(ours, theirs)
         report.add(f"token {at} of {len(ours)} (sample) vs {len(theirs)} (request)", where)
 
@@ -201,12 +210,13 @@ class Parity:
         self.counter = TemplateCounter(tokenizer_dir(model_dir), cfg.template, cfg.agent_template)
         self.report = ParityReport(tokenizer=self.counter.method)
         self.profile = cfg.profile
+        self.keep_reasoning = HistoryReasoning(cfg.history_reasoning) is HistoryReasoning.keep
 
     def difference(self, sample: Sample, trajectory: Trajectory, workspace: Path) -> Optional[str]:
         """None when every turn of the sample is equal (or differs by a named difference), else the first difference."""
         before = self.report.turns_different
         shown = len(self.report.differences)
-        check_sample(sample, trajectory, workspace, self.profile, self.counter.encode, self.report)
+        check_sample(sample, trajectory, workspace, self.profile, self.counter.encode, self.report, self.keep_reasoning)
         if self.report.turns_different == before:
             return None
         found = self.report.differences[shown:]
@@ -214,11 +224,15 @@ class Parity:
 
 
 def check_run(
-    run_dir: Path, profile: Optional[str] = None, model_dir: Optional[Path] = None, every_trajectory: bool = False
+    run_dir: Path,
+    profile: Optional[str] = None,
+    model_dir: Optional[Path] = None,
+    every_trajectory: bool = False,
+    history_reasoning: HistoryReasoning = HistoryReasoning.split,
 ) -> ParityReport:
     from train.export import parity_inputs  # train.export checks each sample with this module's Parity
 
-    cfg = ExportConfig(model_dir=str(model_dir) if model_dir else None)
+    cfg = ExportConfig(model_dir=str(model_dir) if model_dir else None, history_reasoning=history_reasoning)
     if profile:
         cfg.profile = profile
     parity = Parity(cfg)
@@ -240,10 +254,16 @@ def main(argv: Optional[list[str]] = None) -> int:
     parser.add_argument(
         "--all", action="store_true", help="every trajectory of every rollout, accepted or not (what the models were sent)"
     )
+    parser.add_argument(
+        "--history-reasoning",
+        choices=[m.value for m in HistoryReasoning],
+        default=HistoryReasoning.split.value,
+        help="how the export was made (train.export --history-reasoning)",
+    )
     args = parser.parse_args(argv)
     if not ((args.run_dir / "rollouts.parquet").is_file() or (args.run_dir / "units" / "rollouts").is_dir()):
         parser.error(f"{args.run_dir}: not a run directory with rollouts (no rollouts.parquet, no units/rollouts/)")
-    report = check_run(args.run_dir, args.profile, args.model_dir, args.all)
+    report = check_run(args.run_dir, args.profile, args.model_dir, args.all, HistoryReasoning(args.history_reasoning))
     print(json.dumps(report.to_json(), ensure_ascii=False) if args.json else report.summary())
     return 0 if report.ok else 1
 

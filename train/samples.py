@@ -16,7 +16,8 @@ checks it token by token). MS-SWIFT keeps only role, content and loss of each me
 Where a template hides reasoning it showed before (GLM templates drop the reasoning of
 turns before the last user message), one sequence cannot hold both views: the trajectory
 is split there, and each later part repeats the history as the model then read it, with
-`"loss": false`. Literal placeholder tags in text (an HTML `<video>` tag, say) are
+`"loss": false` (`export.history_reasoning=keep` keeps one sample instead, the reasoning in
+the context: the named difference `history_reasoning`). Literal placeholder tags in text (an HTML `<video>` tag, say) are
 defused so that they can never be taken for media.
 """
 
@@ -28,7 +29,15 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Callable, Optional
 
-from core.conversation import DEFAULT_PROFILE, Profile, Turn, conversation, profile_named, reasoning_shown
+from core.conversation import (
+    DEFAULT_PROFILE,
+    PastReasoning,
+    Profile,
+    Turn,
+    conversation,
+    profile_named,
+    reasoning_shown,
+)
 from core.records import Origin, ToolCall, Trajectory
 
 IMAGE_TAG = "<image>"
@@ -192,14 +201,22 @@ class _Parts:
         return out
 
 
-def to_samples(trajectory: Trajectory, workspace: Path, mask_critic: bool = False, profile: str | None = None) -> list[Sample]:
+def to_samples(
+    trajectory: Trajectory,
+    workspace: Path,
+    mask_critic: bool = False,
+    profile: str | None = None,
+    keep_reasoning: bool = False,
+) -> list[Sample]:
     """The MS-SWIFT samples of one trajectory (one, unless reasoning hidden later splits it); image paths
-    resolve against its workspace. `profile` names the profile of trajectories that record none."""
+    resolve against its workspace. `profile` names the profile of trajectories that record none;
+    `keep_reasoning` keeps one sample, every past turn's reasoning in the context (export.history_reasoning=keep)."""
     followed = profile_named(trajectory.profile or profile or DEFAULT_PROFILE)
     turns = conversation(trajectory.messages, followed, trajectory.vision)
     if not any(t.role == "user" for t in turns):
         raise SampleError("no user message")
-    parts = _Parts(turns, followed, workspace, mask_critic)
+    view = replace(followed, past_reasoning=PastReasoning.every) if keep_reasoning else followed
+    parts = _Parts(turns, view, workspace, mask_critic)
     for index in range(len(turns)):
         try:
             parts.add(index)

@@ -11,7 +11,7 @@ from PIL import Image
 from core.conversation import PROFILES, PastReasoning, Profile, ToolImages, profile_named
 from core.records import Message, ToolCall, Trajectory
 from core.wire import digest, to_wire
-from train.config import ExportConfig
+from train.config import ExportConfig, HistoryReasoning
 from train.parity import Parity, ParityReport, main
 from train.samples import to_samples
 
@@ -93,3 +93,12 @@ def test_the_cli_refuses_what_is_not_a_run(tmp_path: Path, capsys) -> None:
     with pytest.raises(SystemExit):
         main([str(tmp_path), "--profile", "gpt"])
     assert "invalid choice: 'gpt'" in capsys.readouterr().err
+
+
+def test_a_kept_reasoning_sample_differs_by_its_named_difference_only(tiny_model: Path, tmp_path: Path) -> None:
+    parity = Parity(ExportConfig(model_dir=str(tiny_model), history_reasoning=HistoryReasoning.keep))
+    trajectory = _trajectory(tmp_path)
+    (sample,) = to_samples(trajectory, tmp_path, keep_reasoning=True)
+    assert parity.difference(sample, trajectory, tmp_path) is None
+    report = parity.report
+    assert (report.turns_checked, report.turns_equal, report.turns_named_difference) == (3, 2, {"history_reasoning": 1})

@@ -161,3 +161,10 @@ def test_missing_or_escaping_images_are_reported(workspace: Path) -> None:
 def test_a_trajectory_without_an_answer_is_not_a_sample(workspace: Path) -> None:
     with pytest.raises(SampleError, match="no assistant turn"):
         to_sample(_trajectory(), workspace)
+
+
+def test_keeping_the_reasoning_gives_one_sample_with_every_past_turn_s(workspace: Path) -> None:
+    (sample,) = to_samples(_reasoned_turns("vllm-glm"), workspace, keep_reasoning=True)
+    shown = [m.content for m in sample.messages if m.role == "assistant"]
+    assert shown == ["<think>first</think>\n", "<think>second</think>\n", "<think>third</think>\ndone"]
+    assert all(m.loss is not False for m in sample.messages if m.role in ("assistant", "tool_call"))
