@@ -110,8 +110,8 @@ def trajectory(task_id: str, agent: str, workspace: Path, shape: RunShape, rng: 
             call(step, "write_file", path=f"slides/slide_{step + 1:02d}.html"),
             call(step, "inspect_slide" if agent == "presenter" else "inspect_manuscript", path="manuscript.md"),
         )
-        reasoning = text(rng, 120)  # drawn either way: the rest of the run stays the same
-        msgs.append(Message("assistant", text(rng, 60), reasoning=reasoning if shape.reasoning else None, tool_calls=calls))
+        content, reasoning = text(rng, 60), text(rng, 120)  # drawn either way, in this order: the same run otherwise
+        msgs.append(Message("assistant", content, reasoning=reasoning if shape.reasoning else None, tool_calls=calls))
         msgs.append(
             Message(
                 "tool",
