@@ -237,7 +237,6 @@ class ModelClient:
         self.name = cfg.model
         self.profile = cfg.profile  # what the server takes (core.conversation); validated with the config
         self.vision = cfg.vision
-        self._profile = profile_named(cfg.profile)
         self.meter = meter or UsageMeter()  # calls made outside any unit (core.metering) count here
         self.price = price_of(cfg)
         self.use = ModelUse(cfg.model, str(cfg.backend), cfg.temperature, cfg.top_p, cfg.max_tokens)
@@ -325,7 +324,7 @@ class ModelClient:
     def _request(self, messages: Sequence[Message], tools: Sequence[dict] | None, image_root: Path | None) -> dict[str, Any]:
         request: dict[str, Any] = {
             "model": self.cfg.model,
-            "messages": to_wire(messages, image_root, self._profile, self.cfg.vision),
+            "messages": to_wire(messages, image_root, profile_named(self.profile), self.vision),
             "temperature": self.cfg.temperature,
             "top_p": self.cfg.top_p,
             "max_tokens": self.cfg.max_tokens,

@@ -188,9 +188,9 @@ def trajectory_samples(
 ) -> list[Source]:
     """The samples of each trajectory of the rollout, each with what it was made from."""
     out = []
+    keep = HistoryReasoning(cfg.history_reasoning) is HistoryReasoning.keep
     for path, trajectory in _trajectories(run_dir, rollout, report, finalized):
         try:
-            keep = HistoryReasoning(cfg.history_reasoning) is HistoryReasoning.keep
             samples = to_samples(trajectory, path.parent, cfg.mask_critic, cfg.profile, keep)
             out += [Source(s, trajectory, path.parent) for s in samples]
         except SampleError as exc:
@@ -305,11 +305,12 @@ def export_run(run_dir: Path, cfg: ExportConfig) -> ExportReport:
     counter = make_counter(cfg.model_dir, cfg.template, cfg.agent_template)
     report = ExportReport(out_dir, counter.method, "", cfg.max_length, cfg.mask_critic, tasks=load_tasks(run_dir))
     exported: list[Exported] = []
-    parity = Parity(cfg) if ParityMode(cfg.parity) is not ParityMode.off else None
+    mode = ParityMode(cfg.parity)
+    parity = Parity(cfg) if mode is not ParityMode.off else None
     for source in training_sources(run_dir, cfg, report):
         sample = source.sample
         differs = parity.difference(sample, source.trajectory, source.workspace) if parity is not None else None
-        if differs is not None and ParityMode(cfg.parity) is ParityMode.refuse:
+        if differs is not None and mode is ParityMode.refuse:
             report.skipped.append(Skipped(sample.task_id, sample.agent, f"part {sample.part}: {differs}", "parity"))
             continue
         kept, tokens, why = fit(sample, counter, cfg)

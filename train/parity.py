@@ -29,11 +29,11 @@ from pathlib import Path
 from typing import Any, Callable, Optional
 
 from core.config import PROJECT_ROOT
-from core.conversation import PROFILES, PastReasoning, profile_named
+from core.conversation import PROFILES, PastReasoning
 from core.records import Trajectory
 from core.wire import digest, to_wire
 from train.config import ExportConfig, HistoryReasoning
-from train.samples import Sample, SwiftMessage, assistant_text, defuse_tags
+from train.samples import Sample, SwiftMessage, assistant_text, defuse_tags, profile_of
 from train.tokens import TemplateCounter, has_processor
 
 NAMED_DIFFERENCES = {
@@ -159,7 +159,7 @@ def check_sample(
     report: ParityReport,
     keep_reasoning: bool = False,
 ) -> None:
-    followed = profile_named(trajectory.profile or profile)
+    followed = profile_of(trajectory, profile)
     report.samples += 1
     for source, start, end in teacher_turns(sample):
         request = to_wire(trajectory.messages[:source], workspace, followed, trajectory.vision)

@@ -201,6 +201,11 @@ class _Parts:
         return out
 
 
+def profile_of(trajectory: Trajectory, fallback: str | None = None) -> Profile:
+    """The profile a trajectory's requests followed; `fallback` (else the default) for one written before profiles."""
+    return profile_named(trajectory.profile or fallback or DEFAULT_PROFILE)
+
+
 def to_samples(
     trajectory: Trajectory,
     workspace: Path,
@@ -211,7 +216,7 @@ def to_samples(
     """The MS-SWIFT samples of one trajectory (one, unless reasoning hidden later splits it); image paths
     resolve against its workspace. `profile` names the profile of trajectories that record none;
     `keep_reasoning` keeps one sample, every past turn's reasoning in the context (export.history_reasoning=keep)."""
-    followed = profile_named(trajectory.profile or profile or DEFAULT_PROFILE)
+    followed = profile_of(trajectory, profile)
     turns = conversation(trajectory.messages, followed, trajectory.vision)
     if not any(t.role == "user" for t in turns):
         raise SampleError("no user message")
