@@ -8,7 +8,7 @@ template with --model-dir, else the estimate of train/tokens.py) and reports:
 - padding when every sample is padded to max_length (static shapes), and when a
   micro-batch of B samples is padded to its longest (B = 1 has none, but then each
   step holds a single sample);
-- packing at max_length (first-fit decreasing, as MS-SWIFT's `--packing`): packs,
+- packing at max_length (as MS-SWIFT's `--packing` packs, train/batching.py): packs,
   their fill, and the padding share if each pack were padded to max_length (with
   padding-free packing no padding is computed at all);
 - the GPU-hours of the paper's setting (802 accepted rollouts, 5 epochs) at a stated
@@ -20,7 +20,6 @@ template with --model-dir, else the estimate of train/tokens.py) and reports:
 from __future__ import annotations
 
 import argparse
-import json
 import random
 import statistics
 import tempfile
@@ -29,10 +28,11 @@ from pathlib import Path
 from typing import Optional
 
 from tests.train.runs import RunShape, build_run
+from train.batching import packs as ms_swift_packs
 from train.config import SWIFT_TEMPLATE, ExportConfig, HistoryReasoning
 from train.export import export_run
 from train.throughput import PAPER_EPOCHS, PAPER_GPU_HOURS, PAPER_ROLLOUTS
-from train.tokens import image_root, make_counter
+from train.tokens import count_rows, make_counter
 
 SYNTHETIC = RunShape(
     tasks=40, failed=0, rejected_every=10**9, steps=8, steps_max=16, observation_chars=3000, slide_size=(1280, 720)
@@ -42,27 +42,8 @@ SYNTHETIC = RunShape(
 def load(export: Path, model_dir: Optional[str]) -> tuple[list[tuple[str, int]], str]:
     """(task_id, tokens) per sample, and how they were counted."""
     counter = make_counter(model_dir, SWIFT_TEMPLATE, "glm4_5")
-    samples = []
-    with image_root(export):  # for the template counter
-        for name in ("train.jsonl", "val.jsonl"):
-            for line in (export / name).read_text(encoding="utf-8").splitlines():
-                row = json.loads(line)
-                row["images"] = [str(export / p) for p in row["images"]]
-                samples.append((row["task_id"], counter.count(row).total))
-    return samples, counter.method
-
-
-def first_fit_decreasing(lengths: list[int], capacity: int) -> list[int]:
-    """Fill of each pack."""
-    packs: list[int] = []
-    for n in sorted((n for n in lengths if n <= capacity), reverse=True):
-        for i, fill in enumerate(packs):
-            if fill + n <= capacity:
-                packs[i] += n
-                break
-        else:
-            packs.append(n)
-    return packs
+    counted = [item for name in ("train.jsonl", "val.jsonl") for item in count_rows(export / name, counter)]
+    return [(row["task_id"], count.total) for row, count in counted], counter.method
 
 
 def batch_padding(lengths: list[int], batch: int, seed: int = 0) -> float:
@@ -78,7 +59,7 @@ def report(samples: list[tuple[str, int]], method: str, max_length: int, tokens_
     per_rollout: dict[str, int] = defaultdict(int)
     for task_id, n in samples:
         per_rollout[task_id] += n
-    packs = first_fit_decreasing(fitting, max_length)
+    packs = [sum(pack) for pack in ms_swift_packs(fitting, max_length)]  # the fill of each pack, packed as swift sft packs
     mean_rollout = statistics.mean(per_rollout.values())
     total = mean_rollout * PAPER_ROLLOUTS * PAPER_EPOCHS
     static = 1 - sum(fitting) / (len(fitting) * max_length)

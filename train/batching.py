@@ -29,7 +29,6 @@ row over max_length is left out (`--truncation_strategy delete`) or counted as m
 
 from __future__ import annotations
 
-import json
 import math
 from dataclasses import dataclass
 from pathlib import Path
@@ -37,7 +36,7 @@ from typing import Optional, Sequence
 
 from core.config import ConfigError
 from train.config import BatchUnit, ModelSpec, TrainArgs
-from train.tokens import make_counter
+from train.tokens import count_rows, make_counter
 
 PACKING_CHUNK = 1000  # PackingDataset.PACKING_BATCH_SIZE
 
@@ -140,19 +139,11 @@ def sample_lengths(train: Path, model: ModelSpec) -> tuple[list[int], str]:
     """Tokens of each row of train.jsonl: MS-SWIFT's template when the model is a local directory
     with processor files, else the estimate; and how they were counted."""
     counter = make_counter(model.id if model.hub == "local" else None, model.template, model.agent_template)
-    lengths = []
-    for number, line in enumerate(train.read_text(encoding="utf-8").splitlines(), 1):
-        if not line.strip():
-            continue
-        try:
-            row = json.loads(line)
-            row["images"] = [str(train.parent / path) for path in row["images"]]  # relative to the export
-            lengths.append(counter.count(row).total)
-        except (ValueError, KeyError, TypeError, OSError) as exc:
-            raise ConfigError(
-                f"{train}:{number}: cannot count its tokens ({exc}); check it: python -m train.export --validate"
-            ) from exc
-    return lengths, counter.method
+    try:
+        counted = count_rows(train, counter)
+    except ValueError as exc:
+        raise ConfigError(f"{exc}; check it: python -m train.export --validate") from exc
+    return [count.total for _, count in counted], counter.method
 
 
 def least_loaded_fit(items: list[tuple[int, int]], capacity: int) -> list[list[tuple[int, int]]]:
@@ -174,17 +165,22 @@ def least_loaded_fit(items: list[tuple[int, int]], capacity: int) -> list[list[t
     return packs
 
 
-def pack_sizes(lengths: Sequence[int], capacity: int) -> tuple[int, ...]:
-    """Samples per pack, in the order PackingDataset (packing_num_proc=1) makes the packs."""
-    sizes: list[int] = []
+def packs(lengths: Sequence[int], capacity: int) -> list[tuple[int, ...]]:
+    """The lengths in each pack, in the order PackingDataset (packing_num_proc=1) makes the packs."""
+    made: list[tuple[int, ...]] = []
     carried: list[tuple[int, int]] = []
     indexed = list(enumerate(lengths))
     for start in range(0, len(indexed), PACKING_CHUNK):
-        packs = least_loaded_fit(carried + indexed[start : start + PACKING_CHUNK], capacity)
+        chunk = least_loaded_fit(carried + indexed[start : start + PACKING_CHUNK], capacity)
         if start + PACKING_CHUNK < len(indexed):
-            packs, carried = packs[:-1], packs[-1]
-        sizes += [len(pack) for pack in packs]
-    return tuple(sizes)
+            chunk, carried = chunk[:-1], chunk[-1]
+        made += [tuple(length for _, length in pack) for pack in chunk]
+    return made
+
+
+def pack_sizes(lengths: Sequence[int], capacity: int) -> tuple[int, ...]:
+    """Samples per pack, in MS-SWIFT's packing order."""
+    return tuple(len(pack) for pack in packs(lengths, capacity))
 
 
 def gradient_accumulation(global_batch: int, per_device: int, world_size: int) -> int:

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import copy
 import importlib.util
+import json
 import logging
 import math
 import os
@@ -86,6 +87,22 @@ class EstimateCounter:
             with Image.open(path) as image:
                 image_tokens += glm4v_image_tokens(*image.size)
         return TokenCount(total + image_tokens, trained, image_tokens)
+
+
+def count_rows(path: Path, counter: TokenCounter) -> list[tuple[dict[str, Any], TokenCount]]:
+    """Each row of an exported JSONL with its count, its images resolved against the file's folder;
+    ValueError naming the file and line of a row that cannot be counted."""
+    counted = []
+    for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
+        if not line.strip():
+            continue
+        try:
+            row = json.loads(line)
+            row["images"] = [str(path.parent / image) for image in row["images"]]
+            counted.append((row, counter.count(row)))
+        except (ValueError, KeyError, TypeError, OSError) as exc:
+            raise ValueError(f"{path}:{number}: cannot count its tokens ({exc})") from exc
+    return counted
 
 
 @contextmanager
