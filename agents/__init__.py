@@ -1,1 +1,1 @@
-"""The agent runtime: loop, tools, sandbox, renderer, inspection, roles."""
+"""The agent runtime: the loop, its tools, the sandbox and jail, the roles' prompts, policies and research."""

@@ -7,6 +7,8 @@ from enum import Enum
 from typing import Optional
 
 from core.config import LLMConfig, RoleConfig, role_slots
+from deck.config import DeckConfig
+from render.config import RenderConfig
 
 # The agents' template folders (project-relative): a run's config hash covers every template in them.
 AGENT_PROMPTS = ("agents/roles/prompts", "agents/research/prompts", "agents/policies/templates")
@@ -62,38 +64,6 @@ class SandboxConfig:
     allow_private_addresses: bool = False
     allowed_hosts: list[str] = field(default_factory=list)  # hosts download_file may reach even when private (a local mirror)
     max_download_bytes: int = 20_000_000
-
-
-@dataclass
-class RenderConfig:
-    # Chromium's headless shell (Debian chromium-headless-shell, the build Playwright itself runs headless):
-    # the same Blink as /usr/bin/chromium at about 35% more renders per second on this workload.
-    chromium_path: str = "/usr/bin/chromium-headless-shell"
-    # Renders in flight per worker process. Two rollout workers per 2-CPU machine (the local layout)
-    # make 6 in all: with the agents' own work between renders that kept the CPUs as busy as 8 did
-    # and spent ~3% less machine CPU per rollout (interleaved, 32 and 64 in flight: 2-5% more
-    # rollouts per hour than 4 each, no change at 1 or 8); 8 each cost ~10-15% of the capacity.
-    max_concurrent: int = 3
-    max_pages: int = 8  # pages kept open for reuse
-    timeout_s: float = 30.0
-    device_scale_factor: float = 1.0
-
-
-class PptxMode(str, Enum):
-    editable = "editable"  # native shapes, pictures, tables and text from Chromium's layout
-    picture = "picture"  # one full-slide picture per slide (for CSS without a PowerPoint equivalent)
-
-
-@dataclass
-class DeckConfig:
-    """The deck export's PPTX and its fidelity check (`python -m agents.deck check`)."""
-
-    pptx_mode: PptxMode = PptxMode.editable
-    # Render the PPTX with LibreOffice after each export and record the figures in deck_defects.json.
-    # Off by default: LibreOffice takes seconds per deck to start and convert.
-    check: bool = False
-    soffice: str = "soffice"
-    check_timeout_s: float = 120.0
 
 
 @dataclass

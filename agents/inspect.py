@@ -15,20 +15,13 @@ import json
 import logging
 import sys
 from pathlib import Path
-from typing import Any, NoReturn
+from typing import Any
 
-from agents.config import RenderConfig
-from agents.inspection import SlideInspection, inspect_slide
+from render.config import RenderConfig
+from render.inspection import SlideInspection, inspect_slide
+from core.cli import OneLineParser
 from agents.manuscript import ManuscriptConstraints, inspect_manuscript
-from agents.renderer import Renderer, RenderError, RenderTimeout, aspect_size
-
-
-class OneLineParser(argparse.ArgumentParser):
-    """argparse that reports bad usage in one line on stderr, exit status 2."""
-
-    def error(self, message: str) -> NoReturn:
-        print(f"error: {message}", file=sys.stderr)
-        sys.exit(2)
+from render.renderer import Renderer, RenderError, RenderTimeout, aspect_size
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -24,12 +24,12 @@ from omegaconf import OmegaConf
 from omegaconf.errors import OmegaConfBaseException
 
 from agents.config import GenerateConfig
-from agents.deck import page_reader
-from agents.deckgen import environment, generate_deck
+from deck.export import page_reader
+from agents.workflow import environment, generate_deck
 from agents.hooks import Injection, StepState
 from agents.brief import Brief
 from agents.policies.scripted import ScriptedPolicy
-from agents.renderer import SLIDE_SIZES, Renderer
+from render.renderer import SLIDE_SIZES, Renderer
 from agents.research.runtime import build_research
 from core.config import PROJECT_ROOT, ConfigError
 from core.language import detect_language

@@ -8,6 +8,6 @@ helpers, and a cycle would follow).
 
 from agents.research import tools as _research  # noqa: F401  (search_web, fetch_url, convert_to_markdown, ...)
 from agents.tools import ROLES, toolset_for
-from agents.tools import inspection_tools as _inspection  # noqa: F401  (inspect_slide, inspect_manuscript)
+from agents.tools import inspect as _inspect  # noqa: F401  (inspect_slide, inspect_manuscript)
 
 __all__ = ["ROLES", "toolset_for"]

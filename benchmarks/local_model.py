@@ -28,7 +28,7 @@ from typing import Callable
 
 from omegaconf import OmegaConf
 
-from agents.deckgen import brief_for, prompts
+from agents.workflow import brief_for, prompts
 from agents.toolbox import toolset_for
 from core.config import PROJECT_ROOT, LLMConfig
 from core.llm import ModelClient

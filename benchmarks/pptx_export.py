@@ -1,7 +1,7 @@
 """The editable PPTX: export time per slide against the picture PPTX, and fidelity per deck.
 
 Run: `python -m benchmarks.pptx_export [--repeats 3] [--no-check]`. The decks are the test
-fixtures' clean slides and the labelled set in tests/agents/fixtures/pptx, one deck per aspect.
+fixtures' clean slides and the labelled set in tests/fixtures/pptx, one deck per aspect.
 Each repeat exports every deck in both modes (`deck.pptx_mode=picture` and `editable`) on fresh
 copies, so no render is reused, alternating which mode goes first; "export ms/slide" is the
 export's wall time (renders, PDF, PPTX; layout reading in editable mode) over its slides, "cpu
@@ -25,11 +25,13 @@ from pathlib import Path
 
 import psutil
 
-from agents.config import DeckConfig, PptxMode, RenderConfig
-from agents.deck import export_deck, page_reader, pptx_sources
-from agents.pptx_check import check
-from agents.pptx_writer import write_pptx
-from agents.renderer import Renderer, aspect_size
+from deck.config import DeckConfig, PptxMode
+
+from render.config import RenderConfig
+from deck.export import export_deck, page_reader, pptx_sources
+from deck.fidelity import check
+from deck.pptx import write_pptx
+from render.renderer import Renderer, aspect_size
 
 FIXTURES = Path(__file__).resolve().parents[1] / "tests" / "agents" / "fixtures"
 _ASPECT = '<meta name="aspect" content="'

@@ -16,9 +16,9 @@ from pathlib import Path
 
 from playwright.async_api import async_playwright
 
-from agents.config import RenderConfig
-from agents.inspection import inspect_slide
-from agents.renderer import CHROMIUM_ARGS, Renderer, aspect_size
+from render.config import RenderConfig
+from render.inspection import inspect_slide
+from render.renderer import CHROMIUM_ARGS, Renderer, aspect_size
 
 PALETTES = [
     ("#ffffff", "#1f2328", "#2f6fde"),

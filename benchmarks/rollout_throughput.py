@@ -57,11 +57,13 @@ import psutil
 import ray
 from hydra import compose, initialize_config_dir
 
-from agents.config import DeckConfig, PptxMode, RenderConfig
+from deck.config import DeckConfig, PptxMode
+
+from render.config import RenderConfig
 from agents.brief import Brief
-from agents.deck import export_deck, page_reader
-from agents.inspection import inspect_slide
-from agents.renderer import Renderer
+from deck.export import export_deck, page_reader
+from render.inspection import inspect_slide
+from render.renderer import Renderer
 from core.config import PROJECT_ROOT, LLMConfig, RayConfig
 from core.llm import ModelClient
 from core.llm_types import ChatResult

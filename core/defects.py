@@ -14,7 +14,7 @@ from enum import Enum
 class Source(str, Enum):
     """Who reports the code."""
 
-    slide = "slide"  # inspect_slide's measurements (agents/defects/)
+    slide = "slide"  # inspect_slide's measurements (render/defects/)
     manuscript = "manuscript"  # inspect_manuscript (agents/manuscript.py)
     content = "content"  # the content gate on the deck's text (filters/content.py)
     judge = "judge"  # only a vision judge can see it (the quality gate's model)

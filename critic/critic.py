@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from agents.hooks import Injection, StepState
-from agents.tools.inspection_tools import INSPECT_TOOLS
+from agents.tools.inspect import INSPECT_TOOLS
 from core.json_reply import JSONReplyError, ask_json
 from core.llm_types import ModelError
 from core.metering import note_model

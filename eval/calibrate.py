@@ -13,7 +13,6 @@ agreement.csv, and the judge cache.
 
 from __future__ import annotations
 
-import argparse
 import asyncio
 import csv
 import io
@@ -21,13 +20,14 @@ import sys
 from contextlib import AsyncExitStack
 from dataclasses import asdict, dataclass, fields
 from pathlib import Path
-from typing import NoReturn, Sequence
+from typing import Sequence
 
 from hydra import compose, initialize_config_dir
 from hydra.errors import HydraException
 from omegaconf import OmegaConf
 from omegaconf.errors import OmegaConfBaseException
 
+from core.cli import OneLineParser
 from core.config import PROJECT_ROOT, ConfigError
 from core.llm_types import ModelError
 from core.logs import setup_logging
@@ -130,13 +130,8 @@ async def calibrate(items: list[Labelled], judges: dict[str, JudgeConfig], out: 
     return table
 
 
-class _Parser(argparse.ArgumentParser):
-    def error(self, message: str) -> NoReturn:
-        self.exit(2, f"{self.prog}: error: {message}\n")
-
-
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = _Parser(
+    parser = OneLineParser(
         prog="python -m eval.calibrate", description="Agreement of the judge with reference scores (and with a second judge)."
     )
     parser.add_argument("labels", type=Path, help="CSV with columns path,content,style")

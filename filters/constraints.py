@@ -21,10 +21,11 @@ import re
 import sys
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable, NoReturn, Sequence, TypeVar
+from typing import Callable, Sequence, TypeVar
 
 import pymupdf
 
+from core.cli import OneLineParser
 from core.language import detect_language
 from core.protocols import Model
 from core.records import Constraints, Verdict
@@ -205,13 +206,6 @@ SPEC = GateSpec(GATE, _build)
 # ---------------------------------------------------------------- CLI
 
 
-class CLIParser(argparse.ArgumentParser):
-    """A gate CLI's parser: a bad argument is one line on stderr and exit 2, no usage dump."""
-
-    def error(self, message: str) -> NoReturn:
-        self.exit(2, f"{self.prog}: error: {message}\n")
-
-
 def print_report(
     prog: str, make: Callable[[], R], to_json: Callable[[R], object], human: Callable[[R], str], as_json: bool
 ) -> int:
@@ -251,8 +245,8 @@ def _lang(value: str) -> str:
     return value
 
 
-def _parser() -> CLIParser:
-    parser = CLIParser(prog="python -m filters.constraints", description=__doc__.split("\n\n")[0])
+def _parser() -> OneLineParser:
+    parser = OneLineParser(prog="python -m filters.constraints", description=__doc__.split("\n\n")[0])
     parser.add_argument("pdf", type=Path, help="the exported deck PDF")
     count = parser.add_mutually_exclusive_group()
     count.add_argument("--slides", type=_slides, metavar="N", help="exact slide count")

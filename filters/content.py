@@ -42,7 +42,8 @@ from core.language import normalize_text
 from core.protocols import Model
 from core.records import Verdict
 from filters.config import FiltersConfig
-from filters.constraints import CLIParser, print_report, read_pdf
+from core.cli import OneLineParser
+from filters.constraints import print_report, read_pdf
 from filters.gates import Candidate, GateSpec
 
 GATE = "content"
@@ -398,7 +399,7 @@ def _human(pdf: Path, report: ContentReport) -> str:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = CLIParser(prog="python -m filters.content", description=__doc__.split("\n\n")[0])
+    parser = OneLineParser(prog="python -m filters.content", description=__doc__.split("\n\n")[0])
     parser.add_argument("pdf", type=Path, help="the exported deck PDF")
     parser.add_argument("--lang", choices=("en", "zh"), help="the language the deck was asked in (language_mix)")
     parser.add_argument("--request", metavar="TEXT", help="the task's request (request_echo)")

@@ -22,7 +22,7 @@ from typing import Any, Iterator
 import pydantic
 
 from core.records import CriticInjection, Message, ToolCall, Trajectory
-from agents.tools.inspection_tools import INSPECT_TOOLS
+from agents.tools.inspect import INSPECT_TOOLS
 from critic.findings import Finding
 from filters.gates import ArtifactError
 

@@ -45,7 +45,7 @@ from core.records import ModelUse, Rollout, RolloutStatus, Task, Verdict, read_p
 from core.store import RunStore
 from filters.acceptance import ENVIRONMENT, UNDECIDED
 from filters.config import FiltersConfig
-from filters.constraints import CLIParser
+from core.cli import OneLineParser
 from core.protocols import Gate
 from filters.gates import ArtifactError, Candidate, environment_verdict
 from filters.registry import GATES
@@ -238,7 +238,7 @@ def _summarise(
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = CLIParser(prog="python -m filters.run", description=__doc__.split("\n\n")[0])
+    parser = OneLineParser(prog="python -m filters.run", description=__doc__.split("\n\n")[0])
     parser.add_argument("run_dir", type=Path, help="the run directory (holds config.yaml, tasks/, rollouts.parquet)")
     parser.add_argument("overrides", nargs="*", metavar="KEY=VALUE", help="config overrides, e.g. filters.gates=[constraint]")
     args = parser.parse_args(argv)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import random
 
-from agents.deckgen import LANGUAGE_NAMES
+from agents.workflow import LANGUAGE_NAMES
 from core.records import Constraints
 from pipeline.config import ConstraintMix
 

@@ -11,12 +11,12 @@ from collections import Counter
 from pathlib import Path
 from typing import Sequence
 
-from agents.deck import page_reader
-from agents.deckgen import DeckOutcome, environment, generate_deck
+from deck.export import page_reader
+from agents.workflow import DeckOutcome, environment, generate_deck
 from core.protocols import StepHook
 from agents.brief import Brief
 from agents.policies.scripted import ScriptedPolicy
-from agents.renderer import Renderer
+from render.renderer import Renderer
 from agents.research.runtime import Research, build_research
 from core.llm import ModelClient, close_models
 from core.metering import part_scope

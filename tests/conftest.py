@@ -18,6 +18,8 @@ from core.run import RunContext, open_run  # noqa: E402
 from pipeline import config as _schema  # noqa: E402, F401  (registers synthesize_schema)
 from pipeline.config import validate  # noqa: E402
 
+pytest_plugins = ["tests.rendered"]  # the session Renderer and the fixture slides rendered once
+
 
 @pytest.fixture
 def make_run(tmp_path: Path) -> Callable[..., RunContext]:

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from agents.policies.designs import DESIGNS
-from agents.pptx_fonts import GENERIC
+from deck.fonts import GENERIC
 from core.config import PROJECT_ROOT
 
 NOT_A_FAMILY = GENERIC | {"inherit", "initial", "unset"}  # generic families and CSS-wide keywords

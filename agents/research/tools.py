@@ -33,7 +33,7 @@ ROLE = "researcher"
 IMAGE_RESULTS = 5
 LIBRARY_ASSETS = "assets/library"  # where offline library images are copied in the workspace
 MODEL_CALL_TIMEOUT_S = 600.0
-ATTACHMENTS = "attachments"  # where the task's attached files are copied (agents.deckgen)
+ATTACHMENTS = "attachments"  # where the task's attached files are copied (agents.workflow)
 ATTACHMENT_INDEX = ".research/attachments.db"
 
 Query = Annotated[str, Field(min_length=1, description="What to look for, in the language of the sources you want.")]

@@ -11,7 +11,7 @@ from pydantic import Field
 from agents.tools.registry import ROLES, ToolContext, ToolError, tool
 
 TODO_FILE = "todo.json"
-SLIDES = "slides"  # the folder the deck is exported from (agents/deckgen.py)
+SLIDES = "slides"  # the folder the deck is exported from (agents/workflow.py)
 SLIDE_NAME = re.compile(r"slide_\d{2,}\.html")
 
 Status = Literal["pending", "in_progress", "done"]

@@ -12,7 +12,7 @@ from pathlib import Path
 import pymupdf
 import pytest
 
-from tests.agents.conftest import FIXTURES, SLIDES
+from tests.rendered import FIXTURES, SLIDES
 
 ROOT = Path(__file__).resolve().parents[2]
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from agents.deckgen import brief_for
+from agents.workflow import brief_for
 from agents.policies.scripted import ScriptedPolicy
 from benchmarks.rollout_throughput import PacedModel
 from core.protocols import Model

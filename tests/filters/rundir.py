@@ -264,10 +264,10 @@ def export_fake(workspace: Path, spec: Spec) -> None:
 
 
 async def export_real(specs: Sequence[tuple[Path, Spec]]) -> None:
-    """The real exporter (agents.deck.export_deck: PDF, previews) and deck_defects.json from what it measured."""
-    from agents.config import RenderConfig
-    from agents.deck import export_deck
-    from agents.renderer import Renderer
+    """The real exporter (deck.export.export_deck: PDF, previews) and deck_defects.json from what it measured."""
+    from render.config import RenderConfig
+    from deck.export import export_deck
+    from render.renderer import Renderer
 
     async with Renderer(RenderConfig(max_concurrent=4, max_pages=4, timeout_s=30)) as renderer:
 

@@ -16,8 +16,8 @@ from urllib.parse import unquote
 import pytest
 import yaml
 
-from agents.config import RenderConfig
-from agents.renderer import CHROMIUM_ARGS
+from render.config import RenderConfig
+from render.renderer import CHROMIUM_ARGS
 from core.config import PROJECT_ROOT, TrackingConfig
 from core.records import CriticInjection, Message, Rollout, Step, ToolCall, Trajectory, Usage, Verdict
 from core.failures import Failure

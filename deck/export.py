@@ -1,0 +1,263 @@
+"""Deck export: a folder of `slide_NN.html` files -> one PDF (a page per slide), PNG previews, a PPTX.
+
+Run: `python -m agents.deck SLIDES_DIR --aspect 16:9 --pdf OUT.pdf [--pptx OUT.pptx] [--png-dir DIR]
+[--pptx-mode editable|picture] [--manuscript FILE] [--check]`, and
+`python -m agents.deck check DECK.pptx --against DECK.pdf [--json]` for the fidelity check alone.
+Every slide goes through the shared Renderer; Chromium prints each page at the slide's exact
+size (1280x720 px prints as 960x540 pt) and PyMuPDF merges the pages. The editable PPTX is
+built from the layout the renderer read on each printed page (`deck/layout.py`).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import re
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Sequence
+
+import pymupdf
+
+from deck.config import DeckConfig, PptxMode
+
+from render.config import RenderConfig
+from core.cli import OneLineParser
+from agents.manuscript import slide_sections
+from deck.fidelity import BadInput, CheckError, check
+from deck.pptx import SlideSource, write_pptx
+from render.renderer import PageReader, Renderer, RenderError, RenderResult, aspect_size
+from deck.layout import SlideLayout, read_slide_layout
+
+log = logging.getLogger(__name__)
+
+_SLIDE_FILE = re.compile(r"slide_(\d+)\.html?", re.IGNORECASE)
+
+
+@dataclass(frozen=True)
+class DeckExport:
+    pdf: Path
+    pptx: Path | None
+    pngs: tuple[Path, ...]
+    pages: int
+    defects: int  # defects measured over all slides
+    # Per slide, in order: measured defects and layout.
+    results: tuple[RenderResult, ...] = ()
+    fidelity: dict[str, Any] | None = None  # the PPTX's fidelity check (deck/fidelity.py), when it ran
+
+
+def page_reader(deck: DeckConfig) -> PageReader | None:
+    """What a renderer must read on each printed page for this deck export (`Renderer(read_page=...)`)."""
+    return read_slide_layout if PptxMode(deck.pptx_mode) is PptxMode.editable else None
+
+
+def slide_files(slides_dir: Path) -> list[Path]:
+    """The `slide_NN.html` files of a folder, by slide number."""
+    if not slides_dir.is_dir():
+        raise ValueError(f"{slides_dir}: not a folder")
+    numbered = [(int(m.group(1)), p) for p in slides_dir.iterdir() if (m := _SLIDE_FILE.fullmatch(p.name))]
+    if not numbered:
+        raise ValueError(f"{slides_dir}: no slide_NN.html files")
+    return [path for _, path in sorted(numbered)]
+
+
+async def export_deck(
+    renderer: Renderer,
+    slides_dir: Path,
+    aspect: str,
+    pdf_path: Path,
+    *,
+    png_dir: Path,
+    pptx_path: Path | None = None,
+    workspace: Path | None = None,
+    deck: DeckConfig | None = None,
+    manuscript: str = "",
+) -> DeckExport:
+    """Render every slide once (PNG + PDF page) and write the merged PDF and, if asked, the PPTX
+    (its notes: the `manuscript` section of each slide, where known). Assets may live anywhere
+    under `workspace` (default: the slides folder's parent). An editable PPTX needs a renderer
+    that reads layouts (`page_reader`)."""
+    deck = deck or DeckConfig()
+    size = aspect_size(aspect)
+    files = slide_files(slides_dir)
+    root = workspace or slides_dir.parent
+    results = await asyncio.gather(
+        *(
+            renderer.render(
+                f,
+                aspect,
+                png_path=png_dir / f"{f.stem}.png",
+                workspace=root,
+                want_pdf=True,
+            )
+            for f in files
+        )
+    )
+    pages = await asyncio.to_thread(write_pdf, results, pdf_path)
+    fidelity = None
+    if pptx_path is not None:
+        sources = pptx_sources(results, PptxMode(deck.pptx_mode), manuscript)
+        await asyncio.to_thread(write_pptx, sources, size, pptx_path, root)
+        if deck.check:
+            fidelity = await asyncio.to_thread(_fidelity, pptx_path, pdf_path, deck)
+    return DeckExport(
+        pdf=pdf_path,
+        pptx=pptx_path,
+        pngs=tuple(r.png_path for r in results),
+        pages=pages,
+        defects=sum(len(r.defects) for r in results),
+        results=tuple(results),
+        fidelity=fidelity,
+    )
+
+
+def pptx_sources(results: Sequence[RenderResult], mode: PptxMode, manuscript: str = "") -> list[SlideSource]:
+    """What the PPTX writer needs of each rendered slide: its layout (editable mode), PNG and notes."""
+    layouts: list[SlideLayout | None] = [None] * len(results)
+    if mode is PptxMode.editable:
+        missing = [r.html_path.name for r in results if not isinstance(r.page_data, SlideLayout)]
+        if missing:
+            raise ValueError(
+                f"no layout was read for {', '.join(missing)}: an editable PPTX needs Renderer(read_page=read_slide_layout)"
+            )
+        layouts = [r.page_data for r in results]
+    titles = [layout.data.get("title", "") if layout else "" for layout in layouts]
+    notes = slide_sections(manuscript, titles) if manuscript.strip() else [""] * len(results)
+    return [SlideSource(r.png_path, layout, note) for r, layout, note in zip(results, layouts, notes)]
+
+
+def _fidelity(pptx: Path, pdf: Path, deck: DeckConfig) -> dict[str, Any]:
+    """The fidelity check's figures, or why it could not run (the export stands either way)."""
+    try:
+        return check(pptx, pdf, deck.soffice, deck.check_timeout_s)
+    except CheckError as exc:
+        log.warning("fidelity check of %s failed: %s", pptx, exc)
+        return {"error": str(exc)}
+
+
+def write_pdf(results: list[RenderResult], pdf_path: Path) -> int:
+    """Merge the first page of each slide's PDF (overflowing content would print a second one)."""
+    merged = pymupdf.open()
+    for result in results:
+        assert result.pdf is not None
+        with pymupdf.open("pdf", result.pdf) as page_pdf:
+            if page_pdf.page_count > 1:
+                log.warning(
+                    "%s prints %d pages; keeping the first",
+                    result.html_path.name,
+                    page_pdf.page_count,
+                )
+            merged.insert_pdf(page_pdf, from_page=0, to_page=0)
+    pdf_path.parent.mkdir(parents=True, exist_ok=True)
+    partial = pdf_path.with_name(f".{pdf_path.name}.part")
+    merged.save(partial, garbage=3, deflate=True)
+    pages = merged.page_count
+    merged.close()
+    partial.replace(pdf_path)
+    return pages
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
+    if argv[:1] == ["check"]:
+        return _check_main(argv[1:])
+    parser = OneLineParser(prog="python -m agents.deck", description="Export slide_NN.html files to PDF, PNG and PPTX.")
+    parser.add_argument("slides_dir", type=Path)
+    parser.add_argument("--aspect", required=True, help="16:9, 4:3, A1, A2, A3 or A4")
+    parser.add_argument("--pdf", type=Path, required=True)
+    parser.add_argument("--pptx", type=Path)
+    parser.add_argument("--pptx-mode", choices=[m.value for m in PptxMode], default=PptxMode.editable.value)
+    parser.add_argument("--manuscript", type=Path, help="markdown whose sections become the slides' notes")
+    parser.add_argument("--check", action="store_true", help="render the PPTX with LibreOffice and compare it with the PDF")
+    parser.add_argument("--png-dir", type=Path, help="default: previews/ beside the slides folder")
+    parser.add_argument("--workspace", type=Path, help="root that assets may come from (default: the slides folder's parent)")
+    args = parser.parse_args(argv)
+    try:
+        aspect_size(args.aspect)
+        slide_files(args.slides_dir)
+        manuscript = args.manuscript.read_text(encoding="utf-8") if args.manuscript else ""
+    except (ValueError, OSError) as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    png_dir = args.png_dir or args.slides_dir.parent / "previews"
+    deck = DeckConfig(pptx_mode=PptxMode(args.pptx_mode), check=args.check and args.pptx is not None)
+    try:
+        export = asyncio.run(
+            _export(args.slides_dir, args.aspect, args.pdf, png_dir, args.pptx, args.workspace, deck, manuscript)
+        )
+    except RenderError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 1
+    extra = f", {export.pptx} ({deck.pptx_mode.value})" if export.pptx else ""
+    print(
+        f"wrote {export.pdf} ({export.pages} pages){extra} and {len(export.pngs)} PNGs in {png_dir}; {export.defects} defects measured"
+    )
+    if export.fidelity is not None:
+        print(_summary(export.fidelity))
+    return 0
+
+
+def _check_main(argv: list[str]) -> int:
+    parser = OneLineParser(
+        prog="python -m agents.deck check",
+        description="How faithfully a PPTX reproduces its deck's PDF (rendered with LibreOffice).",
+    )
+    parser.add_argument("pptx", type=Path)
+    parser.add_argument("--against", type=Path, required=True, metavar="PDF", help="the deck's PDF")
+    parser.add_argument("--json", action="store_true", help="print the figures as JSON")
+    parser.add_argument("--soffice", default=DeckConfig.soffice, help="LibreOffice's command (default: soffice)")
+    parser.add_argument("--timeout", type=float, default=DeckConfig.check_timeout_s, help="seconds LibreOffice may take")
+    args = parser.parse_args(argv)
+    try:
+        figures = check(args.pptx, args.against, args.soffice, args.timeout)
+    except CheckError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2 if isinstance(exc, BadInput) else 1
+    print(json.dumps(figures, ensure_ascii=False, indent=1) if args.json else _summary(figures))
+    return 0
+
+
+def _summary(figures: dict[str, Any]) -> str:
+    if "error" in figures:
+        return f"fidelity check: {figures['error']}"
+    lines = [f"{'slide':>5} {'words':>6} {'kept':>6} {'median px':>9} {'max px':>7} {'lines changed':>13} {'ssim':>6}"]
+    rows = [(str(s["slide"]), s) for s in figures["slides"]] + [("deck", figures["deck"])]
+    for name, s in rows:
+        spread = s["displacement_px"]
+        lines.append(
+            f"{name:>5} {s['words']:>6} {s['words_kept']:>6.1%} {spread['median']:>9.2f} {spread['max']:>7.2f} {s['line_count_changed']:>13} {s['ssim']:>6.3f}"
+        )
+    return (
+        "\n".join(lines) + f"\n{figures['renderer']}, {figures['seconds']} s; within targets: {figures['deck']['within_targets']}"
+    )
+
+
+async def _export(
+    slides_dir: Path,
+    aspect: str,
+    pdf: Path,
+    png_dir: Path,
+    pptx: Path | None,
+    workspace: Path | None,
+    deck: DeckConfig,
+    manuscript: str,
+) -> DeckExport:
+    async with Renderer(RenderConfig(), read_page=page_reader(deck)) as renderer:
+        return await export_deck(
+            renderer,
+            slides_dir,
+            aspect,
+            pdf,
+            png_dir=png_dir,
+            pptx_path=pptx,
+            workspace=workspace,
+            deck=deck,
+            manuscript=manuscript,
+        )
+
+
+if __name__ == "__main__":
+    sys.exit(main())
