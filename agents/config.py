@@ -6,7 +6,8 @@ from dataclasses import dataclass, field
 from enum import Enum
 from typing import Optional
 
-from core.config import LLMConfig, RoleConfig, role_slots
+
+from core.config import LLMConfig, RoleConfig, role_slots, store_config
 from deck.config import DeckConfig
 from render.config import RenderConfig
 
@@ -132,3 +133,9 @@ class AgentSetup:
 @dataclass
 class GenerateConfig(AgentSetup):
     """`python -m agents.run`: one deck for a person, no critic (configs/generate.yaml)."""
+
+
+def store_schema() -> None:
+    """Put GenerateConfig in Hydra's ConfigStore as `generate_schema` (configs/generate.yaml's defaults name it);
+    called before Hydra composes that config."""
+    store_config("generate_schema", GenerateConfig)

@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Sequence
 
 from agents.config import GuardConfig
-from agents.tools.registry import Observation
+from core.steps import Observation
 from core.failures import Failure
 from core.records import ToolCall
 

@@ -11,12 +11,12 @@ from typing import Callable, Sequence
 from agents.budget import ContextBudget
 from agents.config import AgentConfig
 from agents.guards import GuardTripped, Guards
-from agents.hooks import Injection, StepState
-from agents.tools.registry import Observation, ToolContext, Toolset
+from agents.tools.registry import ToolContext, Toolset
 from core.failures import Failure
 from core.llm_types import ModelError
 from core.protocols import Model, StepHook
 from core.records import CriticInjection, Message, Step, ToolCall, Trajectory, TrajectoryStatus
+from core.steps import Injection, Observation, StepState
 
 
 class AgentEnded(Exception):
@@ -130,7 +130,7 @@ class Agent:
         if tripped:
             raise Degenerate(tripped.failure) from tripped
         for hook in self.hooks:
-            self._inject(index, await hook.after_step(StepState(index, calls, observations, self.ctx)))
+            self._inject(index, await hook.after_step(StepState(index, calls, observations, self.ctx.workspace.root)))
         if self.save and time.monotonic() - self.saved_at >= self.config.save_interval_s:
             self.saved_at = time.monotonic()
             self.save(self.trajectory())

@@ -8,6 +8,8 @@ and a short detail.
 
 from __future__ import annotations
 
+from core.markdown_slides import fence_after, split_slides
+
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -17,7 +19,6 @@ from urllib.parse import unquote, urlparse
 
 from core.language import detect_language
 
-_FENCE = re.compile(r"^ {0,3}(`{3,}|~{3,})")
 _MD_IMAGE = re.compile(r"!\[(?P<alt>[^\]]*)\]\(\s*(?P<src><[^>]*>|[^)\s]+)(?:\s+(?:\"[^\"]*\"|'[^']*'))?\s*\)")
 _HTML_IMAGE = re.compile(r"<img\b[^>]*>", re.IGNORECASE)
 _ATTR = re.compile(r"([a-zA-Z-]+)\s*=\s*(?:\"([^\"]*)\"|'([^']*)'|([^\s>]+))")
@@ -27,7 +28,6 @@ _LINK = re.compile(r"\[([^\]]*)\]\([^)]*\)")
 _TAG = re.compile(r"<[^>]+>")
 _URL = re.compile(r"\bhttps?://\S+")
 SIZE_NOTE = re.compile(r" \(\d+x\d+, aspect [\d.]+:1\)$")  # the size the hand-off adds to an image's alt text
-_HEADING = re.compile(r"^ {0,3}#{1,6}\s+(.+?)\s*#*\s*$", re.MULTILINE)
 _LANGUAGE_NAMES = {"english": "en", "chinese": "zh", "中文": "zh", "英文": "en"}
 
 
@@ -84,46 +84,6 @@ def inspect_manuscript(
     return {"slides": len(slides), "language": language, "issues": issues}
 
 
-def split_slides(text: str) -> list[str]:
-    """Slides separated by lines that are exactly `---`, outside fenced code blocks.
-    An empty first or last part (a leading or trailing separator) is not a slide."""
-    slides: list[str] = []
-    current: list[str] = []
-    fence: str | None = None
-    for line in text.splitlines():
-        fence = _fence_after(line, fence)
-        if fence is None and line.rstrip() == "---":
-            slides.append("\n".join(current))
-            current = []
-        else:
-            current.append(line)
-    slides.append("\n".join(current))
-    if slides and not slides[0].strip():
-        slides.pop(0)
-    if slides and not slides[-1].strip():
-        slides.pop()
-    return slides
-
-
-def slide_sections(text: str, titles: list[str]) -> list[str]:
-    """The manuscript section each slide came from, where known ("" where not): the section whose
-    heading is the slide's title, else the section at the slide's place when there are as many
-    sections as slides (and no other slide's title named it)."""
-    sections = [section.strip() for section in split_slides(text)]
-    by_heading: dict[str, str] = {}
-    for section in sections:
-        if m := _HEADING.search(section):
-            by_heading.setdefault(_normal(m.group(1)), section)
-    found = [by_heading.get(_normal(title), "") for title in titles]
-    if len(sections) == len(titles):
-        found = [f or ("" if sections[i] in found else sections[i]) for i, f in enumerate(found)]
-    return found
-
-
-def _normal(title: str) -> str:
-    return " ".join(title.split()).casefold()
-
-
 def plain_text(markdown: str) -> str:
     """The readable words: no code, images, link targets, tags or URLs (for language detection)."""
     text = _without_code(markdown)
@@ -139,21 +99,10 @@ def _without_code(markdown: str) -> str:
     fence: str | None = None
     for line in markdown.splitlines():
         inside = fence is not None
-        fence = _fence_after(line, fence)
+        fence = fence_after(line, fence)
         if not inside and fence is None:
             kept.append(line)
     return _INLINE_CODE.sub(" ", "\n".join(kept))
-
-
-def _fence_after(line: str, fence: str | None) -> str | None:
-    """The code fence open after `line` (None: outside code)."""
-    match = _FENCE.match(line)
-    if match is None:
-        return fence
-    if fence is None:
-        return match.group(1)
-    closing = line.strip()
-    return None if set(closing) == {fence[0]} and len(closing) >= len(fence) else fence
 
 
 def _images(markdown: str) -> list[_Image]:

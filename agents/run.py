@@ -18,32 +18,25 @@ import time
 from pathlib import Path
 
 from hydra import compose, initialize_config_dir
-from hydra.core.config_store import ConfigStore
 from hydra.errors import HydraException
 from omegaconf import OmegaConf
 from omegaconf.errors import OmegaConfBaseException
 
-from agents.config import GenerateConfig
+from agents.config import GenerateConfig, store_schema
 from deck.export import page_reader
-from agents.workflow import environment, generate_deck
-from agents.hooks import Injection, StepState
-from agents.brief import Brief
-from agents.policies.scripted import ScriptedPolicy
+from agents.workflow import AGENT, environment, generate_deck
 from render.renderer import SLIDE_SIZES, Renderer
 from agents.research.runtime import build_research
 from core.config import PROJECT_ROOT, ConfigError
 from core.language import detect_language
 from core.ledger import Ledger
-from core.llm import close_models
 from core.local_server import LocalServerError, serving
 from core.metering import Unit, unit_scope
-from core.models import role_client
+from core.models import Players
 from core.logs import console, setup_logging
-from core.protocols import Model
 from core.records import Constraints, RolloutStatus, Task
+from core.steps import Injection, StepState
 from core.store import atomic_write_text
-
-ConfigStore.instance().store(name="generate_schema", node=GenerateConfig)
 
 
 class ShowSteps:
@@ -83,6 +76,7 @@ def parse_args(argv: list[str]) -> tuple[argparse.Namespace, list[str]]:
 
 
 def load_config(overrides: list[str]) -> GenerateConfig:
+    store_schema()  # configs/generate.yaml names it
     try:
         with initialize_config_dir(config_dir=str(PROJECT_ROOT / "configs"), version_base=None):
             cfg = compose("generate", overrides=overrides)
@@ -99,22 +93,18 @@ def make_task(args: argparse.Namespace) -> Task:
 
 
 async def generate(task: Task, cfg: GenerateConfig, out: Path) -> int:
-    client = role_client(cfg.llm, cfg.roles, "agent")
-    research = build_research(cfg.tools, out, cfg.llm, cfg.roles)
+    players = Players(cfg.llm, cfg.roles)
     unit = Unit()
-
-    def model_for(role: str, brief: Brief) -> Model:
-        return ScriptedPolicy(role, brief, cfg.llm.profile) if client is None else client
-
     try:
-        if client is not None:
-            await client.list_models()  # fail fast on an unreachable endpoint
+        research = build_research(cfg.tools, out, players)
+        model_for = players.play("agent", AGENT)
+        await players.check()  # fail fast on an unreachable endpoint
         async with Renderer(cfg.render, read_page=page_reader(cfg.deck)) as renderer:
             env = environment(cfg, renderer, research, model_for, lambda role: [ShowSteps(role)])
             with unit_scope(unit):
                 outcome = await generate_deck(task, out, env)
     finally:
-        await close_models(client, *research.models())
+        await players.aclose()
         ledger = Ledger({"generate": unit.usage()}, {"generate": 1})
         (out / "stats").mkdir(exist_ok=True)
         atomic_write_text(out / "stats" / "usage.json", json.dumps(ledger.to_json(), indent=1))

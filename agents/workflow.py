@@ -32,11 +32,12 @@ from render.renderer import Renderer, aspect_size
 from agents.research.runtime import RESOURCE_KEY as RESEARCH
 from agents.sandbox import Workspace
 from agents.tools import ToolContext
-from agents.toolbox import toolset_for
+from agents.tools.toolsets import toolset_for
 from agents.tools.inspect import ASPECT, CONSTRAINTS, INSPECT_TOOLS, RENDERER, VISION
 from core.config import resolve_role
 from core.metering import part_scope
-from core.models import is_scripted
+from core.models import Play, policy_of
+from agents.policies.scripted import ScriptedPolicy
 from core.prompts import render
 from core.protocols import Model
 from core.records import RolloutStatus, Task, Trajectory, TrajectoryStatus
@@ -70,11 +71,21 @@ class GenerationEnv:
     deck: DeckConfig = field(default_factory=DeckConfig)  # the export's PPTX mode and fidelity check
 
 
+ModelFor = Callable[[str, Brief], Model]  # (agent role, its brief) -> the model playing it in one rollout
+
+# The agent roles' players: the role's model client for every role and rollout, or (scripted) a rule-based
+# policy per rollout that plans from the brief.
+AGENT: Play[ModelFor] = Play(
+    lambda client: lambda role, brief: client,
+    lambda cfg: lambda role, brief: ScriptedPolicy(role, brief, cfg.profile),
+)
+
+
 def environment(
     cfg: Any,
     renderer: Renderer,
     research: Any,
-    model_for: Callable[[str, Brief], Model],
+    model_for: ModelFor,
     hooks_for: Callable[[str], Sequence[StepHook]],
 ) -> GenerationEnv:
     """The environment a config describes (a GenerateConfig, SynthesizeConfig, ...: llm, agent, tools, agents, reflection)."""
@@ -89,7 +100,7 @@ def environment(
         hooks_for=hooks_for,
         agents=Agents(cfg.agents),
         reflection=Reflection(cfg.reflection),
-        policy="scripted" if is_scripted(agent) else "model",
+        policy=policy_of(agent),
         vision=agent.vision,
         deck=cfg.deck,
     )

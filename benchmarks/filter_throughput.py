@@ -34,7 +34,7 @@ from core.records import Constraints, Rollout, RolloutStatus, Task, write_parque
 from core.store import RunStore
 from filters.config import FiltersConfig
 from filters.constraints import check_deck
-from filters.gates import Candidate
+from core.candidate import Candidate
 from filters.quality import deck_slides, measured_rejections
 from filters.run import FilterRunConfig, judge_rollouts
 from tests.filters.decks import CHINESE, CHINESE_WITH_ENGLISH_TERMS, ENGLISH, PAGE_SIZES, write_deck

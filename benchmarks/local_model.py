@@ -29,7 +29,7 @@ from typing import Callable
 from omegaconf import OmegaConf
 
 from agents.workflow import brief_for, prompts
-from agents.toolbox import toolset_for
+from agents.tools.toolsets import toolset_for
 from core.config import PROJECT_ROOT, LLMConfig
 from core.llm import ModelClient
 from core.local_server import serving

@@ -33,7 +33,7 @@ from deck.fidelity import check
 from deck.pptx import write_pptx
 from render.renderer import Renderer, aspect_size
 
-FIXTURES = Path(__file__).resolve().parents[1] / "tests" / "agents" / "fixtures"
+FIXTURES = Path(__file__).resolve().parents[1] / "tests" / "fixtures"
 _ASPECT = '<meta name="aspect" content="'
 
 

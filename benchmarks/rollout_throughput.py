@@ -60,7 +60,6 @@ from hydra import compose, initialize_config_dir
 from deck.config import DeckConfig, PptxMode
 
 from render.config import RenderConfig
-from agents.brief import Brief
 from deck.export import export_deck, page_reader
 from render.inspection import inspect_slide
 from render.renderer import Renderer
@@ -71,7 +70,7 @@ from core.protocols import Model
 from core.records import Constraints, Message, Rollout, RolloutStatus, Task, read_parquet
 from core.run import open_run
 from core.store import atomic_write_parquet
-from pipeline import config as _schema  # noqa: F401  (registers synthesize_schema)
+from pipeline.config import store_schema
 from pipeline.rollouts import init_ray, run_rollouts, workspace_for
 from pipeline.runner import DeckRunner
 from benchmarks.endpoint import fake_endpoint
@@ -99,13 +98,13 @@ class PacedRunner(DeckRunner):
     async def start(self) -> None:
         await super().start()
         self.paced = ModelClient(LLMConfig(base_url=self.cfg.llm.base_url, model="fake", max_concurrency=1024), "agent")
+        scripted = self.model
+        assert scripted is not None
+        self.model = lambda role, brief: PacedModel(scripted(role, brief), self.paced)
 
     async def close(self) -> None:
         await super().close()
         await self.paced.aclose()
-
-    def model(self, role: str, brief: Brief) -> Model:
-        return PacedModel(super().model(role, brief), self.paced)
 
 
 class BusyCPU:
@@ -263,6 +262,7 @@ def measure(
         f"tools.sandbox.jail={jail}",
         f"deck.pptx_mode={deck.pptx_mode.value}",
     ]
+    store_schema()
     with initialize_config_dir(config_dir=str(PROJECT_ROOT / "configs"), version_base=None):
         ctx = open_run(compose("synthesize", overrides=overrides), job_type="benchmark")
     tasks = [

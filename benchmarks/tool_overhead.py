@@ -32,7 +32,8 @@ from typing import Sequence
 from agents.config import AgentConfig, GuardConfig, SandboxConfig
 from agents.loop import Agent
 from agents.sandbox import Workspace
-from agents.tools import ToolContext, toolset_for
+from agents.tools import ToolContext
+from agents.tools.toolsets import toolset_for
 from core.config import LLMConfig
 from core.llm import ModelClient
 from core.llm_types import ChatResult

@@ -1,8 +1,11 @@
 """Typed configuration shared by every entry point.
 
-Each entry point composes these dataclasses into its own root config (see
-`pipeline/config.py`, `train/config.py`, `eval/config.py`) and registers it in
-Hydra's ConfigStore, so an unknown key or a wrong type fails before any work.
+Each entry point composes these dataclasses into its own root config (see `pipeline/config.py`,
+`train/config.py`, `eval/config.py`), which that module's `store_schema()` puts in Hydra's
+ConfigStore (`store_config`) before Hydra composes it, so an unknown key or a wrong type fails
+before any work. Config modules import only config modules and small pure core modules
+(tests/test_layers.py): they check what a config says; what it names (backends, gates, research
+tools) is checked against the install by the run-time (`core.models.check_backends`, `pipeline/preflight.py`).
 """
 
 from __future__ import annotations
@@ -17,13 +20,12 @@ from enum import Enum
 from pathlib import Path
 from typing import Any, Callable, Mapping, Optional
 
+from hydra.core.config_store import ConfigStore
 from omegaconf import DictConfig, OmegaConf
 
 from core.conversation import DEFAULT_PROFILE, PROFILES
 
 PROJECT_ROOT = Path(__file__).resolve().parents[1]
-# `${project_root:}` in YAML: bundled data resolves from any working directory.
-OmegaConf.register_new_resolver("project_root", lambda: str(PROJECT_ROOT), replace=True)
 
 
 class ConfigError(ValueError):
@@ -251,7 +253,8 @@ def check_price(key: str, p: PriceConfig) -> None:
 
 
 def validate_common(cfg: DictConfig) -> None:
-    """Checks every entry point shares; each raises ConfigError naming the key."""
+    """Checks every entry point shares; each raises ConfigError naming the key. The backends it names are
+    checked against `core.models.BACKENDS` by the entry point (`core.models.check_backends`)."""
     if cfg.get("limit") is not None and cfg.limit < 1:
         raise ConfigError(f"limit={cfg.limit}: must be a positive number of tasks (or null for all)")
     if not str(cfg.run.name).strip():
@@ -260,11 +263,7 @@ def validate_common(cfg: DictConfig) -> None:
         raise ConfigError(f"run.name={cfg.run.name!r}: a name, not a path (use run.dir=PATH for a path)")
     llm = cfg.get("llm")
     if llm is not None:
-        from core.models import check_backend  # core.models builds on this module
-
         roles = (cfg.get("roles") or {}).items()
-        for key, backend in [("llm.backend", llm.backend), *((f"roles.{r}.backend", o.backend) for r, o in roles)]:
-            check_backend(key, backend)
         for key, profile in [("llm.profile", llm.profile), *((f"roles.{r}.profile", o.profile) for r, o in roles)]:
             if profile is not None and profile not in PROFILES:
                 raise ConfigError(f"{key}={profile}: unknown profile; known: {', '.join(PROFILES)}")
@@ -277,6 +276,14 @@ def validate_common(cfg: DictConfig) -> None:
         check_price(f"roles.{role}.price", override.price)
     if cfg.run.get("max_tokens") is not None and cfg.run.max_tokens <= 0:
         raise ConfigError(f"run.max_tokens={cfg.run.max_tokens}: a cap must be > 0 (or null: no cap)")
+
+
+def store_config(name: str, node: type) -> None:
+    """Put an entry point's root config class in Hydra's ConfigStore as `name` (its YAML's defaults list names it),
+    with the `${project_root:}` resolver (bundled data resolves from any working directory); each root config
+    module's `store_schema()` calls it before Hydra composes that config."""
+    OmegaConf.register_new_resolver("project_root", lambda: str(PROJECT_ROOT), replace=True)
+    ConfigStore.instance().store(name=name, node=node)
 
 
 def run_dir(cfg: DictConfig) -> Path:

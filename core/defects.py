@@ -32,16 +32,6 @@ class DefectCode:
     fix: str  # what the critic tells the agent to do
 
 
-DEFECT_CODES: dict[str, DefectCode] = {}
-
-
-def register(*codes: DefectCode) -> None:
-    for entry in codes:
-        if entry.code in DEFECT_CODES and DEFECT_CODES[entry.code] != entry:
-            raise ValueError(f"defect code {entry.code!r} is registered twice, differently")
-        DEFECT_CODES[entry.code] = entry
-
-
 def defect_code(code: str) -> DefectCode:
     """The table's row for `code`; KeyError naming the table when a component emits an unknown code."""
     try:
@@ -56,8 +46,18 @@ def codes_of(source: Source) -> tuple[str, ...]:
     return tuple(c.code for c in DEFECT_CODES.values() if c.source is source)
 
 
+def _table(*codes: DefectCode) -> dict[str, DefectCode]:
+    """The codes by name, in order; a code given twice is refused."""
+    table: dict[str, DefectCode] = {}
+    for entry in codes:
+        if entry.code in table:
+            raise ValueError(f"defect code {entry.code!r} is in the table twice")
+        table[entry.code] = entry
+    return table
+
+
 _S, _M, _C, _J = Source.slide, Source.manuscript, Source.content, Source.judge
-register(
+DEFECT_CODES: dict[str, DefectCode] = _table(
     DefectCode(
         "overflow",
         _S,

@@ -14,7 +14,8 @@ full of `&amp;amp;`). This process turns that autoescape off.
 Its RAM cache of model states (`--cache true`) weighs each entry by llama.cpp's own state only, but
 each entry also copies the model's logits buffer (n_batch x vocab floats: 96 MiB for SmolLM2, 20x the
 state it counts), so a 2 GiB cache held 20 GB here. This process counts the whole entry.
-The server process runs this module (core.local_server starts it); nothing else imports it.
+`install()` makes these changes to llama-cpp-python, in the server process (core.local_server starts
+it as `python -m core.llama_server`); importing this module changes nothing.
 """
 
 from __future__ import annotations
@@ -24,7 +25,7 @@ from typing import Any
 import jinja2
 import llama_cpp
 from llama_cpp import llama_chat_format
-from llama_cpp.server.__main__ import main
+from llama_cpp.server.__main__ import main as serve
 
 BOUNDED = "bounded-chatml-function-calling"
 
@@ -40,18 +41,12 @@ class _Jinja:
         return False
 
 
-llama_chat_format.jinja2 = _Jinja()
-
-
 class _WeighedRAMCache(llama_cpp.LlamaRAMCache):
     """llama-cpp-python's RAM cache of model states, with each entry weighed by all it holds."""
 
     @property
     def cache_size(self) -> int:
         return sum(state.llama_state_size + state.scores.nbytes + state.input_ids.nbytes for state in self.cache_state.values())
-
-
-llama_cpp.LlamaRAMCache = _WeighedRAMCache  # the server builds its cache from this name when it starts
 
 
 class _Budget:
@@ -72,9 +67,22 @@ class _Budget:
         return completion
 
 
-@llama_chat_format.register_chat_completion_handler(BOUNDED)
 def bounded_chatml_function_calling(llama: Any, max_tokens: int | None = None, **kwargs: Any) -> Any:
     return llama_chat_format.chatml_function_calling(_Budget(llama, max_tokens), max_tokens=max_tokens, **kwargs)
+
+
+def install() -> None:
+    """Add the bounded chat format, autoescape off and the weighed cache to llama-cpp-python; idempotent."""
+    llama_chat_format.jinja2 = _Jinja()
+    llama_cpp.LlamaRAMCache = _WeighedRAMCache  # the server builds its cache from this name when it starts
+    llama_chat_format.LlamaChatCompletionHandlerRegistry().register_chat_completion_handler(
+        BOUNDED, bounded_chatml_function_calling, overwrite=True
+    )
+
+
+def main() -> None:
+    install()
+    serve()
 
 
 if __name__ == "__main__":

@@ -35,6 +35,7 @@ from core.config import LLMConfig
 from core.conversation import profile_named
 from core.llm_types import ChatResult, ModelError
 from core.metering import current_unit
+from core.protocols import Transport
 from core.prices import busy_clock, price_of
 from core.records import Message, ModelUse, ToolCall, Usage
 from core.usage import UsageMeter
@@ -182,8 +183,10 @@ def _env_proxy(base_url: str) -> tuple[URL | None, aiohttp.BasicAuth | None]:
         return None, None
 
 
-class _Connections:
-    """A client's aiohttp sessions, one per event loop (a session belongs to the loop that made it)."""
+class OpenAIWire:
+    """The OpenAI-compatible HTTP wire (POST /chat/completions, GET /models): a `core.protocols.Transport`.
+
+    One aiohttp session per event loop (a session belongs to the loop that made it)."""
 
     def __init__(self, cfg: LLMConfig):
         self.cfg = cfg
@@ -207,7 +210,17 @@ class _Connections:
             )
         return session
 
-    async def request(self, method: str, path: str, body: dict[str, Any] | None = None) -> Any:
+    async def complete(self, body: dict[str, Any]) -> Any:
+        return await self._request("POST", "/chat/completions", body)
+
+    async def models(self) -> list[dict[str, Any]]:
+        page = await self._request("GET", "/models")
+        try:
+            return list(page["data"])
+        except (KeyError, TypeError) as exc:
+            raise MalformedResponse(f"not a model list ({exc!r}): {str(page)[:200]}") from exc
+
+    async def _request(self, method: str, path: str, body: dict[str, Any] | None = None) -> Any:
         """The decoded JSON answer to `method path`; EndpointError for a non-2xx status."""
         # orjson: a request carries the conversation's images as base64; json.dumps takes ~9 ms per MB here, orjson ~0.1.
         data = orjson.dumps(body) if body is not None else None
@@ -221,7 +234,7 @@ class _Connections:
         except orjson.JSONDecodeError as exc:
             raise MalformedResponse(f"the response is not JSON ({exc}): {raw[:200]!r}") from exc
 
-    async def close(self) -> None:
+    async def aclose(self) -> None:
         """Close the session of the running loop (others went with their loops)."""
         session = self._by_loop.pop(asyncio.get_running_loop(), None)
         if session is not None and not session.closed:
@@ -229,9 +242,11 @@ class _Connections:
 
 
 class ModelClient:
-    """One role's view of an OpenAI-compatible endpoint; implements `core.protocols.Model`."""
+    """One role's model: whatever the transport (`core.protocols.Transport`; the OpenAI wire unless a backend
+    gives another), its calls pass here for retries, the concurrency limit, budget refusal, metering, price and
+    provenance. Implements `core.protocols.Endpoint`."""
 
-    def __init__(self, cfg: LLMConfig, role: str = "agent", meter: UsageMeter | None = None):
+    def __init__(self, cfg: LLMConfig, role: str = "agent", meter: UsageMeter | None = None, transport: Transport | None = None):
         self.cfg = cfg
         self.role = role
         self.name = cfg.model
@@ -242,7 +257,7 @@ class ModelClient:
         self.use = ModelUse(cfg.model, str(cfg.backend), cfg.temperature, cfg.top_p, cfg.max_tokens)
         self._clock = busy_clock(cfg.base_url) if self.price.fleet_per_hour else None
         self.context_window: int | None = cfg.context_window  # else learnt by list_models where the server says
-        self._connections = _Connections(cfg)
+        self.transport = transport or OpenAIWire(cfg)
         self.limit = AdaptiveLimit(cfg.max_concurrency)
 
     async def chat(
@@ -282,7 +297,7 @@ class ModelClient:
             started = time.perf_counter()
             mark = self._clock.enter() if self._clock else 0.0
             try:
-                response = await self._connections.request("POST", "/chat/completions", request)
+                response = await self.transport.complete(request)
             finally:
                 if self._clock:
                     busy[0] += self._clock.leave(mark)
@@ -364,21 +379,22 @@ class ModelClient:
         Where no context window is configured and the server states one for this model
         (vLLM's `max_model_len`), the client takes it from the list."""
         try:
-            page = await self._connections.request("GET", "/models")
-            models = {m["id"]: m for m in page["data"]}
-            window = models.get(self.cfg.model, {}).get("max_model_len")
-            if self.context_window is None and isinstance(window, int) and window > 0:
-                self.context_window = window
-            return list(models)
+            models = {m["id"]: m for m in await self.transport.models()}
+        except MalformedResponse as exc:
+            raise ModelError("malformed_response", f"{self.role} endpoint {self.cfg.base_url}: {exc}") from exc
         except TRANSPORT_ERRORS as exc:
             raise ModelError(classify(exc), f"{self.role} endpoint {self.cfg.base_url} unreachable: {exc}") from exc
         except (KeyError, TypeError) as exc:
             raise ModelError(
                 "malformed_response", f"{self.role} endpoint {self.cfg.base_url}: not a model list ({exc!r})"
             ) from exc
+        window = models.get(self.cfg.model, {}).get("max_model_len")
+        if self.context_window is None and isinstance(window, int) and window > 0:
+            self.context_window = window
+        return list(models)
 
     async def aclose(self) -> None:
-        await self._connections.close()
+        await self.transport.aclose()
 
 
 def _usage(reported: dict[str, Any]) -> Usage:

@@ -2,8 +2,8 @@
 
 `price_of(cfg)` resolves, in order:
 1. `price.input_per_mtok` and `output_per_mtok` given: those (US dollars per million tokens);
-2. a model on this machine (`backend=local`, or a loopback `base_url`), or a fleet priced by the
-   hour (`price.gpu_hour`): nothing per token;
+2. the scripted backend's rule-based stand-ins, a model on this machine (`backend=local`, or a
+   loopback `base_url`), or a fleet priced by the hour (`price.gpu_hour`): nothing per token;
 3. the model's list price in `LIST_PRICES` (below);
 4. otherwise unknown: its calls are counted, their cost is shown as unknown (never 0, never a guess).
 `price.gpu_hour` (x `price.gpus`) adds the endpoint's wall time: each call pays its share of the
@@ -92,6 +92,8 @@ def price_of(cfg: LLMConfig) -> Price:
     fleet = (p.gpu_hour or 0.0) * p.gpus
     if p.input_per_mtok is not None and p.output_per_mtok is not None:
         return Price(p.input_per_mtok, p.output_per_mtok, p.cached_input_per_mtok, fleet, "config (llm.price)")
+    if cfg.backend == Backend.scripted:
+        return Price(0.0, 0.0, None, 0.0, "rule-based stand-ins: free")
     if cfg.backend == Backend.local or is_loopback(cfg.base_url):
         return Price(0.0, 0.0, None, fleet, "this machine" + (" (gpu_hour)" if fleet else ": free"))
     if p.gpu_hour is not None:
@@ -114,7 +116,7 @@ def check_caps(cfg: DictConfig, roles: tuple[str, ...]) -> None:
     llm, overrides = OmegaConf.to_object(cfg.llm), OmegaConf.to_object(cfg.roles)
     for role in dict.fromkeys([*roles, *overrides]):
         resolved = resolve_role(llm, overrides, role)
-        if resolved.backend != Backend.scripted and not price_of(resolved).known:
+        if not price_of(resolved).known:
             raise ConfigError(
                 f"{caps[0]} is set but role {role}'s price is unknown ({price_of(resolved).source}): "
                 f"give roles.{role}.price.input_per_mtok and output_per_mtok (or llm.price.*)"

@@ -4,27 +4,25 @@
 |---|---|---|
 | Model | core.llm.ModelClient, agents.policies.scripted.ScriptedPolicy | answer one chat turn (tool calls, reasoning, usage) |
 | Endpoint | core.llm.ModelClient (core.models.BACKENDS builds them) | a Model behind a connection: says what it serves, closes |
+| Transport | core.llm.OpenAIWire, a new backend's own | carry one chat-completions request and bring back its reply |
 | StepHook | critic.critic.CriticHook | after each agent step, return what to inject into the agent's context |
 | Critic | critic.critic.ModelCritic, RulesCritic | review one inspection in isolation: findings, never the agent's history |
 | Gate | filters.constraints / content / consistency / quality | judge one finished rollout: one Verdict |
 | Runner | pipeline.runner.DeckRunner, eval.runner.EvalRunner | play one task in its workspace: one Rollout; one per worker process |
 
-Types of the other packages are named for type checkers only: core imports none of ours.
+What they pass are core's records too (`core.steps`, `core.review`, `core.candidate`): core imports none of ours.
 """
 
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING, Protocol, Sequence, runtime_checkable
+from typing import Any, Protocol, Sequence, runtime_checkable
 
+from core.candidate import Candidate
 from core.llm_types import ChatResult
 from core.records import Message, Rollout, Task, Verdict
-
-if TYPE_CHECKING:
-    from agents.hooks import Injection, StepState
-    from critic.critic import Inspection
-    from critic.findings import Review
-    from filters.gates import Candidate
+from core.review import Inspection, Review
+from core.steps import Injection, StepState
 
 
 @runtime_checkable
@@ -48,6 +46,19 @@ class Endpoint(Model, Protocol):
     """A Model behind a connection: it lists what it serves (so a run checks it before spending) and is closed after use."""
 
     async def list_models(self) -> list[str]: ...
+
+    async def aclose(self) -> None: ...
+
+
+class Transport(Protocol):
+    """How a backend carries one chat request: OpenAI's chat-completions body in (as the endpoint's profile
+    shaped it), OpenAI's chat.completion object out. Retries, limits, budget, metering, price and provenance
+    are the client's (`core.llm.ModelClient`), the same for every transport. A failure the client may retry is
+    raised as `core.llm.EndpointError` (with the status a server would send) or a connection/timeout error."""
+
+    async def complete(self, body: dict[str, Any]) -> dict[str, Any]: ...
+
+    async def models(self) -> list[dict[str, Any]]: ...  # the served models, `{"id": ...}` each (`max_model_len` where known)
 
     async def aclose(self) -> None: ...
 

@@ -13,41 +13,26 @@ import asyncio
 import json
 import logging
 from collections import Counter
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from agents.hooks import Injection, StepState
 from agents.tools.inspect import INSPECT_TOOLS
 from core.json_reply import JSONReplyError, ask_json
 from core.llm_types import ModelError
 from core.metering import note_model
+from core.models import Play
 from core.prompts import render
 from core.protocols import Critic, Model
 from core.records import Message, ModelUse
+from core.review import Finding, Inspection, Review
+from core.steps import Injection, StepState
 from critic.config import CriticMode
-from critic.findings import Finding, Review, at_least, findings_from_measurements, findings_json
+from critic.findings import at_least, findings_from_measurements, findings_json
 
 log = logging.getLogger(__name__)
 
 PROMPTS = Path(__file__).parent / "prompts"
 MAX_SOURCE_CHARS = 12_000
-
-
-@dataclass(frozen=True)
-class Inspection:
-    """What the critic is allowed to see of one inspection."""
-
-    tool: str
-    artifact: str  # workspace-relative path of the HTML or markdown file
-    source: str
-    measured: list[dict[str, Any]]  # defects (slides) or issues (manuscripts), as the tool measured them
-    image: str | None = None  # workspace-relative rendered PNG
-    details: dict[str, Any] | None = None  # slide size / constraints
-
-    @property
-    def ref(self) -> str:
-        return f"{self.tool}:{self.artifact}" + (f":{self.image}" if self.image else "")
 
 
 class ModelCritic:
@@ -128,7 +113,7 @@ def inspection_from(tool: str, data: dict[str, Any], workspace: Path) -> Inspect
 
 
 class CriticHook:
-    """The loop hook (agents.hooks.StepHook) that runs the critic after each inspection."""
+    """The loop hook (core.protocols.StepHook) that runs the critic after each inspection."""
 
     def __init__(self, critic: Critic, min_severity: str, language: str):
         self.critic = critic
@@ -139,7 +124,7 @@ class CriticHook:
 
     async def after_step(self, state: StepState) -> list[Injection]:
         """One review per inspection of the step (a turn may inspect several slides: reviewed concurrently)."""
-        workspace = state.ctx.workspace.root
+        workspace = state.workspace
         inspections = [
             inspection_from(call.name, observation.data, workspace)
             for call, observation in zip(state.calls, state.observations)
@@ -167,13 +152,19 @@ class CriticHook:
             return None
 
 
-def make_critic_hook(mode: CriticMode | str, model: Model | None, min_severity: str, language: str) -> CriticHook | None:
-    """The hook for `critic.mode`; None in `none` mode (the agent's own reflection only)."""
+def make_critic_hook(mode: CriticMode | str, critic: Critic | None, min_severity: str, language: str) -> CriticHook | None:
+    """The hook for `critic.mode`; None in `none` mode (the agent's own reflection only). `critic` is the
+    extrinsic critic the role's backend gave (`CRITIC`)."""
     mode = CriticMode(mode)
     if mode is CriticMode.none:
         return None
     if mode is CriticMode.rules:
         return CriticHook(RulesCritic(), min_severity, language)
-    if model is None:
-        raise ValueError("critic=extrinsic needs a critic model (roles.critic or the backbone llm)")
-    return CriticHook(ModelCritic(model), min_severity, language)
+    if critic is None:
+        raise ValueError("critic=extrinsic needs the critic role played (roles.critic or the backbone llm)")
+    return CriticHook(critic, min_severity, language)
+
+
+SCRIPTED_CRITIC = "scripted-critic"
+# The critic role's players: a model reviewing the rendered slide, or (scripted) the measured defects read by rule.
+CRITIC: Play[Critic] = Play(ModelCritic, lambda _: RulesCritic(SCRIPTED_CRITIC))

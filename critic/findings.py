@@ -1,30 +1,16 @@
-"""The critic's structured findings (the paper's defect taxonomy) and how measured defects map to them."""
+"""How measured defects map to the critic's findings (`core.review.Finding`, the paper's defect taxonomy), and their severities."""
 
 from __future__ import annotations
 
 import json
-from typing import Literal
-
-import pydantic
 
 from core.defects import defect_code
+from core.review import Finding
 from critic.config import Severity
 
 MANUSCRIPT_CATEGORIES = ("integrity", "constraint", "format")
 SLIDE_CATEGORIES = ("layout", "render", "style")
 SEVERITY_RANK = {Severity.critical.value: 3, Severity.major.value: 2, Severity.minor.value: 1}
-
-
-class Finding(pydantic.BaseModel):
-    category: Literal["integrity", "constraint", "format", "layout", "render", "style"]
-    severity: Literal["critical", "major", "minor"]
-    evidence: str = pydantic.Field(min_length=1)
-    fix: str = pydantic.Field(min_length=1)
-
-
-class Review(pydantic.BaseModel):
-    reasoning: str = ""
-    findings: list[Finding] = pydantic.Field(default_factory=list)
 
 
 def at_least(findings: list[Finding], min_severity: str) -> list[Finding]:

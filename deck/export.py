@@ -25,7 +25,7 @@ from deck.config import DeckConfig, PptxMode
 
 from render.config import RenderConfig
 from core.cli import OneLineParser
-from agents.manuscript import slide_sections
+from core.markdown_slides import slide_sections
 from deck.fidelity import BadInput, CheckError, check
 from deck.pptx import SlideSource, write_pptx
 from render.renderer import PageReader, Renderer, RenderError, RenderResult, aspect_size

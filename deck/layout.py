@@ -20,6 +20,7 @@ from typing import Any
 from playwright.async_api import CDPSession, Page
 from playwright.async_api import Error as PlaywrightError
 
+from render.defects import EDGE_TOLERANCE_PX
 from render.page_script import page_script
 
 log = logging.getLogger(__name__)
@@ -57,10 +58,11 @@ class SlideLayout:
 async def read_slide_layout(page: Page, cdp: CDPSession) -> SlideLayout:
     """The slide's layout; a script error in the page becomes `error`, not an exception."""
     size = page.viewport_size or {"width": 0, "height": 0}
+    args = {**size, "tol": EDGE_TOLERANCE_PX}  # the slide edge as the inspection sees it
     try:
-        data = json.loads(await page.evaluate(LAYOUT_JS, {**size, "pseudo": None}))
+        data = json.loads(await page.evaluate(LAYOUT_JS, {**args, "pseudo": None}))
         if data.get("needs") == "pseudo":
-            data = json.loads(await page.evaluate(LAYOUT_JS, {**size, "pseudo": await _pseudo_boxes(cdp)}))
+            data = json.loads(await page.evaluate(LAYOUT_JS, {**args, "pseudo": await _pseudo_boxes(cdp)}))
         shots = {shot["id"]: await _capture(page, cdp, shot) for shot in data["shots"] if min(shot["rect"][2:]) >= 1}
     except PlaywrightError as exc:
         log.warning("reading the layout of %s failed: %s", page.url, exc)

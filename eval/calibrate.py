@@ -17,7 +17,6 @@ import asyncio
 import csv
 import io
 import sys
-from contextlib import AsyncExitStack
 from dataclasses import asdict, dataclass, fields
 from pathlib import Path
 from typing import Sequence
@@ -32,10 +31,10 @@ from core.config import PROJECT_ROOT, ConfigError
 from core.llm_types import ModelError
 from core.logs import setup_logging
 from core.store import atomic_write_text
-from eval import config as _schema  # noqa: F401  (registers eval_schema)
 from eval.agreement import Agreement, agreement
-from eval.config import JudgeConfig, validate_judge
-from eval.judging import build_judging, check_endpoints, judge_endpoints
+from eval.config import JudgeConfig, store_schema, validate_judge
+from core.models import Players, check_endpoints
+from eval.judging import build_judging, judge_endpoints
 from eval.slides import DeckUnreadable, SlideView, load_deck
 from eval.tables import Table
 
@@ -74,6 +73,7 @@ def read_labels(path: Path) -> list[Labelled]:
 
 
 def judge_config(overrides: Sequence[str]) -> JudgeConfig:
+    store_schema()  # configs/eval.yaml names it
     try:
         with initialize_config_dir(config_dir=str(PROJECT_ROOT / "configs"), version_base=None):
             cfg = compose("eval", overrides=list(overrides))
@@ -85,8 +85,8 @@ def judge_config(overrides: Sequence[str]) -> JudgeConfig:
 
 async def judge_decks(cfg: JudgeConfig, decks: list[list[SlideView]], cache: Path) -> dict[str, list[float | None]]:
     """Each deck's Content and Style by the judge of `cfg` (None where it could not judge)."""
-    async with AsyncExitStack() as stack:
-        judging = build_judging(cfg, cache, stack)
+    async with Players() as players:
+        judging = build_judging(cfg, cache, players)
         judged = await asyncio.gather(*(judging.deck(d) for d in decks))
     return {"content": [j.content for j in judged], "style": [j.style for j in judged]}
 

@@ -1,4 +1,4 @@
-"""The root config of `python -m eval.run` (configs/eval.yaml), registered in Hydra's ConfigStore."""
+"""The root config of `python -m eval.run` (configs/eval.yaml), stored in Hydra's ConfigStore by `store_schema`."""
 
 from __future__ import annotations
 
@@ -6,11 +6,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import ClassVar, Optional
 
-from hydra.core.config_store import ConfigStore
 from omegaconf import DictConfig, OmegaConf
 
 from agents.config import AGENT_PROMPTS, AgentSetup
-from agents.research.runtime import validate_tools_config
 from core.config import (
     Backend,
     ConfigError,
@@ -20,6 +18,7 @@ from core.config import (
     RunConfig,
     TrackingConfig,
     resolve_role,
+    store_config,
     validate_common,
 )
 from core.prices import check_caps, price_of
@@ -101,10 +100,16 @@ def validate_judge(judge: DictConfig | JudgeConfig) -> None:
         raise ConfigError("judge.max_concurrency must be >= 1 and judge.json_retries >= 0")
 
 
+def store_schema() -> None:
+    """Put EvalConfig in Hydra's ConfigStore as `eval_schema` (configs/eval.yaml's defaults name it);
+    called before Hydra composes that config."""
+    store_config("eval_schema", EvalConfig)
+
+
 def validate(cfg: DictConfig) -> None:
-    """Everything Hydra's types cannot say; raises ConfigError naming the key."""
+    """Everything Hydra's types cannot say; raises ConfigError naming the key. What the config names is checked
+    against the install by `eval.run.preflight`."""
     validate_common(cfg)
-    validate_tools_config(OmegaConf.to_object(cfg.tools))
     validate_judge(cfg.judge)
     if cfg.diversity.batch_size < 1:
         raise ConfigError("diversity.batch_size must be >= 1")
@@ -114,7 +119,7 @@ def validate(cfg: DictConfig) -> None:
     if cfg.run.max_cost_usd is not None:
         judge = OmegaConf.to_object(cfg.judge)
         for role, endpoint in (("judge", judge.endpoint), ("describer", describer_config(judge))):
-            if endpoint.backend != Backend.scripted and not price_of(endpoint).known:
+            if not price_of(endpoint).known:
                 raise ConfigError(
                     f"run.max_cost_usd is set but the {role}'s price is unknown ({price_of(endpoint).source}): give judge.endpoint.price.*"
                 )
@@ -123,6 +128,3 @@ def validate(cfg: DictConfig) -> None:
             f"tasks={cfg.tasks}: no tasks file at {tasks_file(cfg.tasks)} "
             "(give a tasks parquet or a synthesis run directory; `python -m pipeline.tasks run.name=NAME` makes one)"
         )
-
-
-ConfigStore.instance().store(name="eval_schema", node=EvalConfig)

@@ -13,14 +13,14 @@ import asyncio
 from typing import Any
 
 from core.config import LLMConfig, resolve_role
-from core.models import is_scripted
+from core.models import check_endpoints
 from core.records import RolloutStatus, Task, read_parquet
 from core.run import RunContext
 from core.store import atomic_write_parquet
 from eval.config import EvalConfig, tasks_file
 from eval.diversity import check_encoder
 from eval.judge import check_prompts
-from eval.judging import check_endpoints, judge_endpoints
+from eval.judging import judge_endpoints
 from pipeline.rollouts import play
 from pipeline.stages import require_input
 
@@ -29,9 +29,8 @@ TASKS = ("tasks", "eval.parquet")
 
 
 def endpoints(cfg: EvalConfig) -> dict[str, LLMConfig]:
-    """The model endpoints a run calls, by role (scripted ones left out)."""
-    agent = resolve_role(cfg.llm, cfg.roles, "agent")
-    return ({} if is_scripted(agent) else {"agent": agent}) | judge_endpoints(cfg.judge)
+    """The endpoints a run calls, by role."""
+    return {"agent": resolve_role(cfg.llm, cfg.roles, "agent")} | judge_endpoints(cfg.judge)
 
 
 def generate(ctx: RunContext) -> dict[str, Any]:

@@ -2,12 +2,10 @@
 
 from __future__ import annotations
 
-from contextlib import AsyncExitStack
 from pathlib import Path
 
 from core.config import LLMConfig
-from core.llm import ModelClient
-from core.models import client_for, is_scripted
+from core.models import Play, Players
 from eval.config import JudgeConfig, describer_config
 from eval.judge import (
     Describer,
@@ -27,35 +25,22 @@ def cache_root(cfg: JudgeConfig, run_dir: Path) -> Path:
 
 
 def judge_endpoints(cfg: JudgeConfig) -> dict[str, LLMConfig]:
-    """The model endpoints of the describer and the judge, by role (scripted ones left out)."""
-    found = {"describer": describer_config(cfg), "judge": cfg.endpoint}
-    return {role: c for role, c in found.items() if not is_scripted(c)}
+    """The endpoints of the describer and the judge, by role."""
+    return {"describer": describer_config(cfg), "judge": cfg.endpoint}
 
 
-async def check_endpoints(found: dict[str, LLMConfig]) -> None:
-    """Each endpoint lists its models (raises core.llm_types.ModelError naming the role and URL)."""
-    for role, llm in found.items():
-        client = client_for(llm, role)
-        try:
-            await client.list_models()
-        finally:
-            await client.aclose()
-
-
-def _client(llm: LLMConfig, role: str, stack: AsyncExitStack) -> ModelClient | None:
-    client = client_for(llm, role)
-    if client is not None:
-        stack.push_async_callback(client.aclose)
-    return client
-
-
-def build_judging(cfg: JudgeConfig, cache: Path, stack: AsyncExitStack) -> SlideJudging:
-    """The describer and judge of `cfg` (model clients are closed by `stack`; their calls count into the
-    unit being worked on, core.metering), with their cache."""
+def build_judging(cfg: JudgeConfig, cache: Path, players: Players) -> SlideJudging:
+    """The describer and judge of `cfg`, each played as its endpoint's backend says (`players` closes the
+    clients; their calls count into the unit being worked on, core.metering), with their cache."""
     described = describer_config(cfg)
-    describe_with, judge_with = _client(described, "describer", stack), _client(cfg.endpoint, "judge", stack)
-    describer: Describer = (
-        ScriptedDescriber() if describe_with is None else ModelDescriber(describe_with, described, cfg.json_retries)
+    describer: Describer = players.play_endpoint(
+        described,
+        "describer",
+        Play(lambda client: ModelDescriber(client, described, cfg.json_retries), lambda _: ScriptedDescriber()),
     )
-    judge: Judge = ScriptedJudge() if judge_with is None else ModelJudge(judge_with, cfg.endpoint, cfg.json_retries)
+    judge: Judge = players.play_endpoint(
+        cfg.endpoint,
+        "judge",
+        Play(lambda client: ModelJudge(client, cfg.endpoint, cfg.json_retries), lambda _: ScriptedJudge()),
+    )
     return SlideJudging(describer, judge, JudgeCache(cache), cfg.max_concurrency)

@@ -10,10 +10,12 @@ See configs/eval.yaml and docs/evaluation.md.
 from __future__ import annotations
 
 import hydra
-from omegaconf import DictConfig
+from omegaconf import DictConfig, OmegaConf
 
+from agents.research.runtime import validate_tools_config
+from core.models import check_backends
 from eval import generation, reporting, scoring
-from eval.config import validate
+from eval.config import store_schema, validate
 from pipeline.stages import StageFn, run_stages
 
 STAGES: dict[str, StageFn] = {  # the recipe, in order
@@ -23,10 +25,19 @@ STAGES: dict[str, StageFn] = {  # the recipe, in order
 }
 
 
+def preflight(cfg: DictConfig) -> None:
+    """The config (eval.config.validate), then what it names against this install: the model backends, the
+    research tools' backends and keys, the commands' jail; ConfigError naming the key."""
+    validate(cfg)
+    check_backends(cfg)
+    validate_tools_config(OmegaConf.to_object(cfg.tools))
+
+
 @hydra.main(config_path="../configs", config_name="eval", version_base=None)
 def main(cfg: DictConfig) -> None:
-    run_stages(cfg, STAGES, "eval", validate)
+    run_stages(cfg, STAGES, "eval", preflight)
 
 
 if __name__ == "__main__":
+    store_schema()  # configs/eval.yaml names it; Hydra composes when main is called
     main()

@@ -16,7 +16,6 @@ import csv
 import io
 import json
 import logging
-from contextlib import AsyncExitStack
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, ClassVar, Optional
@@ -24,7 +23,7 @@ from typing import Any, ClassVar, Optional
 from core.config import resolve_role
 from core.failures import Failure
 from core.ledger import SpendingCap, play_unit, read_ledger, spending_cap
-from core.models import is_scripted
+from core.models import Players, StandIns, policy_of
 from core.records import Origin, Record, Rollout, RolloutStatus, SCHEMA_VERSION, Task, read_parquet
 from core.run import RunContext
 from core.store import RunStore, atomic_write_text
@@ -137,8 +136,8 @@ async def score_all(
     """Every deck's scores: from its unit when an earlier run scored it, else judged now (a unit each)."""
     root, done = store.root, store.load_map(UNITS, DeckScores)
     render_dir = cache_root(cfg.judge, root) / "pages"
-    async with AsyncExitStack() as stack:
-        judging = build_judging(cfg.judge, cache_root(cfg.judge, root), stack)
+    async with Players() as players:
+        judging = build_judging(cfg.judge, cache_root(cfg.judge, root), players)
 
         async def one(task: Task) -> Optional[ScoredDeck]:
             rollout = rollouts.get(task.task_id)
@@ -208,10 +207,10 @@ def summarize(
         vendi=diversity[1],
         cost_per_deck=metrics.cost_per_deck,
         tokens_per_deck=metrics.tokens_per_deck,
-        policy="scripted" if is_scripted(agent) else "model",
+        policy=policy_of(agent),
         describer=describer_config(cfg.judge).model,
         judge=cfg.judge.endpoint.model,
-        judge_scripted=is_scripted(cfg.judge.endpoint),
+        judge_scripted=policy_of(cfg.judge.endpoint) == StandIns.policy,
         judge_cost_usd=total(judge_usage.values()).cost,
         encoder=cfg.diversity.encoder,
         domains={d: m.to_dict() for d, m in by_domain(scores).items()},

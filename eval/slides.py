@@ -23,7 +23,7 @@ from core.language import normalize_text
 from filters.config import FiltersConfig
 from filters.constraints import UnusablePDF
 from filters.content import check_deck
-from filters.gates import ArtifactError
+from core.candidate import ArtifactError
 from filters.quality import deck_slides
 
 IMAGE_SUFFIXES = (".png", ".jpg", ".jpeg", ".webp")

@@ -20,6 +20,7 @@ from typing import Any, Sequence
 import yaml
 
 from core.records import Rollout, RolloutStatus, Verdict
+from filters.config import DEFAULT_GATES
 from filters.registry import GATES
 
 ENVIRONMENT = "environment"
@@ -44,7 +45,7 @@ class Outcome:
 def configured_gates(config: dict[str, Any]) -> list[str]:
     """The gates a run's resolved config names (`filters.gates`); the defaults when it names none."""
     filters = config.get("filters") or {}
-    return list(filters["gates"]) if "gates" in filters else list(GATES)
+    return list(filters["gates"]) if "gates" in filters else list(DEFAULT_GATES)
 
 
 def run_gates(root: Path) -> list[str]:

@@ -4,19 +4,16 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from core.config import ConfigError
 from critic.config import Severity
 
-
-def every_gate() -> list[str]:
-    """Every registered gate, in pipeline order (the default of `filters.gates`)."""
-    from filters.registry import GATES  # the gate modules import this config
-
-    return list(GATES)
+# The built-in gates, in pipeline order: the default of `filters.gates` (filters.registry.GATES registers every gate).
+DEFAULT_GATES = ("constraint", "content", "consistency", "quality")
 
 
 @dataclass
 class FiltersConfig:
-    gates: list[str] = field(default_factory=every_gate)  # [] keeps every finished trajectory
+    gates: list[str] = field(default_factory=lambda: list(DEFAULT_GATES))  # [] keeps every finished trajectory
     aspect_tolerance: float = 0.02  # relative difference of width/height ratios
     language_threshold: float = 0.5  # CJK share that makes a deck Chinese
     min_constraint_score: float = 1.0  # fraction of constraints a deck must meet
@@ -32,3 +29,10 @@ class FiltersConfig:
     consistency_max_diff_chars: int = 8000  # revision diff shown to the consistency judge per injection
     json_retries: int = 2  # re-asks after a malformed judge reply
     max_concurrency: int = 16  # rollouts filtered at once
+
+
+def validate_filters(cfg: FiltersConfig) -> None:
+    """What the types cannot say; raises ConfigError naming the key. The gates it names are checked against the
+    registry by `filters.run.check_gates`."""
+    if cfg.quality_images_per_call < 1 or cfg.max_concurrency < 1:
+        raise ConfigError("filters.quality_images_per_call and filters.max_concurrency must be >= 1")

@@ -29,12 +29,15 @@ from typing import ClassVar, Literal, Protocol
 import pydantic
 
 from core.json_reply import ask_json
+from core.models import Play
 from core.prompts import render
+from core.protocols import Gate
 from core.protocols import Model
 from core.records import Message, Verdict
-from critic.findings import Finding
+from core.candidate import Candidate
+from core.review import Finding
 from filters.config import FiltersConfig
-from filters.gates import SCRIPTED_LABEL, Candidate, GateSpec
+from filters.gates import SCRIPTED_LABEL, GateSpec
 from filters.revisions import Revision, revisions
 
 GATE = "consistency"
@@ -182,8 +185,9 @@ class ConsistencyGate:
         )
 
 
-def _build(cfg: FiltersConfig, model: Model | None) -> ConsistencyGate:
-    return ConsistencyGate(RuleJudge() if model is None else ModelJudge(model, cfg))
+def _players(cfg: FiltersConfig) -> Play[Gate]:
+    """Judged by the role's model, or (scripted) by the rules: a finding's evidence must reach the artifact."""
+    return Play(lambda client: ConsistencyGate(ModelJudge(client, cfg)), lambda _: ConsistencyGate(RuleJudge()))
 
 
-SPEC = GateSpec(GATE, _build, role="judge")
+SPEC = GateSpec(GATE, role="judge", players=_players)

@@ -27,10 +27,10 @@ import pymupdf
 
 from core.cli import OneLineParser
 from core.language import detect_language
-from core.protocols import Model
 from core.records import Constraints, Verdict
 from filters.config import FiltersConfig
-from filters.gates import ArtifactError, Candidate, environment_verdict, GateSpec
+from core.candidate import ArtifactError, Candidate
+from filters.gates import GateSpec, environment_verdict
 
 GATE = "constraint"
 T = TypeVar("T")
@@ -196,11 +196,7 @@ class ConstraintGate:
         return report.to_verdict(candidate.task.task_id)
 
 
-def _build(cfg: FiltersConfig, _: Model | None) -> ConstraintGate:
-    return ConstraintGate(cfg)
-
-
-SPEC = GateSpec(GATE, _build)
+SPEC = GateSpec(GATE, ConstraintGate)
 
 
 # ---------------------------------------------------------------- CLI

@@ -39,12 +39,12 @@ import pymupdf
 
 from core.defects import Source, codes_of
 from core.language import normalize_text
-from core.protocols import Model
 from core.records import Verdict
 from filters.config import FiltersConfig
 from core.cli import OneLineParser
 from filters.constraints import print_report, read_pdf
-from filters.gates import Candidate, GateSpec
+from core.candidate import Candidate
+from filters.gates import GateSpec
 
 GATE = "content"
 CODES = codes_of(Source.content)  # core/defects.py, in the order the checks run
@@ -382,11 +382,7 @@ class ContentGate:
         return report.to_verdict(task.task_id)
 
 
-def _build(cfg: FiltersConfig, _: Model | None) -> ContentGate:
-    return ContentGate(cfg)
-
-
-SPEC = GateSpec(GATE, _build, own_categories=CODES)
+SPEC = GateSpec(GATE, ContentGate, own_categories=CODES)
 
 
 # ---------------------------------------------------------------- CLI

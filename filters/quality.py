@@ -23,12 +23,15 @@ import pydantic
 
 from core.defects import Source, codes_of, defect_code
 from core.json_reply import ask_json
+from core.models import Play
 from core.prompts import render
+from core.protocols import Gate
 from core.protocols import Model
 from core.records import Message, Verdict
 from critic.findings import SEVERITY_RANK
 from filters.config import FiltersConfig
-from filters.gates import SCRIPTED_LABEL, ArtifactError, Candidate, GateSpec
+from core.candidate import ArtifactError, Candidate
+from filters.gates import SCRIPTED_LABEL, GateSpec
 
 GATE = "quality"
 PROMPTS = Path(__file__).parent / "prompts"
@@ -172,8 +175,10 @@ class QualityGate:
         )
 
 
-def _build(cfg: FiltersConfig, model: Model | None) -> QualityGate:
-    return QualityGate(cfg, None if model is None else VisionJudge(model, cfg))
+def _players(cfg: FiltersConfig) -> Play[Gate]:
+    """The measured defects, with the role's vision model judging the slides they leave in doubt; or (scripted)
+    the measured defects alone."""
+    return Play(lambda client: QualityGate(cfg, VisionJudge(client, cfg)), lambda _: QualityGate(cfg, None))
 
 
-SPEC = GateSpec(GATE, _build, role="quality_judge")
+SPEC = GateSpec(GATE, role="quality_judge", players=_players)

@@ -23,8 +23,8 @@ import pydantic
 
 from core.records import CriticInjection, Message, ToolCall, Trajectory
 from agents.tools.inspect import INSPECT_TOOLS
-from critic.findings import Finding
-from filters.gates import ArtifactError
+from core.candidate import ArtifactError
+from core.review import Finding
 
 _FINDINGS = pydantic.TypeAdapter(list[Finding])
 _SAID_CHARS = 300

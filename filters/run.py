@@ -24,7 +24,6 @@ import asyncio
 import logging
 import sys
 from collections import Counter
-from contextlib import AsyncExitStack
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Sequence
@@ -40,14 +39,15 @@ from core.llm_types import ModelError
 from core.local_server import LocalServerError, serving
 from core.logs import setup_logging
 from core.metering import note_model
-from core.models import role_client
+from core.models import Play, Players
 from core.records import ModelUse, Rollout, RolloutStatus, Task, Verdict, read_parquet
 from core.store import RunStore
 from filters.acceptance import ENVIRONMENT, UNDECIDED
-from filters.config import FiltersConfig
+from filters.config import FiltersConfig, validate_filters
 from core.cli import OneLineParser
 from core.protocols import Gate
-from filters.gates import ArtifactError, Candidate, environment_verdict
+from core.candidate import ArtifactError, Candidate
+from filters.gates import GateSpec, environment_verdict
 from filters.registry import GATES
 from filters.report import write_report
 
@@ -89,17 +89,16 @@ def load_config(root: Path, overrides: Sequence[str] = ()) -> FilterRunConfig:
     except OmegaConfBaseException as exc:
         raise ConfigError(f"{path}: {exc}".replace("\n", "; ")) from exc
     assert isinstance(cfg, FilterRunConfig)
-    validate(cfg.filters)
+    validate_filters(cfg.filters)
+    check_gates(cfg.filters.gates)
     return cfg
 
 
-def validate(cfg: FiltersConfig) -> None:
-    """What the types cannot say; raises ConfigError naming the key."""
-    unknown = [g for g in cfg.gates if g not in GATES]
+def check_gates(names: Sequence[str]) -> None:
+    """Every gate `filters.gates` names is registered (filters.registry.GATES); ConfigError naming the unknown."""
+    unknown = [g for g in names if g not in GATES]
     if unknown:
-        raise ConfigError(f"filters.gates={list(cfg.gates)}: unknown {unknown}; registered: {list(GATES)}")
-    if cfg.quality_images_per_call < 1 or cfg.max_concurrency < 1:
-        raise ConfigError("filters.quality_images_per_call and filters.max_concurrency must be >= 1")
+        raise ConfigError(f"filters.gates={list(names)}: unknown {unknown}; registered: {list(GATES)}")
 
 
 def load_inputs(store: RunStore) -> tuple[dict[str, Task], list[Rollout]]:
@@ -122,23 +121,25 @@ class BuiltGate:
     maker: ModelUse  # what every verdict of the gate names as its model
 
 
-async def build_gates(names: Sequence[str], cfg: FilterRunConfig, stack: AsyncExitStack) -> dict[str, BuiltGate]:
-    """The named gates, each with its judge model (None with a scripted backend); endpoints are checked first."""
-    gates = {}
-    for name in names:
-        spec = GATES[name]
-        model = None
-        if spec.role is not None:
-            model = role_client(cfg.llm, cfg.roles, spec.role)
-            if model is not None:
-                stack.push_async_callback(model.aclose)
-                await model.list_models()  # a reachable endpoint before any judging
-        if spec.role is None:
-            maker = ModelUse(f"{name} rules", "rules")
-        else:
-            maker = model.use if model is not None else ModelUse(f"scripted {name} judge", "scripted")
-        gates[name] = BuiltGate(spec.build(cfg.filters, model), spec.role or name, maker)
+async def build_gates(names: Sequence[str], cfg: FilterRunConfig, players: Players) -> dict[str, BuiltGate]:
+    """The named gates, a judge gate played as its role's backend says; endpoints are checked first."""
+    gates = {name: _built(GATES[name], cfg.filters, players) for name in names}
+    await players.check()  # reachable endpoints before any judging
     return gates
+
+
+def _built(spec: GateSpec, cfg: FiltersConfig, players: Players) -> BuiltGate:
+    if spec.build is not None:
+        return BuiltGate(spec.build(cfg), spec.name, ModelUse(f"{spec.name} rules", "rules"))
+    assert spec.role is not None and spec.players is not None  # a judge gate (GateSpec checks)
+    role, how = spec.role, spec.players(cfg)
+    return players.play(
+        role,
+        Play(
+            lambda client: BuiltGate(how.by_model(client), role, client.use),
+            lambda endpoint: BuiltGate(how.stand_in(endpoint), role, ModelUse(f"scripted {spec.name} judge", "scripted")),
+        ),
+    )
 
 
 async def _verdict(built: BuiltGate, candidate: Candidate) -> Verdict:
@@ -151,7 +152,8 @@ async def _verdict(built: BuiltGate, candidate: Candidate) -> Verdict:
 
 async def judge_rollouts(store: RunStore, cfg: FilterRunConfig) -> dict[str, Any]:
     """Each rollout's missing verdicts: rule gates first; a rollout a rule gate rejects gets no judge call."""
-    validate(cfg.filters)
+    validate_filters(cfg.filters)
+    check_gates(cfg.filters.gates)
     tasks, rollouts = load_inputs(store)
     names = list(cfg.filters.gates)
     committed = store.load_map(STAGE, Verdict)
@@ -200,8 +202,8 @@ async def judge_rollouts(store: RunStore, cfg: FilterRunConfig) -> dict[str, Any
             return
         await asyncio.gather(*(one(gates, rollout, g) for g in judges))
 
-    async with AsyncExitStack() as stack:
-        gates = await build_gates(needed, cfg, stack)
+    async with Players(cfg.llm, cfg.roles) as players:
+        gates = await build_gates(needed, cfg, players)
         await asyncio.gather(*(rollout_verdicts(gates, r) for r in rollouts))
     held_back = cap.held_back if cap is not None else 0
     written = sum(map(len, pending.values())) - sum(undecided.values()) - sum(skipped.values()) - held_back

@@ -1,15 +1,13 @@
-"""The root config of `python -m pipeline.synthesize`, registered in Hydra's ConfigStore."""
+"""The root config of `python -m pipeline.synthesize` (configs/synthesize.yaml), stored in Hydra's ConfigStore by `store_schema`."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 from typing import ClassVar, Optional
 
-from hydra.core.config_store import ConfigStore
 from omegaconf import DictConfig, OmegaConf
 
 from agents.config import AGENT_PROMPTS, AgentSetup
-from agents.research.runtime import validate_tools_config
 from core.config import (
     Backend,
     ConfigError,
@@ -18,12 +16,12 @@ from core.config import (
     RunConfig,
     TrackingConfig,
     role_slots,
+    store_config,
     validate_common,
 )
 from core.prices import check_caps
 from critic.config import CriticConfig
-from filters.config import FiltersConfig
-from filters.run import validate as validate_filters
+from filters.config import FiltersConfig, validate_filters
 from train.config import ExportConfig, validate_export
 
 ASPECTS = ("16:9", "4:3", "A1", "A2", "A3", "A4", "free")
@@ -111,10 +109,16 @@ class SynthesizeConfig(AgentSetup):
     tracking: TrackingConfig = field(default_factory=TrackingConfig)
 
 
+def store_schema() -> None:
+    """Put SynthesizeConfig in Hydra's ConfigStore as `synthesize_schema` (configs/synthesize.yaml's defaults name it);
+    called before Hydra composes that config."""
+    store_config("synthesize_schema", SynthesizeConfig)
+
+
 def validate(cfg: DictConfig) -> None:
-    """Everything Hydra's types cannot say; raises ConfigError naming the key."""
+    """Everything Hydra's types cannot say; raises ConfigError naming the key. What the config names is checked
+    against the install by `pipeline.preflight`."""
     validate_common(cfg)
-    validate_tools_config(OmegaConf.to_object(cfg.tools))
     validate_export(OmegaConf.to_object(cfg.export))
     validate_filters(OmegaConf.to_object(cfg.filters))
     if cfg.ray.num_workers < 1 or cfg.ray.rollouts_per_worker < 1:
@@ -147,6 +151,3 @@ def validate(cfg: DictConfig) -> None:
 def _is_range(bucket: str) -> bool:
     lo, _, hi = bucket.partition("-")
     return lo.isdigit() and hi.isdigit() and 1 <= int(lo) <= int(hi)
-
-
-ConfigStore.instance().store(name="synthesize_schema", node=SynthesizeConfig)

@@ -12,23 +12,17 @@ from pathlib import Path
 from typing import Sequence
 
 from deck.export import page_reader
-from agents.workflow import DeckOutcome, environment, generate_deck
-from core.protocols import StepHook
-from agents.brief import Brief
-from agents.policies.scripted import ScriptedPolicy
+from agents.workflow import AGENT, DeckOutcome, ModelFor, environment, generate_deck
+from core.protocols import Critic, StepHook
 from render.renderer import Renderer
 from agents.research.runtime import Research, build_research
-from core.llm import ModelClient, close_models
 from core.metering import part_scope
-from core.models import role_client
-from core.protocols import Model
+from core.models import Players
 from core.records import Rollout, Task, Trajectory
 from core.usage import RoleUsage
-from critic.critic import CriticHook, RulesCritic, make_critic_hook
+from critic.critic import CRITIC, CriticHook, make_critic_hook
 from critic.config import CriticMode
 from pipeline.config import SynthesizeConfig
-
-SCRIPTED_CRITIC = "scripted-critic"
 
 
 class DeckRunner:
@@ -36,32 +30,25 @@ class DeckRunner:
         self.cfg = cfg
         self.run_dir = run_dir
         self.renderer = Renderer(cfg.render, read_page=page_reader(cfg.deck))
+        self.players = Players(cfg.llm, cfg.roles)
         self.research: Research | None = None
-        self.agent_model: ModelClient | None = None
-        self.critic_model: ModelClient | None = None
+        self.model: ModelFor | None = None  # the model playing an agent role in one rollout
+        self.critic: Critic | None = None  # the extrinsic critic (critic=extrinsic)
 
     async def start(self) -> None:
         await self.renderer.__aenter__()
-        self.research = build_research(self.cfg.tools, self.run_dir, self.cfg.llm, self.cfg.roles)
-        self.agent_model = role_client(self.cfg.llm, self.cfg.roles, "agent")
-        if self.agent_model is not None:
-            await self.agent_model.list_models()  # reachable, and its context window where the server states it
+        self.research = build_research(self.cfg.tools, self.run_dir, self.players)
+        self.model = self.players.play("agent", AGENT)
         if CriticMode(self.cfg.critic.mode) is CriticMode.extrinsic:
-            self.critic_model = role_client(self.cfg.llm, self.cfg.roles, "critic")
+            self.critic = self.players.play("critic", CRITIC)
+        await self.players.check()  # reachable, and the agent's context window where the server states it
 
     async def close(self) -> None:
         await self.renderer.__aexit__(None, None, None)
-        await close_models(self.agent_model, self.critic_model, *(self.research.models() if self.research else ()))
+        await self.players.aclose()
 
     def _critic(self, language: str) -> CriticHook | None:
-        mode, severity = CriticMode(self.cfg.critic.mode), self.cfg.critic.min_severity
-        if mode is CriticMode.extrinsic and self.critic_model is None:  # a scripted critic reads the measurements
-            return CriticHook(RulesCritic(SCRIPTED_CRITIC), severity, language)
-        return make_critic_hook(mode, self.critic_model, severity, language)
-
-    def model(self, role: str, brief: Brief) -> Model:
-        """The model playing `role` in one rollout (its calls count into the rollout's unit)."""
-        return ScriptedPolicy(role, brief, self.cfg.llm.profile) if self.agent_model is None else self.agent_model
+        return make_critic_hook(self.cfg.critic.mode, self.critic, self.cfg.critic.min_severity, language)
 
     async def rollout(self, task: Task, workspace: Path) -> Rollout:
         hooks: list[CriticHook] = []

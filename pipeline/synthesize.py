@@ -15,7 +15,8 @@ from omegaconf import DictConfig
 from core.records import Rollout, RolloutStatus, read_parquet
 from core.run import RunContext
 from filters.run import FilterRunConfig, judge_rollouts
-from pipeline.config import validate
+from pipeline.config import store_schema
+from pipeline.preflight import preflight
 from pipeline.report.stage import run_report
 from pipeline.rollouts import run_rollouts
 from pipeline.stages import StageFn, require_input, run_stages
@@ -53,8 +54,9 @@ STAGES: dict[str, StageFn] = {
 
 @hydra.main(config_path="../configs", config_name="synthesize", version_base=None)
 def main(cfg: DictConfig) -> None:
-    run_stages(cfg, STAGES, "synthesize", validate, cfg.stages)
+    run_stages(cfg, STAGES, "synthesize", preflight, cfg.stages)
 
 
 if __name__ == "__main__":
+    store_schema()  # configs/synthesize.yaml names it; Hydra composes when main is called
     main()

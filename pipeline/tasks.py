@@ -24,15 +24,15 @@ from omegaconf import DictConfig
 from rich.progress import Progress
 
 from core.ledger import SpendingCap, play_unit, spending_cap
-from core.llm import close_models
-from core.models import role_client
+from core.models import Play, Players
 from core.logs import console
 from core.records import Record, StageDone, Task, Verdict
 from core.run import RunContext
 from core.store import atomic_write_parquet, atomic_write_text
 from pipeline.augment import constraint_text, draw_constraints, slide_bucket
 from pipeline.cleaning import contamination_groups, drop_near_duplicates, language_mismatch, stratified_group_split
-from pipeline.config import SynthesizeConfig, validate
+from pipeline.config import SynthesizeConfig, store_schema
+from pipeline.preflight import preflight
 from pipeline.sources import DOCUMENT_SOURCES, LoadReport, SourceDoc, load_source
 from pipeline.stages import require_input, run_stages
 from pipeline.task_writer import ROLE, LLMTaskWriter, ScriptedTaskWriter, TaskDraft, TaskWriter, WriteJob
@@ -86,12 +86,13 @@ def library(cfg: SynthesizeConfig) -> list[SourceDoc]:
     return [doc for name, src in enabled for doc in itertools.islice(load_source(name, src, LoadReport()), LIBRARY_SIZE)]
 
 
-def make_writer(ctx: RunContext) -> TaskWriter:
-    cfg: SynthesizeConfig = ctx.cfg
-    model = role_client(cfg.llm, cfg.roles, ROLE)
-    if model is None:
-        return ScriptedTaskWriter(cfg.tasks.min_chars, cfg.tasks.max_chars, library(cfg))
-    return LLMTaskWriter(model, cfg.tasks.json_retries)
+def writer_play(cfg: SynthesizeConfig) -> Play[TaskWriter]:
+    """The task writer role's players: a model writing from a persona or document, or (scripted) the rule-based
+    writer grounding persona tasks in the enabled sources' documents."""
+    return Play(
+        lambda client: LLMTaskWriter(client, cfg.tasks.json_retries),
+        lambda _: ScriptedTaskWriter(cfg.tasks.min_chars, cfg.tasks.max_chars, library(cfg)),
+    )
 
 
 async def _units(
@@ -124,22 +125,18 @@ async def _units(
 
 
 async def build_tasks(ctx: RunContext) -> dict[str, Any]:
-    writer = make_writer(ctx)
-    try:
-        return await _build_tasks(ctx, writer)
-    finally:
-        await close_models(getattr(writer, "model", None))
+    async with Players(ctx.cfg.llm, ctx.cfg.roles) as players:
+        return await _build_tasks(ctx, players.play(ROLE, writer_play(ctx.cfg)), players)
 
 
-async def _build_tasks(ctx: RunContext, writer: TaskWriter) -> dict[str, Any]:
+async def _build_tasks(ctx: RunContext, writer: TaskWriter, players: Players) -> dict[str, Any]:
     cfg: SynthesizeConfig = ctx.cfg
     total = min(cfg.tasks.count, cfg.limit or cfg.tasks.count)
     report = LoadReport()
     jobs = {j.draft_id: j for j in plan_jobs(cfg, total, report)}
     skipped = ", ".join(f"{k} {v}" for k, v in report.skipped.items()) or "none skipped"
     require_input(ctx, "tasks", len(jobs), "source documents", f"no enabled source yielded one (sources.*; {skipped})")
-    if isinstance(writer, LLMTaskWriter):
-        await writer.model.list_models()  # a reachable endpoint before any spending
+    await players.check()  # a reachable endpoint before any spending
     cap = spending_cap(cfg.run, ctx.store.root)
     drafts = await _units(ctx, "task_drafts", list(jobs), lambda i: writer.write(jobs[i]), TaskDraft, "writing tasks", cap)
 
@@ -254,8 +251,9 @@ def run_tasks(ctx: RunContext) -> dict[str, Any]:
 
 @hydra.main(config_path="../configs", config_name="synthesize", version_base=None)
 def main(cfg: DictConfig) -> None:
-    run_stages(cfg, {"tasks": run_tasks}, "tasks", validate)
+    run_stages(cfg, {"tasks": run_tasks}, "tasks", preflight)
 
 
 if __name__ == "__main__":
+    store_schema()  # configs/synthesize.yaml names it; Hydra composes when main is called
     main()

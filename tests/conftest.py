@@ -15,8 +15,8 @@ from hydra import compose, initialize_config_dir  # noqa: E402
 
 from core.config import PROJECT_ROOT  # noqa: E402
 from core.run import RunContext, open_run  # noqa: E402
-from pipeline import config as _schema  # noqa: E402, F401  (registers synthesize_schema)
-from pipeline.config import validate  # noqa: E402
+from pipeline.config import store_schema  # noqa: E402
+from pipeline.preflight import preflight  # noqa: E402
 
 pytest_plugins = ["tests.rendered"]  # the session Renderer and the fixture slides rendered once
 
@@ -26,9 +26,10 @@ def make_run(tmp_path: Path) -> Callable[..., RunContext]:
     """open_run() on a composed synthesize config with `overrides`, in tmp_path/run."""
 
     def make(*overrides: str) -> RunContext:
+        store_schema()
         with initialize_config_dir(config_dir=str(PROJECT_ROOT / "configs"), version_base=None):
             cfg = compose("synthesize", overrides=[f"run.dir={tmp_path / 'run'}", "tracking=disabled", *overrides])
-        validate(cfg)
+        preflight(cfg)
         return open_run(cfg, job_type="test")
 
     return make

@@ -6,10 +6,9 @@ from dataclasses import dataclass, field
 from enum import Enum
 from typing import Any, Optional
 
-from hydra.core.config_store import ConfigStore
 
 from core.conversation import DEFAULT_PROFILE
-from core.config import ConfigError, LLMConfig, RunConfig, TrackingConfig, validate_common
+from core.config import ConfigError, LLMConfig, RunConfig, TrackingConfig, store_config, validate_common
 
 
 # MS-SWIFT's glm4_5v, reading a user message after tool results as GLM renders it (train/swift_plugin.py)
@@ -139,4 +138,7 @@ def validate_sft(cfg: Any) -> None:
         raise ConfigError(f"train.learning_rate={t.learning_rate}: must be positive")
 
 
-ConfigStore.instance().store(name="sft_schema", node=SFTConfig)
+def store_schema() -> None:
+    """Put SFTConfig in Hydra's ConfigStore as `sft_schema` (configs/sft.yaml's defaults name it);
+    called before Hydra composes that config."""
+    store_config("sft_schema", SFTConfig)

@@ -20,7 +20,8 @@ from omegaconf import DictConfig, OmegaConf
 
 from core.config import PROJECT_ROOT, ConfigError, run_dir
 from core.logs import setup_logging
-from train.config import ModelSpec, SFTConfig, validate_sft
+from core.models import check_backends
+from train.config import ModelSpec, SFTConfig, store_schema, validate_sft
 from train.launch import LaunchPlan, build_plan
 from train.tokens import has_processor
 from train.validate import validate_file
@@ -59,6 +60,7 @@ def check_dataset(plan: LaunchPlan, model: ModelSpec) -> bool:
 
 def main(cfg: DictConfig) -> int:
     validate_sft(cfg)
+    check_backends(cfg)
     sft: SFTConfig = OmegaConf.to_object(cfg)
     root = run_dir(cfg)
     setup_logging(None if sft.train.dry_run else root / "logs" / "sft.log")
@@ -88,4 +90,5 @@ def _hydra_main(cfg: DictConfig) -> None:
 if __name__ == "__main__":
     if DRY_RUN_FLAG in sys.argv:  # Hydra takes only key=value overrides
         sys.argv = [a for a in sys.argv if a != DRY_RUN_FLAG] + ["train.dry_run=true"]
+    store_schema()  # configs/sft.yaml names it; Hydra composes when _hydra_main is called
     _hydra_main()

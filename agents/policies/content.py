@@ -14,7 +14,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
-from agents.manuscript import SIZE_NOTE, split_slides
+from agents.manuscript import SIZE_NOTE
+from core.markdown_slides import split_slides
 from agents.policies.extract import CJK, Document, Figure, Section, key_sentences, parse_document, plain, section_sentences
 
 BULLETS = 3  # per content slide; one fewer beside a figure

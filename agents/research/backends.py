@@ -1,44 +1,26 @@
-"""Named backends of the research tools: a module adds one by registering it, and config picks it by name."""
+"""Named backends of the research tools: each family is a dict literal of `Backend` rows, and config picks one by name."""
 
 from __future__ import annotations
 
-from typing import Callable, Generic, TypeVar
+from dataclasses import dataclass
+from typing import Generic, Mapping, TypeVar
 
 from core.config import ConfigError
 
 T = TypeVar("T")
 
 
-class Backends(Generic[T]):
-    """The backends of one tool family (web search, images, papers, fetching), by name."""
+@dataclass(frozen=True)
+class Backend(Generic[T]):
+    """One backend of a tool family (web search, images, papers, fetching)."""
 
-    def __init__(self, config_key: str):
-        self.config_key = config_key  # the ToolsConfig field that picks one, for error messages
-        self._items: dict[str, T] = {}
-        self._keyed: dict[str, str] = {}
+    impl: T  # the function or object the tools call
+    key_of: str | None = None  # the service (in ToolsConfig.services) whose API key it cannot work without
 
-    def register(self, name: str, key_of: str | None = None) -> Callable[[T], T]:
-        """Register a backend; `key_of`: the service (in ToolsConfig.services) whose API key it cannot work without."""
 
-        def add(item: T) -> T:
-            if name in self._items:
-                raise ValueError(f"a {self.config_key} named {name!r} is already registered")
-            self._items[name] = item
-            if key_of:
-                self._keyed[name] = key_of
-            return item
-
-        return add
-
-    def key_service(self, name: str) -> str | None:
-        """The service whose API key backend `name` needs, if any."""
-        return self._keyed.get(name)
-
-    def names(self) -> list[str]:
-        return sorted(self._items)
-
-    def get(self, name: str) -> T:
-        try:
-            return self._items[name]
-        except KeyError:
-            raise ConfigError(f"tools.{self.config_key}={name!r}: unknown; known: {self.names()}") from None
+def pick(family: Mapping[str, Backend[T]], config_key: str, name: str) -> Backend[T]:
+    """The backend `tools.<config_key>` names; ConfigError naming the known ones otherwise."""
+    try:
+        return family[name]
+    except KeyError:
+        raise ConfigError(f"tools.{config_key}={name!r}: unknown; known: {sorted(family)}") from None

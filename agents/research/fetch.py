@@ -2,7 +2,7 @@
 `offline` refuses the web. `corpus://<id>` addresses (what offline search returns) resolve from the local index
 whatever the backend.
 
-The download reuses download_file's checked fetch (agents/tools/download.py):
+The download is download_file's checked fetch (agents/web.py):
 every address a host resolves to, at every redirect, must be public unless
 `SandboxConfig.allow_private_addresses` (or `allowed_hosts`) says otherwise.
 """
@@ -15,12 +15,12 @@ from typing import TYPE_CHECKING, Awaitable, Callable
 from trafilatura.utils import decode_file
 
 from agents.config import SandboxConfig
-from agents.research.backends import Backends
+from agents.research.backends import Backend, pick
 from agents.research.convert import ConversionError, pdf_to_markdown
 from agents.research.documents import html_to_text
 from agents.research.index import CorpusError, CorpusIndex
-from agents.tools.download import fetch
 from agents.tools.registry import ToolError
+from agents.web import fetch
 
 if TYPE_CHECKING:
     from agents.research.runtime import Research
@@ -30,7 +30,6 @@ MAX_PAGE_CHARS = 300_000
 _HTML_MARKERS = (b"<!doctype html", b"<html", b"<head", b"<body", b"<div", b"<p>")
 
 FetchBackend = Callable[["Research", str, SandboxConfig], Awaitable[str]]
-FETCH: Backends[FetchBackend] = Backends("fetch_backend")
 
 
 def page_markdown(body: bytes, url: str) -> str:
@@ -49,19 +48,23 @@ def page_markdown(body: bytes, url: str) -> str:
     return html_to_text(text) if any(m in head for m in _HTML_MARKERS) else text
 
 
-@FETCH.register("offline")
 async def fetch_offline(research: Research, url: str, sandbox: SandboxConfig) -> str:
     raise ToolError(
         f"{url}: the web is not reachable here (tools.fetch_backend=offline); fetch the corpus:// addresses that search_web returns."
     )
 
 
-@FETCH.register("web")
 async def fetch_web(research: Research, url: str, sandbox: SandboxConfig) -> str:
     body, final = await fetch(url, sandbox)
     markdown = await asyncio.to_thread(page_markdown, body, str(final))
     moved = f" (redirected to {final})" if str(final) != url else ""
     return f"# {url}{moved}\n\n{markdown}"
+
+
+FETCH: dict[str, Backend[FetchBackend]] = {
+    "offline": Backend(fetch_offline),
+    "web": Backend(fetch_web),
+}
 
 
 def _corpus_document(index: CorpusIndex | None, doc_id: str) -> str | None:
@@ -80,7 +83,7 @@ async def fetch_page(research: Research, url: str, sandbox: SandboxConfig, attac
         except CorpusError as exc:
             raise ToolError(str(exc)) from exc
     else:
-        text = await FETCH.get(research.config.fetch_backend)(research, url, sandbox)
+        text = await pick(FETCH, "fetch_backend", research.config.fetch_backend).impl(research, url, sandbox)
     if len(text) > MAX_PAGE_CHARS:
         text = text[:MAX_PAGE_CHARS] + f"\n[cut: the page has {len(text):,} characters; the first {MAX_PAGE_CHARS:,} are shown]"
     return text

@@ -1,6 +1,6 @@
 """search_images backends: Openverse and Wikimedia Commons over HTTP; `offline` searches the local image library.
 
-Each backend is `async (research, query, max_results) -> [ImageHit]`, registered
+Each backend is `async (research, query, max_results) -> [ImageHit]`, listed
 in `IMAGES` under the name `tools.image_backend` picks. Online hits are URLs the
 agent downloads with download_file; offline hits name files of the library,
 which the tool copies into the workspace.
@@ -11,7 +11,7 @@ from __future__ import annotations
 from pathlib import PurePosixPath
 from typing import TYPE_CHECKING, Any, Awaitable, Callable
 
-from agents.research.backends import Backends
+from agents.research.backends import Backend
 from agents.research.http import get_json
 from agents.research.records import ImageHit
 from agents.research.search import plain
@@ -20,12 +20,10 @@ if TYPE_CHECKING:
     from agents.research.runtime import Research
 
 ImageBackend = Callable[["Research", str, int], Awaitable[list[ImageHit]]]
-IMAGES: Backends[ImageBackend] = Backends("image_backend")
 CAPTION_CHARS = 300
 COMMONS_WIDTH = 1280  # Commons serves a scaled copy this wide; originals can be tens of megabytes
 
 
-@IMAGES.register("offline")
 async def images_offline(research: Research, query: str, max_results: int) -> list[ImageHit]:
     return (await research.image_library()).search(query, max_results)
 
@@ -46,7 +44,6 @@ def _openverse_hit(item: dict[str, Any]) -> ImageHit:
     )
 
 
-@IMAGES.register("openverse")
 async def images_openverse(research: Research, query: str, max_results: int) -> list[ImageHit]:
     service = research.service("openverse")
     params = {"q": query, "page_size": max_results, "mature": "false"}
@@ -71,7 +68,6 @@ def _commons_hit(page: dict[str, Any]) -> ImageHit:
     return ImageHit(title, url, width, height, field("ImageDescription") or title, licence or None, info.get("descriptionurl"))
 
 
-@IMAGES.register("wikimedia")
 async def images_wikimedia(research: Research, query: str, max_results: int) -> list[ImageHit]:
     params = {
         "action": "query",
@@ -88,3 +84,10 @@ async def images_wikimedia(research: Research, query: str, max_results: int) -> 
     data = await get_json(research.service("wikimedia"), "/w/api.php", f"image search {query!r}", params=params)
     pages = [p for p in ((data.get("query") or {}).get("pages") or {}).values() if isinstance(p, dict) and p.get("imageinfo")]
     return [_commons_hit(p) for p in sorted(pages, key=lambda p: p.get("index", 0))[:max_results]]
+
+
+IMAGES: dict[str, Backend[ImageBackend]] = {
+    "offline": Backend(images_offline),
+    "openverse": Backend(images_openverse),
+    "wikimedia": Backend(images_wikimedia),
+}

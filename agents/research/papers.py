@@ -14,7 +14,7 @@ import re
 import xml.etree.ElementTree as ET
 from typing import TYPE_CHECKING, Any, Optional, Protocol
 
-from agents.research.backends import Backends
+from agents.research.backends import Backend
 from agents.research.http import get_json, request
 from agents.research.index import CorpusError
 from agents.research.records import Author, Paper, Scholar
@@ -42,9 +42,6 @@ class PaperBackend(Protocol):
     async def authors(self, research: Research, paper_id: str) -> list[Author]: ...
 
     async def scholar(self, research: Research, author_id: str) -> Scholar: ...
-
-
-PAPERS: Backends[PaperBackend] = Backends("paper_backend")
 
 
 def arxiv_id(paper_id: str) -> Optional[str]:
@@ -75,9 +72,6 @@ class OfflinePapers:
             return (await research.corpus()).scholar(author_id)
         except CorpusError as exc:
             raise ToolError(f"{exc}; use an author_id that get_paper_authors returned") from exc
-
-
-PAPERS.register("offline")(OfflinePapers())
 
 
 # ---------------------------------------------------------------- arXiv
@@ -153,9 +147,6 @@ class ArxivPapers:
         return Scholar(name, name, (), total, None, None, papers)
 
 
-PAPERS.register("arxiv")(ArxivPapers())
-
-
 # ---------------------------------------------------------------- Semantic Scholar
 
 
@@ -215,4 +206,8 @@ class SemanticScholarPapers:
         )
 
 
-PAPERS.register("semantic_scholar")(SemanticScholarPapers())
+PAPERS: dict[str, Backend[PaperBackend]] = {
+    "offline": Backend(OfflinePapers()),
+    "arxiv": Backend(ArxivPapers()),
+    "semantic_scholar": Backend(SemanticScholarPapers()),
+}

@@ -18,15 +18,15 @@ from typing import Mapping, Optional
 from agents.config import ToolsConfig
 from agents.jail import check_jail
 from agents.research import fetch, images, papers, search
-from agents.research.backends import Backends
+from agents.research.backends import Backend, pick
 from agents.research.cache import MODES, ToolCache
 from agents.research.documents import document_files, load_documents
 from agents.research.http import Service
 from agents.research.imagelib import ImageLibrary, build_library
 from agents.research.index import SCHEMA_VERSION, CorpusIndex, build_index
 from agents.tools.registry import ToolContext, ToolError
-from core.config import PROJECT_ROOT, ConfigError, LLMConfig, RoleConfig
-from core.models import role_client
+from core.config import PROJECT_ROOT, ConfigError
+from core.models import Play, Players
 from core.protocols import Model
 
 RESOURCE_KEY = "research"
@@ -53,10 +53,6 @@ class Research:
     _corpus: Optional[CorpusIndex] = field(default=None, init=False, repr=False)
     _library: Optional[ImageLibrary] = field(default=None, init=False, repr=False)
     _building: asyncio.Lock = field(default_factory=asyncio.Lock, init=False, repr=False)
-
-    def models(self) -> tuple[Model, ...]:
-        """The models research calls (figure analysis, captions), for their owner to close."""
-        return tuple(m for m in (self.analyzer, self.captioner) if m is not None)
 
     def service(self, name: str) -> Service:
         """The configured endpoint of a service, with its key read from the environment (None when unset)."""
@@ -117,21 +113,20 @@ def research_of(ctx: ToolContext) -> Research:
         raise ToolError(f"research tools are not set up here (no ToolContext.resources[{RESOURCE_KEY!r}])") from None
 
 
-def _model(llm: Optional[LLMConfig], roles: Mapping[str, RoleConfig], role: str) -> Optional[Model]:
-    """A client for `role` when the config names it and it resolves to a real endpoint (its calls count
-    into the rollout that makes them, core.metering)."""
-    if llm is None or role not in roles:
-        return None
-    return role_client(llm, roles, role)
+# A research model role's players: its client, or (scripted) none, and the tools that need it are left out.
+RESEARCH_MODEL: Play[Model | None] = Play(lambda client: client, lambda _: None)
 
 
-def build_research(
-    config: ToolsConfig, run_dir: Path, llm: Optional[LLMConfig] = None, roles: Mapping[str, RoleConfig] = {}
-) -> Research:
-    """The research state of one worker; the tool cache goes to `config.cache_dir` or `<run_dir>/tool_cache`."""
+def build_research(config: ToolsConfig, run_dir: Path, players: Players | None = None) -> Research:
+    """The research state of one worker; the tool cache goes to `config.cache_dir` or `<run_dir>/tool_cache`.
+    A model role (document analysis, captions) is played where `roles` names it; `players` closes its client."""
     validate_tools_config(config)
     cache = ToolCache(Path(config.cache_dir).expanduser() if config.cache_dir else run_dir / "tool_cache", config.cache)
-    return Research(config, cache, _model(llm, roles, ANALYZER_ROLE), _model(llm, roles, CAPTIONER_ROLE))
+    return Research(config, cache, _model(players, ANALYZER_ROLE), _model(players, CAPTIONER_ROLE))
+
+
+def _model(players: Players | None, role: str) -> Model | None:
+    return players.play(role, RESEARCH_MODEL) if players is not None and role in players.roles else None
 
 
 def validate_tools_config(config: ToolsConfig) -> None:
@@ -149,7 +144,7 @@ def validate_tools_config(config: ToolsConfig) -> None:
     for key, value, exists in paths:
         if value and not exists(Path(value).expanduser()):
             raise ConfigError(f"tools.{key}={value!r} does not exist")
-    families: list[tuple[Backends, str]] = [
+    families: list[tuple[Mapping[str, Backend], str]] = [
         (search.SEARCH, "search_backend"),
         (fetch.FETCH, "fetch_backend"),
         (images.IMAGES, "image_backend"),
@@ -157,8 +152,7 @@ def validate_tools_config(config: ToolsConfig) -> None:
     ]
     for family, key in families:
         name = getattr(config, key)
-        family.get(name)
-        service = family.key_service(name)
+        service = pick(family, key, name).key_of
         if service is None:
             continue
         if service not in config.services:

@@ -1,7 +1,7 @@
 """search_web backends: SearXNG (self-hosted), Tavily and Brave over HTTP; `offline` searches the local corpus.
 
 Each backend is `async (research, query, max_results, time_range) -> [SearchHit]`,
-registered in `SEARCH` under the name `tools.search_backend` picks.
+listed in `SEARCH` under the name `tools.search_backend` picks.
 """
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ import html
 import re
 from typing import TYPE_CHECKING, Awaitable, Callable, Literal, Optional
 
-from agents.research.backends import Backends
+from agents.research.backends import Backend
 from agents.research.http import get_json, post_json
 from agents.research.records import SearchHit
 from agents.tools.registry import ToolError
@@ -20,7 +20,6 @@ if TYPE_CHECKING:
 
 TimeRange = Literal["day", "week", "month", "year"]
 SearchBackend = Callable[["Research", str, int, Optional[str]], Awaitable[list[SearchHit]]]
-SEARCH: Backends[SearchBackend] = Backends("search_backend")
 
 SNIPPET_CHARS = 400
 _TAG = re.compile(r"<[^>]+>")
@@ -43,19 +42,16 @@ def _hits(items: list, title: str, url: str, snippet: str, published: str, max_r
     ]
 
 
-@SEARCH.register("offline")
 async def search_offline(research: Research, query: str, max_results: int, time_range: Optional[str]) -> list[SearchHit]:
     return (await research.corpus()).search(query, max_results)
 
 
-@SEARCH.register("searxng")
 async def search_searxng(research: Research, query: str, max_results: int, time_range: Optional[str]) -> list[SearchHit]:
     params = {"q": query, "format": "json", "pageno": 1} | ({"time_range": time_range} if time_range else {})
     data = await get_json(research.service("searxng"), "/search", f"search {query!r}", params=params)
     return _hits(data.get("results", []), "title", "url", "content", "publishedDate", max_results)
 
 
-@SEARCH.register("tavily", key_of="tavily")
 async def search_tavily(research: Research, query: str, max_results: int, time_range: Optional[str]) -> list[SearchHit]:
     service = research.service("tavily")
     body = {"query": query, "max_results": max_results, "search_depth": "basic"} | (
@@ -65,10 +61,17 @@ async def search_tavily(research: Research, query: str, max_results: int, time_r
     return _hits(data.get("results", []), "title", "url", "content", "published_date", max_results)
 
 
-@SEARCH.register("brave", key_of="brave")
 async def search_brave(research: Research, query: str, max_results: int, time_range: Optional[str]) -> list[SearchHit]:
     service = research.service("brave")
     params = {"q": query, "count": max_results} | ({"freshness": _BRAVE_FRESHNESS[time_range]} if time_range else {})
     headers = {"Accept": "application/json"} | service.auth("X-Subscription-Token", "")
     data = await get_json(service, "/res/v1/web/search", f"search {query!r}", params=params, headers=headers)
     return _hits((data.get("web") or {}).get("results", []), "title", "url", "description", "page_age", max_results)
+
+
+SEARCH: dict[str, Backend[SearchBackend]] = {
+    "offline": Backend(search_offline),
+    "searxng": Backend(search_searxng),
+    "tavily": Backend(search_tavily, key_of="tavily"),
+    "brave": Backend(search_brave, key_of="brave"),
+}

@@ -1,4 +1,4 @@
-"""The researcher's tools, registered on import: search, fetch, images, papers, conversion, model-backed reading.
+"""The researcher's tools, listed in `TOOLS`: search, fetch, images, papers, conversion, model-backed reading.
 
 Each tool picks its backend from `ToolsConfig` through the worker's `Research`
 (`ctx.resources["research"]`). Retrieval results pass through the tool cache,
@@ -15,19 +15,20 @@ from typing import Annotated, Any, Awaitable, Callable, Optional
 from pydantic import Field
 
 from agents.config import SandboxConfig
+from agents.research.backends import pick
 from agents.research.convert import ConversionError, convert_bytes, document_text
 from agents.research.documents import document_files, load_documents
 from agents.research.fetch import CORPUS_SCHEME, fetch_page
 from agents.research.index import CorpusIndex, build_index
 from agents.research.images import IMAGES
 from agents.research.models import analyze_document, caption_image, generate_image
-from agents.research.papers import PAPERS
+from agents.research.papers import PAPERS, PaperBackend
 from agents.research.records import Author, ImageHit, Paper, Scholar, SearchHit, from_json, to_json
 from agents.research.render import authors_text, hits_text, images_text, papers_text, scholar_text
 from agents.research.runtime import Research, fingerprint, research_of
 from agents.research.search import SEARCH, TimeRange
 from agents.tools.files import image_size
-from agents.tools.registry import ToolContext, ToolError, tool
+from agents.tools.registry import Tool, ToolContext, ToolError
 
 ROLE = "researcher"
 IMAGE_RESULTS = 5
@@ -44,6 +45,10 @@ def _model_timeout(cfg: SandboxConfig) -> float:
     return max(cfg.call_timeout_s, MODEL_CALL_TIMEOUT_S)
 
 
+def _papers(backend: str) -> PaperBackend:
+    return pick(PAPERS, "paper_backend", backend).impl
+
+
 async def _retrieve(
     research: Research, tool_name: str, backend: str, arguments: dict[str, Any], call: Callable[[], Awaitable[Any]]
 ) -> Any:
@@ -55,7 +60,6 @@ async def _retrieve(
     return await research.cache.get(tool_name, backend, arguments, produce)
 
 
-@tool(ROLE)
 async def search_web(
     ctx: ToolContext,
     query: Query,
@@ -72,7 +76,7 @@ async def search_web(
 
     async def search() -> list[SearchHit]:
         own = attached[0].search(query, max_results) if attached else []
-        shared = await SEARCH.get(backend)(research, query, max_results, time_range)
+        shared = await pick(SEARCH, "search_backend", backend).impl(research, query, max_results, time_range)
         return (own + [h for h in shared if h.url not in {o.url for o in own}])[:max_results]
 
     found = await _retrieve(
@@ -94,7 +98,6 @@ async def attachment_index(ctx: ToolContext) -> tuple[CorpusIndex, str] | None:
     return CorpusIndex(index), digest
 
 
-@tool(ROLE)
 async def fetch_url(
     ctx: ToolContext,
     url: Annotated[str, Field(min_length=1, description="An http(s) URL, or a corpus:// address from search_web.")],
@@ -109,14 +112,17 @@ async def fetch_url(
     )
 
 
-@tool(ROLE)
 async def search_images(ctx: ToolContext, query: Query) -> str:
     """Find images (photos, figures, diagrams) with their size, caption and licence. Web results are URLs to save with
     download_file; results from the local library are copied into the workspace (assets/library/)."""
     research = research_of(ctx)
     backend = research.config.image_backend
     found = await _retrieve(
-        research, "search_images", backend, {"query": query}, lambda: IMAGES.get(backend)(research, query, IMAGE_RESULTS)
+        research,
+        "search_images",
+        backend,
+        {"query": query},
+        lambda: pick(IMAGES, "image_backend", backend).impl(research, query, IMAGE_RESULTS),
     )
     hits = [from_json(ImageHit, h) for h in found]
     saved: list[str] = []
@@ -128,7 +134,6 @@ async def search_images(ctx: ToolContext, query: Query) -> str:
     return images_text(query, hits, saved)
 
 
-@tool(ROLE)
 async def search_papers(ctx: ToolContext, query: Query, max_results: MaxResults = 5) -> str:
     """Search research papers: titles, authors, year, abstract and an id for get_paper_authors."""
     research = research_of(ctx)
@@ -138,12 +143,11 @@ async def search_papers(ctx: ToolContext, query: Query, max_results: MaxResults 
         "search_papers",
         backend,
         {"query": query, "max_results": max_results},
-        lambda: PAPERS.get(backend).search(research, query, max_results),
+        lambda: _papers(backend).search(research, query, max_results),
     )
     return papers_text(query, [from_json(Paper, p) for p in found])
 
 
-@tool(ROLE)
 async def get_paper_authors(
     ctx: ToolContext, paper_id: Annotated[str, Field(min_length=1, description="A paper id from search_papers.")]
 ) -> str:
@@ -151,12 +155,11 @@ async def get_paper_authors(
     research = research_of(ctx)
     backend = research.config.paper_backend
     found = await _retrieve(
-        research, "get_paper_authors", backend, {"paper_id": paper_id}, lambda: PAPERS.get(backend).authors(research, paper_id)
+        research, "get_paper_authors", backend, {"paper_id": paper_id}, lambda: _papers(backend).authors(research, paper_id)
     )
     return authors_text(paper_id, [from_json(Author, a) for a in found])
 
 
-@tool(ROLE)
 async def get_scholar_details(
     ctx: ToolContext, author_id: Annotated[str, Field(min_length=1, description="An author_id from get_paper_authors.")]
 ) -> str:
@@ -168,7 +171,7 @@ async def get_scholar_details(
         "get_scholar_details",
         backend,
         {"author_id": author_id},
-        lambda: PAPERS.get(backend).scholar(research, author_id),
+        lambda: _papers(backend).scholar(research, author_id),
     )
     return scholar_text(from_json(Scholar, found))
 
@@ -177,7 +180,6 @@ def _read_document(ctx: ToolContext, path: str) -> bytes:
     return ctx.workspace.read_bytes(path, ctx.sandbox.max_download_bytes)
 
 
-@tool(ROLE)
 async def convert_to_markdown(
     ctx: ToolContext,
     file_path: Annotated[str, Field(description="A PDF, DOCX, PPTX, XLSX or HTML file in the workspace.")],
@@ -205,7 +207,6 @@ async def convert_to_markdown(
     return "\n".join(lines)
 
 
-@tool(ROLE, timeout_s=_model_timeout)
 async def document_analyze(
     ctx: ToolContext,
     task: Annotated[str, Field(min_length=1, description="What to find out or extract from the document.")],
@@ -224,7 +225,6 @@ async def document_analyze(
     return await analyze_document(research.analyzer, task, document_path, text)
 
 
-@tool(ROLE, timeout_s=_model_timeout)
 async def image_caption(
     ctx: ToolContext, image_path: Annotated[str, Field(description="An image file in the workspace.")]
 ) -> str:
@@ -237,7 +237,6 @@ async def image_caption(
     return await caption_image(research.captioner, str(ctx.workspace.resolve(image_path)), ctx.workspace.root)
 
 
-@tool(ROLE, timeout_s=_model_timeout)
 async def image_generation(
     ctx: ToolContext,
     prompt: Annotated[str, Field(min_length=1, description="What the image should show, and its style.")],
@@ -256,3 +255,17 @@ async def image_generation(
         raise ToolError("image_generation: the endpoint returned data that is not an image.")
     ctx.workspace.write_bytes(path, data)
     return f"Generated {path} ({found[0]}, {found[1]}x{found[2]})."
+
+
+TOOLS = (
+    Tool.from_function(search_web, ROLE),
+    Tool.from_function(fetch_url, ROLE),
+    Tool.from_function(search_images, ROLE),
+    Tool.from_function(search_papers, ROLE),
+    Tool.from_function(get_paper_authors, ROLE),
+    Tool.from_function(get_scholar_details, ROLE),
+    Tool.from_function(convert_to_markdown, ROLE),
+    Tool.from_function(document_analyze, ROLE, timeout_s=_model_timeout),
+    Tool.from_function(image_caption, ROLE, timeout_s=_model_timeout),
+    Tool.from_function(image_generation, ROLE, timeout_s=_model_timeout),
+)

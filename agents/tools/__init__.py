@@ -1,7 +1,5 @@
-"""The runtime's tools and their registry; importing this package registers the built-in tools."""
+"""What a tool is (`agents.tools.registry`) and the runtime's tools; every role's toolset: `agents.tools.toolsets`."""
 
-# Registration happens on import, in this order, which is the order of the schemas.
-from agents.tools import files, download, command, control  # noqa: F401, I001
-from agents.tools.registry import REGISTRY, ROLES, Observation, Registry, Tool, ToolContext, ToolError, Toolset, tool, toolset_for
+from agents.tools.registry import ROLES, Tool, ToolContext, ToolError, Toolset
 
-__all__ = ["REGISTRY", "ROLES", "Observation", "Registry", "Tool", "ToolContext", "ToolError", "Toolset", "tool", "toolset_for"]
+__all__ = ["ROLES", "Tool", "ToolContext", "ToolError", "Toolset"]

@@ -3,7 +3,7 @@
 import argparse
 import json
 
-from agents.toolbox import ROLES, toolset_for
+from agents.tools.toolsets import ROLES, toolset_for
 
 
 def main() -> None:

@@ -24,7 +24,8 @@ import psutil
 from pydantic import Field
 
 from agents import jail
-from agents.tools.registry import ROLES, Observation, ToolContext, tool
+from agents.tools.registry import ROLES, Tool, ToolContext
+from core.steps import Observation
 
 KEPT_VARIABLES = ("PATH", "LANG", "LC_ALL", "LC_CTYPE", "TZ", "TERM")
 KILL_GRACE_S = 5.0  # the call's own timeout, past the command's, only as a backstop
@@ -69,7 +70,6 @@ def _kill_all(proc: asyncio.subprocess.Process) -> None:
             pass
 
 
-@tool(*ROLES, timeout_s=lambda cfg: cfg.command_timeout_s + KILL_GRACE_S)
 async def execute_command(
     ctx: ToolContext,
     command: Annotated[str, Field(min_length=1, description="A bash command line, run in the workspace folder.")],
@@ -109,3 +109,6 @@ async def execute_command(
     if timed_out:
         return Observation(f"[killed: the command ran past its {cfg.command_timeout_s:g} s limit]\n{text}", is_error=True)
     return Observation(f"[exit code {proc.returncode}]\n{text}")
+
+
+TOOLS = (Tool.from_function(execute_command, *ROLES, timeout_s=lambda cfg: cfg.command_timeout_s + KILL_GRACE_S),)

@@ -8,7 +8,7 @@ from typing import Annotated, Callable, Literal
 
 from pydantic import Field
 
-from agents.tools.registry import ROLES, ToolContext, ToolError, tool
+from agents.tools.registry import ROLES, Tool, ToolContext, ToolError
 
 TODO_FILE = "todo.json"
 SLIDES = "slides"  # the folder the deck is exported from (agents/workflow.py)
@@ -32,7 +32,6 @@ def _save_todo(ctx: ToolContext, items: list[dict[str, str]]) -> str:
     return _render(items)
 
 
-@tool(*ROLES)
 async def todo_create(
     ctx: ToolContext,
     items: Annotated[
@@ -43,7 +42,6 @@ async def todo_create(
     return _save_todo(ctx, [{"item": item, "status": "pending"} for item in items])
 
 
-@tool(*ROLES)
 async def todo_update(
     ctx: ToolContext,
     index: Annotated[int, Field(ge=1, description="The item's number as todo_list shows it (1 is the first).")],
@@ -57,14 +55,12 @@ async def todo_update(
     return _save_todo(ctx, items)
 
 
-@tool(*ROLES)
 async def todo_list(ctx: ToolContext) -> str:
     """Show the todo list with each item's status."""
     items = _load_todo(ctx)
     return _render(items) if items else "There is no todo list yet; create one with todo_create."
 
 
-@tool(*ROLES)
 async def thinking(ctx: ToolContext, thought: Annotated[str, Field(description="Your reasoning, plan or reflection.")]) -> str:
     """Think out loud: record reasoning, a plan or a reflection on what you observed. Changes nothing."""
     return thought
@@ -102,7 +98,6 @@ FINAL_CHECKS: dict[str, Callable[[ToolContext, str], str]] = {
 }
 
 
-@tool(*ROLES)
 async def finalize(
     ctx: ToolContext,
     outcome: Annotated[
@@ -112,3 +107,12 @@ async def finalize(
 ) -> str:
     """Finish the task and hand over the result; refused (with the reason) when the result is not ready."""
     return FINAL_CHECKS[ctx.role](ctx, outcome)
+
+
+TOOLS = (
+    Tool.from_function(todo_create, *ROLES),
+    Tool.from_function(todo_update, *ROLES),
+    Tool.from_function(todo_list, *ROLES),
+    Tool.from_function(thinking, *ROLES),
+    Tool.from_function(finalize, *ROLES),
+)

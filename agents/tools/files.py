@@ -8,7 +8,8 @@ from typing import Annotated, Literal, Optional
 from PIL import Image, UnidentifiedImageError
 from pydantic import Field
 
-from agents.tools.registry import ROLES, Observation, ToolContext, ToolError, tool
+from agents.tools.registry import ROLES, Tool, ToolContext, ToolError
+from core.steps import Observation
 
 IMAGE_SUFFIXES = (".png", ".jpg", ".jpeg", ".gif", ".webp", ".bmp")
 MAX_LISTED = 500
@@ -34,7 +35,6 @@ def _encoded(ctx: ToolContext, content: str) -> bytes:
     return data
 
 
-@tool(*ROLES, truncate=False)
 async def read_file(
     ctx: ToolContext,
     path: WorkspacePath,
@@ -71,7 +71,6 @@ async def read_file(
     return Observation(page + tail)
 
 
-@tool(*ROLES)
 async def write_file(
     ctx: ToolContext,
     path: WorkspacePath,
@@ -86,7 +85,6 @@ async def write_file(
     return f"{'Appended' if mode == 'append' else 'Wrote'} {len(data):,} bytes to {path}."
 
 
-@tool(*ROLES)
 async def edit_file(
     ctx: ToolContext,
     path: WorkspacePath,
@@ -110,7 +108,6 @@ async def edit_file(
     return f"Replaced {found} occurrence(s) in {path}."
 
 
-@tool(*ROLES)
 async def move_file(
     ctx: ToolContext,
     source: Annotated[str, Field(description="The file or folder to move.")],
@@ -121,14 +118,12 @@ async def move_file(
     return f"Moved {source} to {destination}."
 
 
-@tool(*ROLES)
 async def create_directory(ctx: ToolContext, path: WorkspacePath) -> str:
     """Create a folder and any missing parents."""
     ctx.workspace.mkdir(path)
     return f"Created {path}/."
 
 
-@tool(*ROLES)
 async def list_directory(
     ctx: ToolContext,
     path: Annotated[str, Field(description="The folder to list, relative to the workspace.")] = ".",
@@ -147,3 +142,13 @@ async def list_directory(
     if len(entries) > MAX_LISTED:
         lines.append(f"... and {len(entries) - MAX_LISTED} more; list a subfolder or use a smaller depth.")
     return "\n".join(lines)
+
+
+TOOLS = (
+    Tool.from_function(read_file, *ROLES, truncate=False),
+    Tool.from_function(write_file, *ROLES),
+    Tool.from_function(edit_file, *ROLES),
+    Tool.from_function(move_file, *ROLES),
+    Tool.from_function(create_directory, *ROLES),
+    Tool.from_function(list_directory, *ROLES),
+)

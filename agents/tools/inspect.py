@@ -20,7 +20,8 @@ from render.inspection import inspect_slide as measure_slide
 from render.layout_summary import layout_summary
 from agents.manuscript import inspect_manuscript as diagnose_manuscript
 from render.renderer import BLOCKED_EXTERNAL, BLOCKED_OUTSIDE, RenderError
-from agents.tools.registry import Observation, ToolContext, ToolError, tool
+from agents.tools.registry import Tool, ToolContext, ToolError
+from core.steps import Observation
 from core.records import Constraints
 
 INSPECT_TOOLS = ("inspect_slide", "inspect_manuscript")
@@ -31,7 +32,6 @@ VISION = "vision"  # False when the agent's model reads no images (llm.vision=fa
 Aspect = Literal["16:9", "4:3", "A1", "A2", "A3", "A4"]
 
 
-@tool("presenter")
 async def inspect_slide(
     ctx: ToolContext,
     html_file: Annotated[str, Field(description="The slide's HTML file in the workspace, e.g. 'slides/slide_01.html'.")],
@@ -95,7 +95,6 @@ def _next_render(ctx: ToolContext, stem: str) -> PurePosixPath:
     return PurePosixPath("renders") / f"{stem}.{version}.png"
 
 
-@tool("researcher")
 async def inspect_manuscript(
     ctx: ToolContext,
     md_file: Annotated[str, Field(description="The manuscript's markdown file, e.g. 'manuscript.md'.")],
@@ -119,3 +118,9 @@ async def inspect_manuscript(
     lines += [f"- {i['code']}" + (f" (slide {i['slide']})" if i.get("slide") else "") + f": {i['detail']}" for i in issues]
     lines.append("No issues found." if not issues else f"{len(issues)} issue(s) to fix.")
     return Observation("\n".join(lines), data=report | {"artifact": path, "constraints": str(wanted or "none")})
+
+
+TOOLS = (
+    Tool.from_function(inspect_slide, "presenter"),
+    Tool.from_function(inspect_manuscript, "researcher"),
+)

@@ -2,8 +2,9 @@
 
 A tool is `async def name(ctx: ToolContext, arg: T, ...) -> Observation | str`;
 its docstring is the description and each argument's `Annotated[T, Field(...)]`
-gives its type, constraints and description. Modules register tools for roles
-with `@tool("researcher", ...)`; `toolset_for(role)` hands a role its subset.
+gives its type, constraints and description. `Tool.from_function(fn, *roles)`
+describes one; a tool module ends with `TOOLS`, the tools it offers, and
+`agents.tools.toolsets` lists those lists and hands each role its toolset.
 Whatever a call does wrong (bad JSON, a bad argument, an exception, a timeout)
 comes back as an error observation the model can read and act on.
 """
@@ -18,26 +19,19 @@ import logging
 import typing
 from dataclasses import dataclass, field
 from functools import cached_property
-from typing import Any, Awaitable, Callable, Iterable, Mapping, TypeVar
+from typing import Any, Awaitable, Callable, Iterable, Mapping
 
 from pydantic import BaseModel, ConfigDict, ValidationError, create_model
 
 from agents.config import SandboxConfig
 from agents.sandbox import SandboxError, Workspace
 from core.records import ToolCall
+from core.steps import Observation
 
 log = logging.getLogger(__name__)
 
 ROLES = ("researcher", "presenter")  # "single" gets the union
 OUTPUTS_DIR = ".outputs"
-
-
-@dataclass(frozen=True)
-class Observation:
-    text: str
-    images: tuple[str, ...] = ()  # workspace-relative paths
-    is_error: bool = False
-    data: dict[str, Any] | None = None  # structured result for step hooks (the critic); never sent to the model
 
 
 class ToolError(Exception):
@@ -58,7 +52,6 @@ class ToolContext:
 
 
 ToolFn = Callable[..., Awaitable["Observation | str"]]
-F = TypeVar("F", bound=ToolFn)
 
 
 def _call_timeout(cfg: SandboxConfig) -> float:
@@ -83,16 +76,21 @@ class Tool:
     description: str
     arguments: type[BaseModel]
     fn: ToolFn
+    roles: tuple[str, ...] = ()  # the roles it is offered to ("single" gets every role's)
     truncate: bool = True  # False for tools that page their own output (read_file)
     timeout_s: Callable[[SandboxConfig], float] = _call_timeout
 
     @classmethod
-    def from_function(cls, fn: ToolFn, **options: Any) -> Tool:
+    def from_function(cls, fn: ToolFn, *roles: str, **options: Any) -> Tool:
+        """The tool `fn` is, offered to `roles` (options: truncate, timeout_s)."""
+        unknown = set(roles) - set(ROLES)
+        if unknown:
+            raise ValueError(f"{fn.__name__}: unknown role(s) {sorted(unknown)}; roles are {ROLES}")
         hints = typing.get_type_hints(fn, include_extras=True)
         params = list(inspect.signature(fn).parameters.values())[1:]  # the first one is the context
         fields: dict[str, Any] = {p.name: (hints[p.name], ... if p.default is p.empty else p.default) for p in params}
         model = create_model(f"{fn.__name__}_arguments", __config__=ConfigDict(extra="forbid"), **fields)
-        return cls(fn.__name__, inspect.getdoc(fn) or "", model, fn, **options)
+        return cls(fn.__name__, inspect.getdoc(fn) or "", model, fn, roles, **options)
 
     @cached_property
     def schema(self) -> dict[str, Any]:
@@ -152,7 +150,7 @@ def _spill(ctx: ToolContext, tool_name: str, observation: Observation) -> Observ
     return Observation(cut + note, observation.images, observation.is_error)
 
 
-# ---------------------------------------------------------------- the registry
+# ---------------------------------------------------------------- toolsets
 
 
 @dataclass(frozen=True)
@@ -173,43 +171,3 @@ class Toolset:
         if found is None:
             return Observation(f"There is no tool {call.name!r}. Available tools: {', '.join(self.tools)}.", is_error=True)
         return await found.run(ctx, call.arguments)
-
-
-class Registry:
-    """Tools by name, and which roles are offered each."""
-
-    def __init__(self) -> None:
-        self.tools: dict[str, Tool] = {}
-        self.roles: dict[str, list[str]] = {role: [] for role in ROLES}
-
-    def tool(self, *roles: str, **options: Any) -> Callable[[F], F]:
-        """Register the decorated function as a tool offered to `roles` (options: truncate, timeout_s)."""
-        unknown = set(roles) - set(ROLES)
-        if unknown:
-            raise ValueError(f"unknown role(s) {sorted(unknown)}; roles are {ROLES}")
-
-        def register(fn: F) -> F:
-            if fn.__name__ in self.tools:
-                raise ValueError(f"a tool named {fn.__name__!r} is already registered")
-            self.tools[fn.__name__] = Tool.from_function(fn, **options)
-            for role in roles:
-                self.roles[role].append(fn.__name__)
-            return fn
-
-        return register
-
-    def toolset_for(self, role: str, extra_removed: Iterable[str] = ()) -> Toolset:
-        """The tools of a role ("single": every role's), less `extra_removed`."""
-        if role == "single":
-            names = list(dict.fromkeys(n for r in ROLES for n in self.roles[r]))
-        elif role in self.roles:
-            names = self.roles[role]
-        else:
-            raise ValueError(f"unknown role {role!r}; roles are {ROLES} and 'single'")
-        removed = set(extra_removed)
-        return Toolset.of(self.tools[n] for n in names if n not in removed)
-
-
-REGISTRY = Registry()  # every package registers its tools here
-tool = REGISTRY.tool
-toolset_for = REGISTRY.toolset_for

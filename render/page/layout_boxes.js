@@ -99,31 +99,18 @@ const paintBox = (el, s) => {
 
 const shot = (el, r, mode) => {
   const id = shots.length;
-  const visible = clipped(rect(r), clipOf(el));
+  const visible = clipped(rect(r), el);
   shots.push({ id, rect: visible, mode, index: indexOf.get(el) });
   return { type: "shot", id, rect: visible, alt: altOf(el) };
 };
 
-// What ancestors with overflow other than visible leave of an element: [x, y, w, h] of their
-// padding boxes intersected, and the corner radius of the innermost one (it rounds what it clips).
-const clipOf = (el) => {
-  let [l, t, r, b] = [-Infinity, -Infinity, Infinity, Infinity];
-  let radius = null;
-  for (let a = el.parentElement; a && a !== html; a = a.parentElement) {
-    const s = style(a);
-    if (s.overflowX === "visible" && s.overflowY === "visible") continue;
-    const box = a.getBoundingClientRect();
-    l = Math.max(l, box.left + px(s.borderLeftWidth));
-    t = Math.max(t, box.top + px(s.borderTopWidth));
-    r = Math.min(r, box.right - px(s.borderRightWidth));
-    b = Math.min(b, box.bottom - px(s.borderBottomWidth));
-    if (radius === null) radius = radiusOf(s, box) || 0;
-  }
-  return { l, t, r, b, radius: radius || 0 };
-};
-const clipped = (rectArr, clip) => {
+// What an element's clipping ancestors (helpers.js clipOf) leave of [x, y, w, h]: the slide edge
+// clips too where one clips there.
+const clipped = (rectArr, el) => {
+  const clip = clipOf(el, false);
+  const c = clip.edge ? meet(clip.rect, SLIDE) : clip.rect;
   const [x, y, w, h] = rectArr;
-  const l = Math.max(x, clip.l), t = Math.max(y, clip.t), r = Math.min(x + w, clip.r), b = Math.min(y + h, clip.b);
+  const l = Math.max(x, c.l), t = Math.max(y, c.t), r = Math.min(x + w, c.r), b = Math.min(y + h, c.b);
   return [r2(l), r2(t), r2(Math.max(0, r - l)), r2(Math.max(0, b - t))];
 };
 
@@ -146,9 +133,11 @@ const image = (el, s) => {
   const src = el.currentSrc || el.src;
   const svg = /\.svg(\?|#|$)/i.test(src) || src.startsWith("data:image/svg");
   if (svg) { emit(el, shot(el, r, "whole")); return; }
-  const clip = clipOf(el);
-  const frame = clipped(c, clip);
-  const inherited = frame[2] < c[2] - 0.5 || frame[3] < c[3] - 0.5 ? clip.radius : 0;
+  const frame = clipped(c, el);
+  // Cut by a clipping ancestor: the innermost one's corner radius rounds it.
+  const inner = clipOf(el, false).clippers[0];
+  const cut = inner && (frame[2] < c[2] - 0.5 || frame[3] < c[3] - 0.5);
+  const inherited = cut ? radiusOf(style(inner.el), inner.el.getBoundingClientRect()) || 0 : 0;
   emit(el, { type: "image", src, image: [r2(x), r2(y), r2(w), r2(h)], rect: frame, radius: radiusOf(s, r) || inherited, alt: altOf(el), alpha: r2(opacity(el)) });
 };
 

@@ -1,4 +1,4 @@
-// Computed styles, colours, names, opacity and paint order of the elements a slide's layout reads.
+// Colours, names and paint order of the elements a slide's layout reads (styles: helpers.js).
 // Part of slide_layout.js: included into its function, whose scope it shares (render/page_script.py).
 
 const SKIP = new Set(["SCRIPT", "STYLE", "NOSCRIPT", "TEMPLATE", "HEAD", "TITLE", "META", "LINK", "BR", "WBR"]);
@@ -11,17 +11,6 @@ const EMOJI_SPLIT = new RegExp(`(${EMOJI_SRC})`, "u");
 const r2 = (v) => Math.round(v * 100) / 100;
 const rect = (r) => [r2(r.left), r2(r.top), r2(r.width), r2(r.height)];
 
-// Computed styles, each property read once per element (a read costs microseconds).
-const styles = new Map();
-const style = (el) => {
-  let s = styles.get(el);
-  if (!s) {
-    const computed = getComputedStyle(el);
-    s = new Proxy({}, { get: (memo, prop) => (prop in memo ? memo[prop] : (memo[prop] = computed[prop])) });
-    styles.set(el, s);
-  }
-  return s;
-};
 const px = (v) => parseFloat(v) || 0;
 
 // Colours as [hex, alpha]; anything that is not rgb()/rgba() goes through a 1x1 canvas.
@@ -93,13 +82,6 @@ const emit = (el, item) => {
   item.name = item.name || nameOf(el);
   items.push(item);
   return item;
-};
-
-const opacities = new Map();
-const opacity = (el) => {
-  if (!el || el.nodeType !== 1) return 1;
-  if (!opacities.has(el)) opacities.set(el, parseFloat(style(el).opacity) * opacity(el.parentElement));
-  return opacities.get(el);
 };
 
 const isIdentity = (t) => t === "none" || /^matrix\(1, 0, 0, 1, [-\d.e]+, [-\d.e]+\)$/.test(t);

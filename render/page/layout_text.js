@@ -40,7 +40,6 @@ const runStyle = (el, s) => {
 };
 
 // The fragments of one text node, split where Chromium broke its lines.
-const range = document.createRange();
 const charTop = (node, i) => {
   range.setStart(node, i);
   range.setEnd(node, i + 1);
@@ -139,9 +138,9 @@ const textBlock = (block, s, parts) => {
         let t = transform(collapse(piece, es), es.textTransform);
         if (last && last.t.endsWith(" ") && t.startsWith(" ")) t = t.slice(1);
         if (!t) return;
-        const style = i % 2 ? { ...run, a: 0 } : run;
-        if (last && JSON.stringify({ ...last, t: "" }) === JSON.stringify({ ...style, t: "" })) last.t += t;
-        else line.runs.push({ ...style, t });
+        const drawn = i % 2 ? { ...run, a: 0 } : run;  // an emoji: transparent text under its picture
+        if (last && JSON.stringify({ ...last, t: "" }) === JSON.stringify({ ...drawn, t: "" })) last.t += t;
+        else line.runs.push({ ...drawn, t });
       });
     }
   }

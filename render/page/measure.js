@@ -12,12 +12,11 @@ async ({ width, height, tol, minSide, minArea, minShare }) => {
     await document.fonts.ready;
     window.scrollTo(0, 0);
 
-    const html = document.documentElement;
-    const body = document.body || html;
-    const SLIDE = { l: 0, t: 0, r: width, b: height };
     const SKIP = new Set(["SCRIPT", "STYLE", "NOSCRIPT", "TEMPLATE", "HEAD", "TITLE", "META", "LINK"]);
     const MEDIA = "img, svg, canvas, video, iframe, object, embed, table";
     const SHAPES = "path, rect, circle, ellipse, line, polyline, polygon, image, use";
+
+    // include: helpers.js
 
     // include: measure_geometry.js
 

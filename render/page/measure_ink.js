@@ -53,7 +53,6 @@ const rotated = (el) => {
   }
   return false;
 };
-const range = document.createRange();
 // A line's ink from its text node's glyphs (all of its lines: a superset), and exactly from its own
 // characters where the line looks cut, so that a descender on another line does not count.
 const nodeGlyphs = new Map();

@@ -8,11 +8,9 @@
 // `pseudo` maps an element's index in document order to the boxes of its ::before / ::after /
 // ::marker (read over CDP, which alone knows them); null: the page is asked first whether it has
 // any ::before / ::after, and answers {"needs": "pseudo"} when it does.
-async ({ width, height, pseudo }) => {
+async ({ width, height, tol, pseudo }) => {
   await document.fonts.ready;
   window.scrollTo(0, 0);
-  const html = document.documentElement;
-  const body = document.body || html;
   const all = [...document.querySelectorAll("*")];
   if (pseudo === null) {
     // ::before and ::after boxes come from a DOM snapshot: ask for one only when a page has them.
@@ -20,6 +18,8 @@ async ({ width, height, pseudo }) => {
     if (all.some((el) => has(el, "::before") || has(el, "::after"))) return JSON.stringify({ needs: "pseudo" });
     pseudo = {};
   }
+
+  // include: helpers.js
 
   // include: layout_css.js
 

@@ -9,7 +9,7 @@ import pytest
 
 from render.renderer import Renderer
 from agents.sandbox import Workspace
-from agents.toolbox import toolset_for
+from agents.tools.toolsets import toolset_for
 from agents.tools import ToolContext
 from agents.tools.inspect import RENDERER
 from core.records import ToolCall

@@ -4,7 +4,8 @@ from pathlib import Path
 
 import pytest
 
-from agents.manuscript import ManuscriptConstraints, inspect_manuscript, split_slides
+from agents.manuscript import ManuscriptConstraints, inspect_manuscript
+from core.markdown_slides import split_slides
 
 EN = """# Why sleep matters
 

@@ -15,18 +15,25 @@ from omegaconf.errors import ValidationError
 
 from core.config import PROJECT_ROOT, ConfigError, LLMConfig, RoleConfig, config_hash, resolve_role, to_plain
 from core.config import validate_common
-from agents import run as _generate_schema  # noqa: F401  (registers generate_schema)
-from eval import config as _eval_schema  # noqa: F401  (registers eval_schema)
-from pipeline import config as _schema  # noqa: F401  (registers synthesize_schema)
-from pipeline.config import validate
+from agents.config import store_schema as store_generate_schema
+from eval.config import store_schema as store_eval_schema
+from pipeline.config import store_schema as store_synthesize_schema
+from pipeline.preflight import preflight
 from pipeline.stages import chosen
 from pipeline.synthesize import STAGES
-from train import config as _sft_schema  # noqa: F401  (registers sft_schema)
+from train.config import store_schema as store_sft_schema
 
 CONFIGS = PROJECT_ROOT / "configs"
+STORE_SCHEMA = {
+    "synthesize": store_synthesize_schema,
+    "sft": store_sft_schema,
+    "eval": store_eval_schema,
+    "generate": store_generate_schema,
+}
 
 
 def synth(*overrides: str, name: str = "synthesize"):
+    STORE_SCHEMA[name]()
     with initialize_config_dir(config_dir=str(CONFIGS), version_base=None):
         return compose(name, overrides=list(overrides))
 
@@ -53,7 +60,7 @@ def test_every_group_is_used_by_an_entry_point() -> None:
 def test_every_group_option_composes(primary: str, group: str, option: str) -> None:
     cfg = synth(f"{group}={option}", name=primary)
     if primary == "synthesize":
-        validate(cfg)
+        preflight(cfg)
     elif "run" in cfg:  # generate (one deck, no run directory) has no run
         validate_common(cfg)
     OmegaConf.to_object(cfg)  # the typed object Ray workers receive
@@ -110,7 +117,7 @@ def test_typos_and_wrong_types_fail_before_work(override: str, message: str) -> 
 )
 def test_semantic_errors_name_the_key(override: str, message: str) -> None:
     with pytest.raises(ConfigError, match=message.replace("[", r"\[")):
-        validate(synth(override, *(["llm=local"] if override.startswith("ray.address") else [])))
+        preflight(synth(override, *(["llm=local"] if override.startswith("ray.address") else [])))
 
 
 def test_a_stage_outside_the_recipe_is_named() -> None:

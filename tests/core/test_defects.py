@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from core.config import PROJECT_ROOT
-from core.defects import DEFECT_CODES, DefectCode, Source, defect_code, register
+from core.defects import DEFECT_CODES, DefectCode, Source, _table, defect_code
 from critic.findings import findings_from_measurements
 from filters.content import CODES as CONTENT_CODES
 from filters.quality import JUDGED
@@ -26,7 +26,7 @@ def emitted(module: Path, function: str) -> set[str]:
 
 
 def test_every_code_a_component_emits_is_in_the_table() -> None:
-    slide = set().union(*(emitted(path, "Defect") for path in (PROJECT_ROOT / "agents" / "defects").glob("*.py")))
+    slide = set().union(*(emitted(path, "Defect") for path in (PROJECT_ROOT / "render" / "defects").glob("*.py")))
     manuscript = emitted(PROJECT_ROOT / "agents" / "manuscript.py", "_issue")
     assert slide and manuscript  # the scan sees the checks
     for codes, source in ((slide, Source.slide), (manuscript, Source.manuscript), (set(CONTENT_CODES), Source.content)):
@@ -46,8 +46,7 @@ def test_an_unknown_code_is_an_error_not_a_silent_category() -> None:
         findings_from_measurements([{"code": "sparkles", "severity": "major", "detail": "too shiny"}])
 
 
-def test_a_code_registered_twice_differently_is_refused() -> None:
+def test_a_code_twice_in_the_table_is_refused() -> None:
     entry = defect_code("blank")
-    register(entry)  # the same row again is harmless
-    with pytest.raises(ValueError, match="registered twice"):
-        register(DefectCode("blank", Source.slide, "render", "minor", "other", "other"))
+    with pytest.raises(ValueError, match="'blank' is in the table twice"):
+        _table(entry, DefectCode("blank", Source.slide, "render", "minor", "other", "other"))

@@ -7,7 +7,7 @@ import re
 from core.config import PROJECT_ROOT
 from core.failures import Failure, category_of
 
-PRODUCT = ("core", "agents", "critic", "filters", "pipeline", "eval", "train")
+PRODUCT = ("core", "render", "deck", "agents", "critic", "filters", "pipeline", "eval", "train")
 LITERAL = re.compile(r"""["'](?:environment|agent)/[a-z_]+""")
 
 

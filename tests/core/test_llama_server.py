@@ -1,4 +1,4 @@
-"""The chat format the local server registers (core/llama_server.py), driven with a recording Llama.
+"""The chat format the local server adds (core/llama_server.py), driven with a recording Llama.
 
 The recording Llama stands in for the model only: the prompt llama-cpp-python's handler renders
 and the completions it asks for are what is checked."""
@@ -11,7 +11,9 @@ from typing import Any
 import pytest
 
 pytest.importorskip("llama_cpp")
-from core.llama_server import bounded_chatml_function_calling  # noqa: E402
+from llama_cpp import llama_chat_format  # noqa: E402
+
+from core.llama_server import BOUNDED, bounded_chatml_function_calling, install  # noqa: E402
 
 TOOLS = [
     {
@@ -29,6 +31,17 @@ MESSAGES = [
     },
     {"role": "tool", "tool_call_id": "c1", "content": "Wrote 14 bytes to a.html."},
 ]
+
+
+@pytest.fixture(autouse=True)
+def installed() -> None:
+    install()  # as the server process does before it serves
+
+
+def test_the_server_adds_its_format_when_it_starts_and_may_add_it_again() -> None:
+    install()
+    handlers = llama_chat_format.LlamaChatCompletionHandlerRegistry()
+    assert handlers.get_chat_completion_handler_by_name(BOUNDED) is bounded_chatml_function_calling
 
 
 class RecordingLlama:

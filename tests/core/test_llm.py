@@ -248,7 +248,7 @@ def test_one_client_serves_successive_event_loops_and_closes() -> None:
 
         async def call_and_close() -> bool:
             results = await asyncio.gather(c.chat(HELLO), c.chat(HELLO))
-            session = c._connections.session()
+            session = c.transport.session()
             await c.aclose()  # closes the session of this loop
             return all(r.content == "done" for r in results) and session.closed
 

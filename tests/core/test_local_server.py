@@ -18,7 +18,7 @@ import pytest
 from core.config import Backend, ConfigError, LLMConfig, PROJECT_ROOT, RoleConfig
 from core.llm import ModelClient
 from core.local_server import LocalServerError, serving
-from core.models import LOCAL_UNSTARTED, role_client
+from core.models import LOCAL_UNSTARTED, Play, Players
 from core.records import Message
 
 pytestmark = pytest.mark.real_model
@@ -32,6 +32,11 @@ class Cfg:
     roles: dict[str, RoleConfig] = field(
         default_factory=lambda: {"agent": RoleConfig(), "critic": RoleConfig(backend=Backend.scripted)}
     )
+
+
+def client_of(cfg: Cfg, role: str) -> object:
+    """The role's model client, or "stand-in" where its backend plays it by rule."""
+    return Players(cfg.llm, cfg.roles).play(role, Play(lambda client: client, lambda _: "stand-in"))
 
 
 def servers_running() -> list[psutil.Process]:
@@ -49,8 +54,8 @@ def test_a_served_model_answers_with_its_usage_and_the_server_stops_after(tmp_pa
     cfg = Cfg()
     with serving(cfg, tmp_path) as servers:
         assert cfg.llm.base_url.startswith("http://127.0.0.1:") and cfg.llm.context_window == 8192
-        assert role_client(cfg.llm, cfg.roles, "critic") is None  # a scripted role stays scripted
-        client = role_client(cfg.llm, cfg.roles, "agent")
+        assert client_of(cfg, "critic") == "stand-in"  # a scripted role stays scripted
+        client = client_of(cfg, "agent")
 
         async def ask() -> tuple[list[str], object]:
             try:
@@ -119,7 +124,7 @@ def test_a_file_that_is_not_a_model_fails_fast_naming_the_log(tmp_path: Path) ->
 
 def test_an_unstarted_local_endpoint_is_refused() -> None:
     with pytest.raises(ConfigError, match="no local model server was started"):
-        role_client(Cfg().llm, {}, "agent")
+        client_of(Cfg(), "agent")
 
 
 def test_a_role_can_run_on_its_own_local_model_while_the_backbone_is_hosted(tmp_path: Path) -> None:
@@ -129,5 +134,5 @@ def test_a_role_can_run_on_its_own_local_model_while_the_backbone_is_hosted(tmp_
     with serving(cfg, tmp_path) as servers:
         assert len(servers) == 1 and cfg.roles["critic"].base_url == servers[0].url
         assert cfg.llm.base_url == "https://api.example.com/v1"
-        client = role_client(cfg.llm, cfg.roles, "critic")
+        client = client_of(cfg, "critic")
         assert isinstance(client, ModelClient) and client.cfg.base_url == servers[0].url

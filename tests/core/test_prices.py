@@ -13,9 +13,9 @@ from core.config import PROJECT_ROOT, ConfigError, LLMConfig, PriceConfig, RoleC
 from core.llm import ModelClient
 from core.prices import BusyClock, check_caps, price_of
 from core.records import Message
-from eval import config as _eval_schema  # noqa: F401  (registers eval_schema)
+from eval.config import store_schema as store_eval_schema
 from eval.config import validate as validate_eval
-from pipeline import config as _schema  # noqa: F401  (registers synthesize_schema)
+from pipeline.config import store_schema as store_synthesize_schema
 from pipeline.config import validate
 from tests.fakes.openai_server import FakeOpenAIServer, Reply
 
@@ -23,6 +23,7 @@ HOSTED = "https://api.example.com/v1"
 
 
 def synth(*overrides: str, name: str = "synthesize"):
+    {"synthesize": store_synthesize_schema, "eval": store_eval_schema}[name]()
     with initialize_config_dir(config_dir=str(PROJECT_ROOT / "configs"), version_base=None):
         return compose(name, overrides=list(overrides))
 

@@ -10,16 +10,17 @@ import pytest
 from PIL import Image
 
 from agents.config import AgentConfig, SandboxConfig
-from agents.hooks import StepState
 from agents.loop import Agent
 from agents.sandbox import Workspace
-from agents.tools import Observation, ToolContext, toolset_for
+from agents.tools import ToolContext
+from agents.tools.toolsets import toolset_for
 from agents.tools.registry import Tool, Toolset
 from core.config import LLMConfig
 from core.llm import ModelClient
 from core.records import ToolCall
-from critic.critic import CriticHook, Inspection, ModelCritic, RulesCritic, make_critic_hook
-from critic.findings import Finding, Review
+from core.review import Finding, Inspection, Review
+from core.steps import Observation, StepState
+from critic.critic import CriticHook, ModelCritic, RulesCritic, make_critic_hook
 from tests.fakes.openai_server import FakeOpenAIServer, Reply
 
 SLIDE = '<html><body style="width:1280px;height:720px"><h1>Secret slide title</h1></body></html>'
@@ -57,7 +58,9 @@ def critic_reply(severity: str = "major") -> Reply:
 
 def state(ctx: ToolContext, data: dict | None, tool: str = "inspect_slide") -> StepState:
     call = ToolCall("c1", tool, json.dumps({"html_file": "slides/slide_01.html"}))
-    return StepState(3, (call,), (Observation("overflow (major) h1: ...", ("renders/slide_01.png",), data=data),), ctx)
+    return StepState(
+        3, (call,), (Observation("overflow (major) h1: ...", ("renders/slide_01.png",), data=data),), ctx.workspace.root
+    )
 
 
 async def test_critic_request_holds_only_the_observation_and_artifact(ctx: ToolContext) -> None:
@@ -114,7 +117,9 @@ async def test_inspections_of_one_turn_are_reviewed_concurrently_and_injected_in
 
     calls = tuple(ToolCall(f"c{n}", "inspect_slide", json.dumps({"html_file": f"slides/slide_0{n}.html"})) for n in (1, 2))
     observations = tuple(Observation("measured", data=slide_data() | {"artifact": f"slides/slide_0{n}.html"}) for n in (1, 2))
-    injections = await CriticHook(WaitingCritic(), "major", "en").after_step(StepState(0, calls, observations, ctx))
+    injections = await CriticHook(WaitingCritic(), "major", "en").after_step(
+        StepState(0, calls, observations, ctx.workspace.root)
+    )
     assert [json.loads(i.findings_json)[0]["evidence"] for i in injections] == ["slides/slide_01.html", "slides/slide_02.html"]
 
 
@@ -140,7 +145,7 @@ def rules_hook() -> CriticHook:
 
 def test_self_mode_has_no_critic() -> None:
     assert make_critic_hook("none", None, "major", "en") is None
-    with pytest.raises(ValueError, match="critic model"):
+    with pytest.raises(ValueError, match="critic role played"):
         make_critic_hook("extrinsic", None, "major", "en")
 
 

@@ -11,7 +11,7 @@ import pytest
 from PIL import Image
 from pptx import Presentation
 
-from agents.manuscript import slide_sections
+from core.markdown_slides import slide_sections
 from deck.fidelity import Word, _changed_blocks, _match, ssim, words
 from deck.fonts import east_asian_family, latin_family
 from deck.pptx_text import FRAME_DESCENT, FontBook, frame

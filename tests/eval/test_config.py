@@ -15,7 +15,7 @@ from omegaconf import OmegaConf
 from agents.config import AgentSetup
 from core.config import PROJECT_ROOT, ConfigError
 from core.records import Task, write_parquet
-from eval.config import EvalConfig, tasks_file, validate
+from eval.config import EvalConfig, store_schema, tasks_file, validate
 from eval.runner import inference_config
 
 
@@ -27,6 +27,7 @@ def synthesis_run(tmp_path: Path) -> Path:
 
 
 def eval_config(*overrides: str):
+    store_schema()
     with initialize_config_dir(config_dir=str(PROJECT_ROOT / "configs"), version_base=None):
         return compose("eval", overrides=list(overrides))
 

@@ -4,13 +4,13 @@ from __future__ import annotations
 
 import asyncio
 import json
-from contextlib import AsyncExitStack
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from core.config import LLMConfig
+from core.models import Players
 from eval.config import JudgeConfig
 from eval.judge import DeckJudgement
 from eval.judging import build_judging
@@ -53,8 +53,8 @@ def judge_config(url: str, model: str = "fake-judge", retries: int = 2) -> Judge
 
 def judge_deck(cfg: JudgeConfig, slides: list[SlideView], cache: Path) -> DeckJudgement:
     async def go() -> DeckJudgement:
-        async with AsyncExitStack() as stack:
-            return await build_judging(cfg, cache, stack).deck(slides)
+        async with Players() as players:
+            return await build_judging(cfg, cache, players).deck(slides)
 
     return asyncio.run(go())
 

@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 import asyncio
-from contextlib import AsyncExitStack
 from pathlib import Path
 
 import pytest
 
 from core.records import Rollout
+from core.models import Players
 from eval.config import JudgeConfig
 from eval.judging import build_judging
 from eval.metrics import DeckScore, aggregate, by_domain, constraint_score
@@ -51,8 +51,8 @@ def test_mixed_page_sizes_fail_the_aspect_check(tmp_path: Path) -> None:
 
 def _score(root: Path, t, rollout: Rollout | None) -> DeckScore:
     async def go() -> DeckScore:
-        async with AsyncExitStack() as stack:
-            judging = build_judging(JudgeConfig(), root / "cache", stack)
+        async with Players() as players:
+            judging = build_judging(JudgeConfig(), root / "cache", players)
             return (await score_deck(t, rollout, root, judging, root / "pages")).score
 
     return asyncio.run(go())

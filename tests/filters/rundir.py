@@ -18,7 +18,7 @@ import yaml
 from PIL import Image
 
 from core.records import Constraints, CriticInjection, Message, Rollout, Task, ToolCall, Trajectory, write_parquet
-from filters.gates import Candidate
+from core.candidate import Candidate
 from tests.filters.decks import PAGE_SIZES, write_deck
 
 SIZES_PX = {"16:9": (1280, 720), "4:3": (960, 720), "A1": (2244, 3178)}

@@ -8,9 +8,7 @@ import yaml
 
 from core.records import Rollout, Verdict
 from filters.acceptance import UNDECIDED, category_order, outcomes, run_gates
-from filters.config import every_gate
-
-DEFAULT_GATES = every_gate()
+from filters.config import DEFAULT_GATES
 
 GATES = ("constraint", "consistency", "quality")
 

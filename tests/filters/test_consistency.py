@@ -13,7 +13,8 @@ from core.json_reply import JSONReplyError
 from core.llm import ModelClient
 from filters.config import FiltersConfig
 from filters.consistency import ConsistencyGate, ModelJudge, RuleJudge, anchors
-from filters.gates import SCRIPTED_LABEL, ArtifactError
+from core.candidate import ArtifactError
+from filters.gates import SCRIPTED_LABEL
 from tests.fakes.openai_server import FakeOpenAIServer, Reply, replay
 from tests.filters.rundir import TITLE_FIX, Spec, TrajectoryBuilder, candidate, title_finding
 

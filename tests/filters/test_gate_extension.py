@@ -12,7 +12,8 @@ import pytest
 
 from core.records import Verdict
 from core.run import RunContext
-from filters.gates import Candidate, GateSpec
+from core.candidate import Candidate
+from filters.gates import GateSpec
 from filters.registry import GATES
 from filters.run import STAGE
 from pipeline.synthesize import run_export, run_filters
@@ -37,7 +38,7 @@ class ShortDeckGate:
 def test_a_new_gate_judges_every_rollout_and_what_it_rejects_is_not_exported(
     monkeypatch: pytest.MonkeyPatch, make_run: Callable[..., RunContext], fake_scenario_run: Path
 ) -> None:
-    monkeypatch.setitem(GATES, "short_deck", GateSpec("short_deck", lambda cfg, model: ShortDeckGate()))
+    monkeypatch.setitem(GATES, "short_deck", GateSpec("short_deck", lambda cfg: ShortDeckGate()))
     ctx = make_run("filters.gates=[short_deck]")
     figures = run_filters(ctx)
     verdicts = ctx.store.load(STAGE, Verdict)

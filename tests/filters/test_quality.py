@@ -13,7 +13,8 @@ from core.config import LLMConfig
 from core.llm import ModelClient
 from critic.config import Severity
 from filters.config import FiltersConfig
-from filters.gates import SCRIPTED_LABEL, ArtifactError
+from core.candidate import ArtifactError
+from filters.gates import SCRIPTED_LABEL
 from filters.quality import QualityGate, VisionJudge
 from tests.fakes.openai_server import FakeOpenAIServer, Reply, replay
 from tests.filters.rundir import Spec, candidate, write_defects

@@ -9,7 +9,8 @@ import pytest
 
 from render.renderer import Renderer
 from agents.sandbox import Workspace
-from agents.tools import ToolContext, toolset_for
+from agents.tools import ToolContext
+from agents.tools.toolsets import toolset_for
 from agents.tools.inspect import RENDERER, VISION
 from core.records import ToolCall
 from tests.rendered import SLIDES, session_loop

@@ -2,10 +2,15 @@
 
 from __future__ import annotations
 
+import re
+
 import pytest
 
 from render import page_script as module
 from render.page_script import INCLUDE, PAGE_DIR, page_script
+
+ENTRIES = ("measure.js", "slide_layout.js")
+HELPERS = "helpers.js"  # the part both entries include, so that they read styles and clipping alike
 
 
 @pytest.fixture
@@ -35,7 +40,7 @@ def test_a_part_that_includes_itself_is_refused(page_dir):
         page_script("a.js")
 
 
-@pytest.mark.parametrize("entry", ["measure.js", "slide_layout.js"])
+@pytest.mark.parametrize("entry", ENTRIES)
 def test_the_shipped_scripts_compose_whole(entry):
     script = page_script(entry)
     assert "// include:" not in script
@@ -43,7 +48,18 @@ def test_the_shipped_scripts_compose_whole(entry):
     assert code[0].startswith("async ({") and code[-1] == "}"
 
 
-def test_every_part_is_included_by_one_shipped_script():
-    entries = {"measure.js", "slide_layout.js"}
-    included = [name for entry in entries for _, name in INCLUDE.findall((PAGE_DIR / entry).read_text())]
-    assert sorted(included) == sorted({p.name for p in PAGE_DIR.glob("*.js")} - entries)
+def test_each_part_is_included_by_one_shipped_script_and_the_helpers_by_both():
+    included = {entry: [name for _, name in INCLUDE.findall((PAGE_DIR / entry).read_text())] for entry in ENTRIES}
+    assert all(names.count(HELPERS) == 1 for names in included.values()), included
+    own = [name for names in included.values() for name in names if name != HELPERS]
+    assert sorted(own) == sorted({p.name for p in PAGE_DIR.glob("*.js")} - {*ENTRIES, HELPERS})
+
+
+@pytest.mark.parametrize("entry", ENTRIES)
+def test_each_helper_is_defined_once_in_each_shipped_script(entry):
+    """No part keeps (or shadows) its own copy of a helper: both scripts run the same one."""
+    helpers = re.findall(r"^const (\w+) =", (PAGE_DIR / HELPERS).read_text(), re.MULTILINE)
+    assert {"clipOf", "opacity", "style"} <= set(helpers)
+    script = page_script(entry)
+    for name in helpers:
+        assert len(re.findall(rf"\b(?:const|let|var|function) {name}\b", script)) == 1, name

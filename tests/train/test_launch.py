@@ -12,12 +12,12 @@ from hydra import compose, initialize_config_dir
 from omegaconf import OmegaConf
 
 from core.config import PROJECT_ROOT, ConfigError
-from train import config as _schema  # noqa: F401  (registers sft_schema)
-from train.config import SFTConfig
+from train.config import SFTConfig, store_schema
 from train.launch import build_plan, gradient_accumulation
 
 
 def sft(*overrides: str) -> SFTConfig:
+    store_schema()
     with initialize_config_dir(config_dir=str(PROJECT_ROOT / "configs"), version_base=None):
         return OmegaConf.to_object(compose("sft", overrides=["tracking=disabled", *overrides]))
 

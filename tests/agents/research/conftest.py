@@ -10,14 +10,15 @@ from typing import Any, AsyncIterator, Awaitable, Callable, Optional
 
 import pytest
 
-import agents.research.tools  # noqa: F401  (registers the research tools)
 from agents.config import SandboxConfig, ServiceConfig, ToolsConfig
 from agents.research.documents import load_documents
 from agents.research.imagelib import build_library
 from agents.research.index import build_index
 from agents.research.runtime import RESOURCE_KEY, Research, build_research
 from agents.sandbox import Workspace
-from agents.tools import Observation, ToolContext, toolset_for
+from agents.tools import ToolContext
+from agents.tools.toolsets import toolset_for
+from core.steps import Observation
 from core.records import ToolCall
 from tests.fakes.http_server import ScriptedServer
 

@@ -8,7 +8,7 @@ from pathlib import Path
 from agents.config import SandboxConfig, ToolsConfig
 from agents.research.runtime import RESOURCE_KEY, build_research
 from agents.sandbox import Workspace
-from agents.toolbox import toolset_for
+from agents.tools.toolsets import toolset_for
 from agents.tools import ToolContext
 from core.records import ToolCall
 

@@ -14,6 +14,7 @@ from PIL import Image
 from agents.config import ImageGenerationConfig, ToolsConfig
 from agents.research.runtime import build_research
 from agents.sandbox import Workspace
+from core.models import Players
 from core.config import LLMConfig, RoleConfig
 from tests.agents.research.conftest import Call
 from tests.fakes.http_server import Answer, ScriptedServer
@@ -36,9 +37,9 @@ def _text_of(body: dict[str, Any]) -> str:
 def test_model_tools_are_offered_only_when_configured(tools_config: ToolsConfig, tmp_path: Path) -> None:
     bare = build_research(tools_config, tmp_path)
     assert bare.unavailable_tools() == {"document_analyze", "image_caption", "image_generation"}
-    full = build_research(replace(tools_config, image_generation=ImageGenerationConfig()), tmp_path, LLMConfig(), ROLES)
+    full = build_research(replace(tools_config, image_generation=ImageGenerationConfig()), tmp_path, Players(LLMConfig(), ROLES))
     assert full.unavailable_tools() == set()
-    scripted = build_research(tools_config, tmp_path, LLMConfig(backend="scripted"), ROLES)
+    scripted = build_research(tools_config, tmp_path, Players(LLMConfig(backend="scripted"), ROLES))
     assert scripted.unavailable_tools() == {"document_analyze", "image_caption", "image_generation"}
 
 
@@ -47,7 +48,7 @@ async def test_document_analyze_sends_the_document_and_the_task(
 ) -> None:
     shutil.copy(shared_data / "edu_zh_thu-numerical-analysis-notes.pdf", workspace.root / "notes.pdf")
     with FakeOpenAIServer(lambda body: Reply("绝对误差是近似值与准确值之差。"), strict="vllm-glm") as srv:
-        research = build_research(tools_config, tmp_path, LLMConfig(base_url=srv.url, max_retries=0), ROLES)
+        research = build_research(tools_config, tmp_path, Players(LLMConfig(base_url=srv.url, max_retries=0), ROLES))
         obs = await research_call(research=research)("document_analyze", task="什么是绝对误差？", document_path="notes.pdf")
     assert obs.text == "绝对误差是近似值与准确值之差。"
     (request,) = srv.requests
@@ -62,7 +63,7 @@ async def test_image_caption_sends_the_image(
     (workspace.root / "chart.png").write_bytes(_png((64, 48)))
     (workspace.root / "notes.txt").write_text("not an image")
     with FakeOpenAIServer(lambda body: Reply("A blue rectangle.\nAlt text: a plain blue image."), strict="vllm-glm") as srv:
-        research = build_research(tools_config, tmp_path, LLMConfig(base_url=srv.url, max_retries=0), ROLES)
+        research = build_research(tools_config, tmp_path, Players(LLMConfig(base_url=srv.url, max_retries=0), ROLES))
         call = research_call(research=research)
         obs = await call("image_caption", image_path="chart.png")
         refused = await call("image_caption", image_path="notes.txt")
@@ -83,7 +84,7 @@ async def test_model_failures_and_missing_roles_are_error_observations(
     assert off.is_error and "not available" in off.text
     # permissive: the test answers every request with its own 400, whatever the request holds
     with FakeOpenAIServer(lambda body: ErrorReply(400, "bad request")) as srv:
-        research = build_research(tools_config, tmp_path, LLMConfig(base_url=srv.url, max_retries=0), ROLES)
+        research = build_research(tools_config, tmp_path, Players(LLMConfig(base_url=srv.url, max_retries=0), ROLES))
         failed = await research_call(research=research)("document_analyze", task="summarise", document_path="notes.md")
     assert failed.is_error and "document_analyze on notes.md failed" in failed.text
 

@@ -11,7 +11,8 @@ import pytest
 from agents.config import ToolsConfig
 from agents.research.runtime import RESOURCE_KEY, build_research, validate_tools_config
 from agents.sandbox import Workspace
-from agents.tools import ToolContext, toolset_for
+from agents.tools import ToolContext
+from agents.tools.toolsets import toolset_for
 from core.config import ConfigError
 from tests.agents.research.conftest import caller, pointed_at
 

@@ -10,7 +10,9 @@ import pytest
 
 from agents.config import SandboxConfig
 from agents.sandbox import Workspace
-from agents.tools import Observation, ToolContext, toolset_for
+from agents.tools import ToolContext
+from agents.tools.toolsets import toolset_for
+from core.steps import Observation
 from core.records import ToolCall
 
 Call = Callable[..., Awaitable[Observation]]

@@ -11,7 +11,8 @@ from typing import Any
 from agents.config import AgentConfig, GuardConfig
 from agents.guards import NUDGE
 from agents.loop import Agent
-from agents.tools import ToolContext, toolset_for
+from agents.tools import ToolContext
+from agents.tools.toolsets import toolset_for
 from core.config import LLMConfig
 from core.llm import ModelClient
 from core.records import Trajectory

@@ -10,14 +10,15 @@ import pytest
 from PIL import Image
 
 from agents.config import AgentConfig
-from agents.hooks import Injection, StepState
 from agents.guards import NUDGE
 from agents.loop import Agent
-from agents.tools import Tool, ToolContext, Toolset, toolset_for
+from agents.tools import Tool, ToolContext, Toolset
+from agents.tools.toolsets import toolset_for
 from core.config import LLMConfig, PriceConfig
 from core.llm import ModelClient
 from core.metering import Unit, unit_scope
 from core.records import Trajectory
+from core.steps import Injection, StepState
 from tests.fakes.openai_server import ErrorReply, FakeOpenAIServer, FaultPlan, Reply, replay
 
 SYSTEM, USER = "You make slides.", "Make a two-slide deck about tides."

@@ -1,4 +1,4 @@
-"""The tool registry: schemas from signatures, argument validation, errors, timeouts and long outputs."""
+"""Tools and toolsets: schemas from signatures, argument validation, errors, timeouts, long outputs, roles."""
 
 from __future__ import annotations
 
@@ -15,7 +15,9 @@ from pydantic import Field
 
 from agents.config import SandboxConfig
 from agents.sandbox import Workspace
-from agents.tools import Observation, Registry, Tool, ToolContext, ToolError, Toolset, toolset_for
+from agents.tools import Tool, ToolContext, ToolError, Toolset
+from agents.tools.toolsets import TOOLS, toolset_for
+from core.steps import Observation
 from core.records import ToolCall
 
 RUNTIME_TOOLS = [
@@ -160,25 +162,18 @@ def test_roles_get_their_tools() -> None:
         toolset_for("critic")
 
 
-def test_other_packages_register_tools_by_role() -> None:
-    registry = Registry()
+def test_each_role_is_offered_its_tools_in_the_listed_order() -> None:
+    researcher, presenter = list(toolset_for("researcher").tools), list(toolset_for("presenter").tools)
+    assert researcher[: len(RUNTIME_TOOLS)] == presenter[: len(RUNTIME_TOOLS)] == RUNTIME_TOOLS
+    assert researcher[-1] == "inspect_manuscript" and presenter[len(RUNTIME_TOOLS) :] == ["inspect_slide"]
+    assert list(toolset_for("single").tools) == [*researcher, "inspect_slide"]  # each role's, in role order
+    assert all(t.roles for t in TOOLS.values())  # every listed tool is offered to some role
 
-    @registry.tool("researcher")
-    async def search_web(ctx: ToolContext, query: str) -> str:
-        """Search."""
-        return query
 
-    @registry.tool("presenter")
-    async def inspect_slide(ctx: ToolContext, path: str) -> Observation:
-        """Look at a slide."""
-        return Observation("ok", images=(path,))
-
-    assert list(registry.toolset_for("researcher").tools) == ["search_web"]
-    assert list(registry.toolset_for("single").tools) == ["search_web", "inspect_slide"]
-    with pytest.raises(ValueError, match="already registered"):
-        registry.tool("presenter")(inspect_slide)
-    with pytest.raises(ValueError, match="unknown role"):
-        registry.tool("critic")
+def test_a_tool_is_offered_to_known_roles_only() -> None:
+    assert Tool.from_function(paint, "researcher").roles == ("researcher",)
+    with pytest.raises(ValueError, match="paint: unknown role"):
+        Tool.from_function(paint, "critic")
 
 
 def test_cli_lists_every_role_schema() -> None:

@@ -20,7 +20,7 @@ from PIL import Image
 from agents.config import SandboxConfig
 from agents.sandbox import SandboxError, Workspace
 from agents.tools import ToolContext
-from agents.tools.download import checked_request
+from agents.web import checked_request
 
 Call = Callable[..., Awaitable[Any]]
 

@@ -1,0 +1,49 @@
+"""Every tool of the project, and the toolset each role is offered: build toolsets here.
+
+Each tool module ends with `TOOLS`, the tools it defines (`Tool.from_function(fn, *roles)`);
+this module lists those lists, in the order the model sees the schemas. A new tool is one
+entry in its module's `TOOLS`; a new tool module is one line here (docs/extending.md).
+"""
+
+from __future__ import annotations
+
+from typing import Iterable
+
+from agents.research import tools as research
+from agents.tools import command, control, download, files, inspect
+from agents.tools.registry import ROLES, Tool, Toolset
+
+__all__ = ["ROLES", "TOOLS", "toolset_for"]
+
+
+def _by_name(*tools: Tool) -> dict[str, Tool]:
+    """The tools by name, in order; a name given twice is refused."""
+    found: dict[str, Tool] = {}
+    for t in tools:
+        if t.name in found:
+            raise ValueError(f"two tools are named {t.name!r}")
+        found[t.name] = t
+    return found
+
+
+TOOLS: dict[str, Tool] = _by_name(
+    *files.TOOLS,
+    *download.TOOLS,
+    *command.TOOLS,
+    *control.TOOLS,
+    *research.TOOLS,
+    *inspect.TOOLS,
+)
+
+
+def toolset_for(role: str, extra_removed: Iterable[str] = ()) -> Toolset:
+    """The tools offered to `role` ("single": every role's), less `extra_removed`."""
+    if role == "single":
+        roles = ROLES
+    elif role in ROLES:
+        roles = (role,)
+    else:
+        raise ValueError(f"unknown role {role!r}; roles are {ROLES} and 'single'")
+    removed = set(extra_removed)
+    names = dict.fromkeys(t.name for r in roles for t in TOOLS.values() if r in t.roles and t.name not in removed)
+    return Toolset.of(TOOLS[n] for n in names)

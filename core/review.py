@@ -1,0 +1,36 @@
+"""What the critic (`core.protocols.Critic`) sees of one inspection, and its review: findings in the defect taxonomy."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Literal
+
+import pydantic
+
+
+@dataclass(frozen=True)
+class Inspection:
+    """What the critic is allowed to see of one inspection."""
+
+    tool: str
+    artifact: str  # workspace-relative path of the HTML or markdown file
+    source: str
+    measured: list[dict[str, Any]]  # defects (slides) or issues (manuscripts), as the tool measured them
+    image: str | None = None  # workspace-relative rendered PNG
+    details: dict[str, Any] | None = None  # slide size / constraints
+
+    @property
+    def ref(self) -> str:
+        return f"{self.tool}:{self.artifact}" + (f":{self.image}" if self.image else "")
+
+
+class Finding(pydantic.BaseModel):
+    category: Literal["integrity", "constraint", "format", "layout", "render", "style"]
+    severity: Literal["critical", "major", "minor"]
+    evidence: str = pydantic.Field(min_length=1)
+    fix: str = pydantic.Field(min_length=1)
+
+
+class Review(pydantic.BaseModel):
+    reasoning: str = ""
+    findings: list[Finding] = pydantic.Field(default_factory=list)

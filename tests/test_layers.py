@@ -1,0 +1,171 @@
+"""The layers, read from the source (docs/architecture.md, Layers).
+
+`core` imports no package above it, not even for a type checker; the config layer (every `*/config.py`)
+imports, however indirectly, only config modules and the small pure core modules below; and no module
+stores a config schema in Hydra's ConfigStore as it is imported (each config module's `store_schema()`
+does it for the entry point that composes).
+"""
+
+from __future__ import annotations
+
+import ast
+from collections import deque
+from pathlib import Path
+from typing import Iterator
+
+import pytest
+
+from core.config import PROJECT_ROOT
+
+PACKAGES = ("core", "render", "deck", "agents", "critic", "filters", "pipeline", "train", "eval")
+ABOVE_CORE = frozenset(PACKAGES) - {"core"}
+CONFIG_MODULES = frozenset(f"{p}.config" for p in PACKAGES if (PROJECT_ROOT / p / "config.py").is_file())
+# What a config module may import besides config modules: small, pure (no clients, no I/O at import, no Ray, no Playwright).
+PURE_CORE = frozenset({"core.conversation", "core.records", "core.usage", "core.prices"})
+CONFIG_LAYER = CONFIG_MODULES | PURE_CORE | frozenset(PACKAGES)  # a package's __init__ runs before its modules
+NOT_SCANNED = {".venv", "runs", "data", "docs", "configs"}
+
+
+def module_path(name: str) -> Path | None:
+    """The file of project module `name`, None when it is not one (an attribute, or a module outside the project)."""
+    base = PROJECT_ROOT.joinpath(*name.split("."))
+    for path in (base.with_suffix(".py"), base / "__init__.py"):
+        if path.is_file():
+            return path
+    return None
+
+
+def imported(tree: ast.Module, module: str, is_package: bool) -> Iterator[tuple[str, int]]:
+    """(project module, line) for every import anywhere in the module: top level, functions, `if TYPE_CHECKING:`.
+    `from a import b` gives a.b when that is a module, else a."""
+    here = module if is_package else module.rpartition(".")[0]
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            targets = [alias.name for alias in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:  # relative: `from .. import x` in a.b.c is a.x
+                parts = here.split(".")
+                base = ".".join([*parts[: len(parts) - node.level + 1], *([node.module] if node.module else [])])
+            targets = [f"{base}.{alias.name}" if module_path(f"{base}.{alias.name}") else base for alias in node.names]
+        else:
+            continue
+        for target in targets:
+            while target.split(".")[0] in PACKAGES and not module_path(target):
+                target = target.rpartition(".")[0]  # `import a.b.c` of an attribute c: the module a.b
+            if target.split(".")[0] in PACKAGES:
+                yield target, node.lineno
+
+
+def with_packages(name: str) -> list[str]:
+    """`name` after the packages above it, whose __init__ runs first when it is imported."""
+    parts = name.split(".")
+    return [".".join(parts[:depth]) for depth in range(1, len(parts) + 1)]
+
+
+def imports_of(module: str) -> list[tuple[str, int]]:
+    path = module_path(module)
+    assert path is not None, module
+    return list(imported(ast.parse(path.read_text(encoding="utf-8")), module, path.name == "__init__.py"))
+
+
+def module_name(path: Path) -> str:
+    parts = path.relative_to(PROJECT_ROOT).with_suffix("").parts
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def core_modules() -> list[str]:
+    return sorted(module_name(p) for p in (PROJECT_ROOT / "core").rglob("*.py") if "__pycache__" not in p.parts)
+
+
+def outside_config_layer(root: str) -> list[str]:
+    """Each import chain from `root` that reaches a module outside the config layer: `root -> ... -> module`
+    (the packages above `root`, whose __init__ runs first, are followed too)."""
+    packages = with_packages(root)[:-1]
+    chains, seen, pending = [], {root, *packages}, deque([(root,), *((root, p) for p in packages)])
+    while pending:
+        chain = pending.popleft()
+        for target, line in imports_of(chain[-1]):
+            for name in with_packages(target):
+                if name in seen:
+                    continue
+                seen.add(name)
+                if name in CONFIG_LAYER:
+                    pending.append((*chain, name))
+                else:
+                    chains.append(f"{name} (imported at line {line} of {chain[-1]}): {' -> '.join((*chain, name))}")
+    return chains
+
+
+def stores_on_import(source: str) -> list[str]:
+    """`line: call` for each call touching Hydra's ConfigStore that runs when the module is imported
+    (module and class bodies, decorators and defaults; not function bodies)."""
+    found, pending = [], list(ast.parse(source).body)
+    while pending:
+        node = pending.pop()
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            pending += [*node.decorator_list, *node.args.defaults, *filter(None, node.args.kw_defaults)]
+            continue
+        if isinstance(node, ast.Lambda):
+            continue
+        if isinstance(node, ast.Call) and "ConfigStore" in ast.unparse(node.func):
+            found.append(f"{node.lineno}: {ast.unparse(node)}")
+            continue
+        pending += ast.iter_child_nodes(node)
+    return found
+
+
+def project_sources() -> list[Path]:
+    tops = [p for p in PROJECT_ROOT.iterdir() if p.is_dir() and p.name not in NOT_SCANNED and not p.name.startswith(".")]
+    return sorted(path for top in tops for path in top.rglob("*.py") if "__pycache__" not in path.parts)
+
+
+def test_core_imports_nothing_above_it() -> None:
+    found = [
+        f"{module} line {line}: imports {name}"
+        for module in core_modules()
+        for name, line in imports_of(module)
+        if name.split(".")[0] in ABOVE_CORE
+    ]
+    assert not found, "core imports only core (move the type down into core):\n" + "\n".join(found)
+
+
+@pytest.mark.parametrize("config", sorted(CONFIG_MODULES))
+def test_a_config_module_imports_only_the_config_layer(config: str) -> None:
+    chains = outside_config_layer(config)
+    assert not chains, f"{config} reaches modules outside the config layer:\n" + "\n".join(chains)
+
+
+def test_no_module_stores_a_config_schema_on_import() -> None:
+    sources = project_sources()
+    assert PROJECT_ROOT / "pipeline" / "config.py" in sources and PROJECT_ROOT / "tests" / "conftest.py" in sources
+    found = {
+        str(path.relative_to(PROJECT_ROOT)): lines
+        for path in sources
+        if (lines := stores_on_import(path.read_text(encoding="utf-8")))
+    }
+    assert not found, f"store the schema in a function the entry point calls (store_schema): {found}"
+
+
+def test_the_import_scan_sees_every_kind_of_import() -> None:
+    source = (
+        "from typing import TYPE_CHECKING\n"
+        "if TYPE_CHECKING:\n    from filters.gates import GateSpec\n"
+        "def f():\n    import pipeline.stages\n"
+        "from . import records\n"
+    )
+    found = {name for name, _ in imported(ast.parse(source), "core.protocols", is_package=False)}
+    assert found == {"filters.gates", "pipeline.stages", "core.records"}
+
+
+@pytest.mark.parametrize(
+    ("source", "stores"),
+    [
+        ("ConfigStore.instance().store(name='x_schema', node=X)", True),
+        ("cs = ConfigStore.instance()", True),
+        ("if True:\n    ConfigStore.instance().store(name='x_schema', node=X)", True),
+        ("def store_schema():\n    ConfigStore.instance().store(name='x_schema', node=X)", False),
+    ],
+)
+def test_the_store_scan_tells_import_time_from_call_time(source: str, stores: bool) -> None:
+    assert bool(stores_on_import(source)) is stores
