@@ -1,6 +1,6 @@
 """SFT throughput of GLM-4.6V-Flash (tokens/s/GPU, TFLOP/s, MFU, memory) on an export's samples, no download.
 
-    python -m benchmarks.sft_throughput --size tiny --steps 3                      # CPU: checks the code path
+    python -m benchmarks.sft_throughput --size tiny --steps 3                      # CPU: the machinery runs (~1 min)
     python -m benchmarks.sft_throughput --size full --layers 8 --max-length 51200  # one GPU
     bash scripts/gpu_benchmark.sh                                                   # the prepared H200 run
 
@@ -16,7 +16,16 @@ optimizer state nor a full set of gradients is held and the full-width check fit
 memory; for the same reason the loss is computed a chunk of tokens at a time instead of
 from the logits of the whole pack (benchmarks/sft/loss.py). After `--warmup` steps it
 times `--steps` steps and prints one table; the same goes to `--json`. FLOPs are counted from the config (benchmarks/sft/flops.py).
-"""
+
+`--size tiny` checks that the machinery runs on a CPU (MS-SWIFT's encoding, packing and
+collation, the model's forward and backward, the table and the JSON); its figures are not
+a throughput. It packs to 2,048 tokens and cuts each longer row to its last quarter of
+that, 512 tokens (the end of the conversation: the trained turns and the latest slides),
+instead of leaving it out, so that a pack holds four documents; and it runs in float32 on
+a CPU, as train.sft's CPU smoke training does. A step's cost is the 151,552-word
+vocabulary times the trained tokens, and bf16 matrix products are fast on a CPU only with
+AVX512-BF16 or AMX: at the former default (32,768-token packs of whole demo rows, bf16) a
+step took minutes on an AVX2-only CPU."""
 
 from __future__ import annotations
 
@@ -53,7 +62,8 @@ LEARNING_RATE = 1e-5
 LOGIT_BYTES = 2 + 4 + 4  # per logit without a fused loss: bf16 logits, their float32 copy in the loss, its gradient
 
 
-TINY_MAX_LENGTH = 32_768  # the CI model on a CPU: every sample of the demo's export (13-25K tokens) fits
+TINY_MAX_LENGTH = 2048  # packs of the CPU check (--size tiny)
+TINY_DOCUMENTS = 4  # tiny cuts each longer row to its last max_length / 4 tokens: four documents a pack
 
 
 class BenchmarkError(ValueError):
@@ -66,7 +76,9 @@ def parse(argv: Optional[list[str]]) -> argparse.Namespace:
     parser.add_argument("--layers", type=int, help="decoder layers (default: the size's own: tiny 2, full 40)")
     parser.add_argument("--data", type=Path, default=Path("runs/demo/sft"), help="an export (train.jsonl, val.jsonl, images/)")
     parser.add_argument(
-        "--max-length", type=int, help="tokens per pack (train.sft's max_length; default: full 51,200, tiny 32,768)"
+        "--max-length",
+        type=int,
+        help="tokens per pack (train.sft's max_length; default: full 51,200, tiny 2,048 with rows cut to a quarter)",
     )
     parser.add_argument("--steps", type=int, default=5, help="timed steps")
     parser.add_argument("--warmup", type=int, default=1, help="untimed steps first")
@@ -82,6 +94,7 @@ def parse(argv: Optional[list[str]]) -> argparse.Namespace:
     for name in ("max_length", "steps"):
         if getattr(args, name) < 1:
             parser.error(f"--{name.replace('_', '-')} {getattr(args, name)}: must be at least 1")
+    args.cut_to = max(1, args.max_length // TINY_DOCUMENTS) if args.size is Size.tiny else None
     if args.warmup < 0:
         parser.error(f"--warmup {args.warmup}: must be at least 0")
     args.json = args.json or Path(f"runs/benchmarks/sft_throughput-{args.size.value}-{args.layers}L-{args.max_length}.json")
@@ -124,6 +137,13 @@ def check_memory(max_length: int, vocab: int, loss: Loss, device: torch.device) 
             f"({max_length:,} tokens x {vocab:,} vocabulary, no fused loss without Liger); "
             f"{free / GIB:,.0f} GiB are free: lower --max-length"
         )
+
+
+def model_dtype(size: Size, device: torch.device) -> torch.dtype:
+    """train.sft's bf16, except for the tiny model on a CPU: float32, as train.sft trains it there. A CPU multiplies
+    bf16 matrices fast only with AVX512-BF16 or AMX (oneDNN's kernels); elsewhere PyTorch falls back to a loop of
+    a few GFLOP/s, 7x slower than float32 on the same cores."""
+    return torch.float32 if size is Size.tiny and device.type == "cpu" else torch.bfloat16
 
 
 def synchronize(device: torch.device) -> None:
@@ -203,8 +223,9 @@ def main(argv: Optional[list[str]] = None) -> int:
     loss = loss_kind(liger, device)
     check_memory(args.max_length, config.text_config.vocab_size, loss, device)
     with tempfile.TemporaryDirectory() as tmp:
-        batches = load(args.data, write_processor(args.size, config, Path(tmp) / "processor"), args.max_length)
-    model = build_model(config, device, attn_implementation)
+        batches = load(args.data, write_processor(args.size, config, Path(tmp) / "processor"), args.max_length, args.cut_to)
+    dtype = model_dtype(args.size, device)
+    model = build_model(config, device, attn_implementation, dtype)
     if liger:
         apply_liger(model)
     device_name = torch.cuda.get_device_name(device) if device.type == "cuda" else "CPU"
@@ -219,7 +240,7 @@ def main(argv: Optional[list[str]] = None) -> int:
         "attention": attn_label,
         "liger": liger,
         "loss": loss.value,
-        "dtype": "bfloat16",
+        "dtype": str(dtype).removeprefix("torch."),
         "gradient_checkpointing": True,
         "frozen": "vision tower and aligner",
         "optimizer": "AdamW" if device.type == "cuda" else "SGD in backward",
@@ -232,15 +253,17 @@ def main(argv: Optional[list[str]] = None) -> int:
         "export": str(args.data),
         "rows": batches.rows,
         "too_long": batches.too_long,
+        "cut": batches.cut,
         "packs": len(batches.packs),
         "fill": batches.fill,
         "longest": batches.longest,
         "tokens_per_rollout": batches.tokens_per_rollout,
     }
     print(f"# {' '.join(f'{k}={v}' for k, v in setting.items())}")
+    cut = f"{batches.cut} cut to their last {args.cut_to:,} tokens, " if args.cut_to else ""
     print(
         f"# data: {args.data}: {batches.rows} rows, {batches.too_long} longer than {args.max_length:,} left out, "
-        f"{len(batches.packs)} packs, mean fill {batches.fill:.0%}",
+        f"{cut}{len(batches.packs)} packs, mean fill {batches.fill:.0%}",
         flush=True,
     )
     steps = train(model, batches, args.steps, args.warmup, shape, device, loss)

@@ -133,10 +133,12 @@ def attention_implementation(choice: Attention) -> tuple[str, Any]:
     return "sdpa", "sdpa"
 
 
-def build_model(config: Glm4vConfig, device: torch.device, attn_implementation: Any) -> Glm4vForConditionalGeneration:
-    """Random bf16 weights on `device`, set up for training as train.sft does."""
+def build_model(
+    config: Glm4vConfig, device: torch.device, attn_implementation: Any, dtype: torch.dtype = torch.bfloat16
+) -> Glm4vForConditionalGeneration:
+    """Random weights on `device` (bf16 unless told), set up for training as train.sft does."""
     with torch.device(device):
-        model = Glm4vForConditionalGeneration._from_config(config, dtype=torch.bfloat16, attn_implementation=attn_implementation)
+        model = Glm4vForConditionalGeneration._from_config(config, dtype=dtype, attn_implementation=attn_implementation)
     model.model.visual.requires_grad_(False)  # --freeze_vit true --freeze_aligner true
     model.gradient_checkpointing_enable()
     model.config.use_cache = False
