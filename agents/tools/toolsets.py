@@ -31,8 +31,8 @@ TOOLS: dict[str, Tool] = _by_name(
     *download.TOOLS,
     *command.TOOLS,
     *control.TOOLS,
+    *inspect.TOOLS,  # before the research tools: the order every trajectory so far was offered
     *research.TOOLS,
-    *inspect.TOOLS,
 )
 
 
