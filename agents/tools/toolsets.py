@@ -31,7 +31,7 @@ TOOLS: dict[str, Tool] = _by_name(
     *download.TOOLS,
     *command.TOOLS,
     *control.TOOLS,
-    *inspect.TOOLS,  # before the research tools: the order every trajectory so far was offered
+    *inspect.TOOLS,  # before the research tools, as synthesis runs offered them (test_registry)
     *research.TOOLS,
 )
 

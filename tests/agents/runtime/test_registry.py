@@ -163,10 +163,19 @@ def test_roles_get_their_tools() -> None:
 
 
 def test_each_role_is_offered_its_tools_in_the_listed_order() -> None:
+    """The order is part of what the model reads (and of every SFT sample's `tools`): the runtime tools, then the
+    inspect tools, then the Researcher's retrieval tools, as the synthesis runs so far offered them (the order
+    registration on import happened to give there; make demo's SFT data is byte-identical to 73e3b82's)."""
     researcher, presenter = list(toolset_for("researcher").tools), list(toolset_for("presenter").tools)
     assert researcher[: len(RUNTIME_TOOLS)] == presenter[: len(RUNTIME_TOOLS)] == RUNTIME_TOOLS
-    assert researcher[-1] == "inspect_manuscript" and presenter[len(RUNTIME_TOOLS) :] == ["inspect_slide"]
+    assert researcher[len(RUNTIME_TOOLS) : len(RUNTIME_TOOLS) + 2] == ["inspect_manuscript", "search_web"]
+    assert presenter[len(RUNTIME_TOOLS) :] == ["inspect_slide"]
     assert list(toolset_for("single").tools) == [*researcher, "inspect_slide"]  # each role's, in role order
+        *researcher[: len(RUNTIME_TOOLS)],
+        "inspect_manuscript",
+        "inspect_slide",
+        *researcher[len(RUNTIME_TOOLS) + 1 :],
+    ]
     assert all(t.roles for t in TOOLS.values())  # every listed tool is offered to some role
 
 
