@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -27,23 +28,31 @@ def trajectories(root: Path) -> int:
 
 
 def synthesize(root: Path, *overrides: str) -> None:
-    command = [sys.executable, "-m", "pipeline.synthesize", f"run.dir={root}", "limit=4", "tracking=disabled", *overrides]
+    command = [sys.executable, "-m", "pipeline.synthesize", f"run.dir={root}", "limit=3", "tracking=disabled", *overrides]
     done = subprocess.run(command, cwd=PROJECT_ROOT, env=ENV, capture_output=True, text=True, check=False, timeout=900)
     assert done.returncode == 0, done.stderr[-3000:]
 
 
-def test_without_filters_every_finished_rollout_is_exported(tmp_path: Path) -> None:
-    root = tmp_path / "unfiltered"
-    synthesize(root, "filters=none")
+def filter_and_export(played: Path, root: Path, *overrides: str) -> Path:
+    """A copy at `root` of a run whose tasks and rollouts stages are done, run on through the filters, export and
+    report stages with `overrides` (nothing the filters configure reaches the stages before them)."""
+    shutil.copytree(played, root)
+    synthesize(root, "stages=[filters,export,report]", *overrides)
+    return root
+
+
+def test_without_filters_every_finished_rollout_is_exported(scripted_rollouts: Path, tmp_path: Path) -> None:
+    # the filtered run's tasks and rollouts (tests/pipeline/conftest.py), then the rest without filters: a config of
+    # its own, hence run.resume=force
+    root = filter_and_export(scripted_rollouts, tmp_path / "unfiltered", "filters=none", "run.resume=force")
     assert run_gates(root) == []
     finished = [r for r in read_parquet(root / "rollouts.parquet", Rollout) if r.status == "done"]
     assert finished
     assert trajectories(root) == 2 * len(finished)  # a researcher's and a presenter's samples per finished rollout
 
 
-def test_with_the_default_filters_the_scripted_decks_pass_the_content_gate_and_are_exported(tmp_path: Path) -> None:
-    root = tmp_path / "filtered"
-    synthesize(root)
+def test_with_the_default_filters_the_scripted_decks_pass_the_content_gate_and_are_exported(scripted_synthesis: Path) -> None:
+    root = scripted_synthesis  # tests/pipeline/conftest.py: shared with test_report
     rollouts = read_parquet(root / "rollouts.parquet", Rollout)
     verdicts = read_parquet(root / "verdicts.parquet", Verdict)
     content = [v for v in verdicts if v.gate == "content"]

@@ -40,12 +40,17 @@ def _inspections_seen(requests: list[dict[str, Any]]) -> int:
 
 
 @pytest.mark.parametrize(("strict", "llm", "policy"), [("openai", "openai", every_role), ("vllm-glm", "vllm", thinking)])
-def test_synthesize_against_the_strict_fake_of_each_profile(tmp_path: Path, strict: str, llm: str, policy) -> None:
-    run_dir = tmp_path / "run"
-    with FakeOpenAIServer(policy, strict=strict, model="fake", max_model_len=65_536) as srv:
-        command = [arg for arg in synthesize(run_dir, srv.url, "llm.max_tokens=512", llm=llm) if arg != "limit=3"]
-        done = run(*command, "limit=4")
-        requests, refused = list(srv.requests), list(srv.refused)
+def test_synthesize_against_the_strict_fake_of_each_profile(
+    tmp_path: Path, request: pytest.FixtureRequest, strict: str, llm: str, policy
+) -> None:
+    if strict == "openai":  # the very run test_spending reads: synthesize(root, url) with every_role (tests/pipeline/conftest.py)
+        shared = request.getfixturevalue("every_role_synthesis")
+        run_dir, done, requests, refused = shared.root, shared.done, shared.requests, shared.refused
+    else:
+        run_dir = tmp_path / "run"
+        with FakeOpenAIServer(policy, strict=strict, model="fake", max_model_len=65_536) as srv:
+            done = run(*synthesize(run_dir, srv.url, "llm.max_tokens=512", llm=llm))  # limit=3: two rollouts
+            requests, refused = list(srv.requests), list(srv.refused)
     assert done.returncode == 0, done.stderr[-3000:]
     assert refused == []
     assert _inspections_seen(requests) > 0

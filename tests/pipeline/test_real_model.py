@@ -22,15 +22,17 @@ from train.parity import check_run
 
 pytestmark = [pytest.mark.real_model, pytest.mark.chromium, pytest.mark.slow, pytest.mark.timeout(1200)]
 
-# Bounded so that the three commands take minutes: the guards end a 135M model within a few turns anyway.
-LOCAL = [
+# Bounded so that the three commands take minutes: the guards end a 135M model within a few turns anyway (here
+# sooner than by default: a reply cut at 64 tokens counts towards agent/rambling, 4 turns without a file written
+# end an agent as agent/stalled). Most of a command's time is the server reading the first ~2,700-token prompt.
+AGENT = [
     "llm=local",
-    "llm.max_tokens=128",
-    "agent.max_steps=12",
-    "agent.guards.first_write_turns=6",
-    "tracking=disabled",
-    "ray.num_workers=1",
+    "llm.max_tokens=64",
+    "agent.max_steps=8",
+    "agent.guards.first_write_turns=4",
+    "agent.guards.stall_turns=4",
 ]
+LOCAL = [*AGENT, "tracking=disabled", "ray.num_workers=1"]
 GUARD_LIMIT = max(
     GuardConfig().no_tool_call_turns, GuardConfig().repeated_call_turns, GuardConfig().cut_turns, GuardConfig().stall_turns
 )
@@ -80,7 +82,7 @@ def test_one_deck_from_the_command_line(tmp_path: Path) -> None:
         "2",
         "--out",
         str(out),
-        *LOCAL[:4],
+        *AGENT,
         cwd=tmp_path,
     )
     assert done.returncode in (0, 1), done.stderr[-3000:]  # 1: the model did not finish the deck, which it says
@@ -100,7 +102,7 @@ def test_synthesize_with_scripted_tasks_and_judges(tmp_path: Path) -> None:
     done = run(
         "pipeline.synthesize",
         f"run.dir={root}",
-        "limit=3",
+        "limit=2",  # one train task (the other is the eval split's): one rollout
         *LOCAL,
         "roles.task_writer.backend=scripted",
         "roles.judge.backend=scripted",

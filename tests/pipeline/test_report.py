@@ -7,6 +7,7 @@ import importlib.util
 import json
 import os
 import re
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -322,11 +323,10 @@ def test_cli_writes_the_report_and_refuses_a_non_run(synthetic: Path, tmp_path: 
 
 
 @pytest.fixture(scope="session")
-def scripted_run(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, str]:
-    """A scripted-policy run (limit=3), filtered when the filters exist, plus one injected rollout if it had none."""
-    root = tmp_path_factory.mktemp("report-run") / "run"
-    done = run_module("pipeline.synthesize", f"run.dir={root}", "limit=3", "tracking=disabled", timeout=900)
-    assert done.returncode == 0, done.stderr[-3000:]
+def scripted_run(scripted_synthesis: Path, tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, str]:
+    """A scripted-policy run (limit=3: the session's, tests/pipeline/conftest.py, copied), filtered when the filters
+    exist, plus one injected rollout if it had none."""
+    root = Path(shutil.copytree(scripted_synthesis, tmp_path_factory.mktemp("report-run") / "run"))
     if not (root / "verdicts.parquet").exists() and importlib.util.find_spec("filters.run"):
         filtered = run_module("filters.run", str(root), timeout=600)
         assert filtered.returncode == 0, filtered.stderr[-3000:]

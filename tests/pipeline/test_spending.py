@@ -13,7 +13,9 @@ import signal
 import subprocess
 import sys
 import time
+from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import psutil
 import pytest
@@ -25,6 +27,9 @@ from core.usage import total
 from tests.fakes.openai_server import FakeOpenAIServer
 from tests.pipeline.fake_model import every_role
 from tests.pipeline.test_tasks import _fake_writer
+
+if TYPE_CHECKING:
+    from tests.pipeline.conftest import FakeSynthesis
 
 ENV = {**os.environ, "WANDB_MODE": "disabled"}
 pytestmark = pytest.mark.slow
@@ -77,11 +82,29 @@ def units(run_dir: Path) -> int:
     return sum(1 for _ in (run_dir / "units").glob("task_*/*.json")) if (run_dir / "units").is_dir() else 0
 
 
-def test_killed_and_resumed_the_ledger_counts_every_finished_unit_once(tmp_path: Path) -> None:
+@dataclass(frozen=True)
+class Whole:
+    """The tasks stage run once, never killed or capped, and the requests it made."""
+
+    root: Path
+    asked: int
+
+
+@pytest.fixture(scope="module")
+def whole(tmp_path_factory: pytest.TempPathFactory) -> Whole:
+    """The uninterrupted tasks stage (one call at a time) both the killed and the capped runs are compared with:
+    the fake answers each request the same at any concurrency and latency."""
+    root = tmp_path_factory.mktemp("tasks") / "whole"
+    with FakeOpenAIServer(_fake_writer, strict="openai") as srv:
+        done = run(*command(root, srv.url, "llm.max_concurrency=1"))
+        assert done.returncode == 0, done.stderr[-2000:]
+        assert srv.refused == []
+        return Whole(root, srv.served)
+
+
+def test_killed_and_resumed_the_ledger_counts_every_finished_unit_once(whole: Whole, tmp_path: Path) -> None:
+    asked_whole = whole.asked
     with FakeOpenAIServer(_fake_writer, latency_s=0.3, strict="openai") as srv:
-        whole = run(*command(tmp_path / "whole", srv.url, "llm.max_concurrency=2"))
-        assert whole.returncode == 0, whole.stderr[-2000:]
-        asked_whole = srv.served
         killed = tmp_path / "killed"
         child = start(*command(killed, srv.url, "llm.max_concurrency=2"))
         deadline = time.monotonic() + 120
@@ -89,23 +112,23 @@ def test_killed_and_resumed_the_ledger_counts_every_finished_unit_once(tmp_path:
             time.sleep(0.02)
         os.killpg(child.pid, signal.SIGKILL)  # mid-stage: calls in flight die with it
         child.wait()
-        assert 4 <= units(killed) < units(tmp_path / "whole")
+        assert 4 <= units(killed) < units(whole.root)
         resumed = run(*command(killed, srv.url, "llm.max_concurrency=2"))
         assert resumed.returncode == 0, resumed.stderr[-2000:]
-        asked_killed = srv.served - asked_whole
+        asked_killed = srv.served
         assert srv.refused == []
     ledger = read_ledger(killed)
-    assert counted(ledger) == counted(read_ledger(tmp_path / "whole"))  # the same totals as the run never killed
+    assert counted(ledger) == counted(read_ledger(whole.root))  # the same totals as the run never killed
     assert {stage for stage, _ in counted(ledger)} == {"task_drafts", "task_gate"} and ledger.total().cost > 0
     assert asked_killed >= asked_whole  # what was in flight at the kill was asked again, and counted once
     assert not ledger.unfinished  # a SIGKILL leaves nothing to count
 
 
-def test_the_run_cap_stops_within_one_unit_and_a_higher_cap_finishes_with_nothing_played_twice(tmp_path: Path) -> None:
+def test_the_run_cap_stops_within_one_unit_and_a_higher_cap_finishes_with_nothing_played_twice(
+    whole: Whole, tmp_path: Path
+) -> None:
+    reference, asked_whole = read_ledger(whole.root), whole.asked
     with FakeOpenAIServer(_fake_writer, strict="openai") as srv:
-        whole = run(*command(tmp_path / "whole", srv.url, "llm.max_concurrency=1"))
-        assert whole.returncode == 0, whole.stderr[-2000:]
-        reference, asked_whole = read_ledger(tmp_path / "whole"), srv.served
         cap = round(reference.total().cost / 3, 4)
         capped = tmp_path / "capped"
         stopped = run(*command(capped, srv.url, "llm.max_concurrency=1", f"run.max_cost_usd={cap}"))
@@ -120,7 +143,7 @@ def test_the_run_cap_stops_within_one_unit_and_a_higher_cap_finishes_with_nothin
         assert cap <= spent.total().cost <= cap + biggest  # within one unit's cost of the cap
         finished = run(*command(capped, srv.url, "llm.max_concurrency=1", "run.max_cost_usd=100"))
         assert finished.returncode == 0, finished.stderr[-2000:]
-        assert srv.served - asked_whole == asked_whole  # both runs together asked what one run asks: nothing twice
+        assert srv.served == asked_whole  # both runs together asked what one run asks: nothing twice
         assert srv.refused == []
     assert counted(read_ledger(capped)) == counted(reference)
     assert (capped / "stats" / "usage.json").is_file()
@@ -188,12 +211,14 @@ def kill_session(child: subprocess.Popen) -> None:
 
 @pytest.mark.chromium
 @pytest.mark.timeout(1500)
-def test_every_stage_s_calls_are_in_the_ledger_and_a_killed_run_resumes_to_the_same_totals(tmp_path: Path) -> None:
-    whole, killed = tmp_path / "whole", tmp_path / "killed"
+def test_every_stage_s_calls_are_in_the_ledger_and_a_killed_run_resumes_to_the_same_totals(
+    every_role_synthesis: FakeSynthesis, tmp_path: Path
+) -> None:
+    whole, killed = every_role_synthesis.root, tmp_path / "killed"  # whole: synthesize(whole, url), tests/pipeline/conftest.py
+    done, asked = every_role_synthesis.done, every_role_synthesis.served
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert every_role_synthesis.refused == []
     with FakeOpenAIServer(every_role, strict="openai") as srv:
-        done = run(*synthesize(whole, srv.url))
-        assert done.returncode == 0, done.stderr[-3000:]
-        asked = srv.served
         child = start(*synthesize(killed, srv.url))
         deadline = time.monotonic() + 600
         while not list(killed.glob("units/rollouts/*.json")) and child.poll() is None and time.monotonic() < deadline:

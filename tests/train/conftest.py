@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import copy
+import shutil
 import subprocess
 import sys
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -14,15 +17,33 @@ from train.config import ExportConfig
 from train.export import ExportReport, export_run
 
 
+@pytest.fixture(scope="session")
+def _synthetic_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """`run_dir`'s run, built once per session (each test gets a copy of its own)."""
+    return build_run(tmp_path_factory.mktemp("train-run") / "run", RunShape(eval_tasks=1))
+
+
+@pytest.fixture(scope="session")
+def _synthetic_export(_synthetic_run: Path, tmp_path_factory: pytest.TempPathFactory) -> ExportReport:
+    """`exported`'s export of that run, made once per session (each export loads a tokenizer for its parity check)."""
+    root = shutil.copytree(_synthetic_run, tmp_path_factory.mktemp("train-export") / "run")
+    return export_run(root, ExportConfig(val_fraction=0.34))
+
+
 @pytest.fixture
-def run_dir(tmp_path: Path) -> Path:
+def run_dir(_synthetic_run: Path, tmp_path: Path) -> Path:
     """Four tasks (one rejected by the quality gate), one failed rollout, one eval-split task."""
-    return build_run(tmp_path / "run", RunShape(eval_tasks=1))
+    return shutil.copytree(_synthetic_run, tmp_path / "run")
 
 
 @pytest.fixture
-def exported(run_dir: Path) -> ExportReport:
-    return export_run(run_dir, ExportConfig(val_fraction=0.34))
+def exported(run_dir: Path, _synthetic_export: ExportReport) -> ExportReport:
+    """run_dir exported with val_fraction=0.34: the session's export copied into it, as export_run(run_dir) leaves it."""
+    source = _synthetic_export.out_dir.parent
+    shutil.copytree(source, run_dir, dirs_exist_ok=True)  # the same run plus what the export wrote (sft/, stats/export.json)
+    figures = run_dir / "stats" / "export.json"
+    figures.write_text(figures.read_text(encoding="utf-8").replace(str(source), str(run_dir)), encoding="utf-8")
+    return replace(copy.deepcopy(_synthetic_export), out_dir=run_dir / _synthetic_export.out_dir.relative_to(source))
 
 
 @pytest.fixture(scope="session")

@@ -10,13 +10,23 @@ import pytest
 from safetensors.torch import load_file
 
 from core.config import PROJECT_ROOT
-from train.export import ExportReport
+from tests.train.runs import RunShape, build_run
+from train.config import ExportConfig
+from train.export import ExportReport, export_run
 
 pytestmark = [pytest.mark.swift, pytest.mark.slow]
 
 
-def test_tiny_glm4v_trains_on_the_export(exported: ExportReport, tiny_model: Path, tmp_path: Path) -> None:
-    run_dir = exported.out_dir.parent
+@pytest.fixture
+def small_export(tmp_path: Path) -> ExportReport:
+    """The smallest export that shows the path: two tasks of one work step per agent (train and val rows, one slide image)."""
+    run_dir = build_run(tmp_path / "run", RunShape(tasks=2, failed=0, steps=1))
+    return export_run(run_dir, ExportConfig(val_fraction=0.5))
+
+
+def test_tiny_glm4v_trains_on_the_export(small_export: ExportReport, tiny_model: Path, tmp_path: Path) -> None:
+    run_dir = small_export.out_dir.parent
+    assert small_export.train and small_export.val and any(e.sample.images for e in small_export.train)
     output = tmp_path / "checkpoints"
     # the vision tower is trained too, so that its change shows the images reached the loss
     command = [
