@@ -11,18 +11,15 @@ from typing import Any
 
 import pytest
 
-from tests.fakes.openai_server import FakeOpenAIServer
-from tests.pipeline.fake_model import every_role
-from tests.pipeline.test_acceptance_e2e import filter_and_export, synthesize as synthesize_scripted
-from tests.pipeline.test_spending import run, synthesize
-
 
 @pytest.fixture(scope="session")
 def scripted_rollouts(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """The tasks and rollouts stages of `python -m pipeline.synthesize limit=3` with the scripted policy and the default
     config (read it, do not change it): what the acceptance tests' filtered and unfiltered runs have in common."""
+    from tests.pipeline.test_acceptance_e2e import synthesize  # here, not at collection: it imports the export's checks
+
     root = tmp_path_factory.mktemp("scripted-rollouts") / "run"
-    synthesize_scripted(root, "stages=[tasks,rollouts]", "ray.num_workers=1")
+    synthesize(root, "stages=[tasks,rollouts]", "ray.num_workers=1")
     return root
 
 
@@ -30,6 +27,8 @@ def scripted_rollouts(tmp_path_factory: pytest.TempPathFactory) -> Path:
 def scripted_synthesis(scripted_rollouts: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
     """That run (a copy) through the default filters, the export and the report (read it, do not change it): the
     acceptance test's filtered run, and the run test_report's browser test is shown."""
+    from tests.pipeline.test_acceptance_e2e import filter_and_export
+
     return filter_and_export(scripted_rollouts, tmp_path_factory.mktemp("scripted-synthesis") / "run")
 
 
@@ -48,6 +47,10 @@ class FakeSynthesis:
 def every_role_synthesis(tmp_path_factory: pytest.TempPathFactory) -> FakeSynthesis:
     """tests.pipeline.test_spending.synthesize (limit=3, every role played by the fake model, priced) against the strict
     fake of the openai profile (read it, do not change it): test_spending's uninterrupted run, test_profiles' openai run."""
+    from tests.fakes.openai_server import FakeOpenAIServer
+    from tests.pipeline.fake_model import every_role
+    from tests.pipeline.test_spending import run, synthesize
+
     root = tmp_path_factory.mktemp("every-role-synthesis") / "whole"
     with FakeOpenAIServer(every_role, strict="openai") as srv:
         done = run(*synthesize(root, srv.url))
