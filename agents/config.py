@@ -32,8 +32,8 @@ class GuardConfig:
     no_tool_call_turns: int = 3  # in a row without a tool call -> agent/no_tool_calls
     repeated_call_turns: int = 3  # the same call(s) in a row, or a cycle of identical turns, N times -> agent/loop
     cut_turns: int = 3  # in a row cut at llm.max_tokens or llm.turn_timeout_s -> agent/rambling
-    stall_turns: int = 8  # without a file written or changed, after the agent's first write -> agent/stalled
-    first_write_turns: int = 16  # without writing any file from the start (research comes first) -> agent/stalled
+    # without progress (a file written or changed, or a result not seen before), plus one per slide written -> agent/stalled
+    stall_turns: int = 8
 
 
 @dataclass

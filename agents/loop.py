@@ -11,7 +11,7 @@ from typing import Callable, Sequence
 from agents.budget import ContextBudget
 from agents.config import AgentConfig
 from agents.guards import GuardTripped, Guards
-from agents.tools.registry import ToolContext, Toolset
+from agents.tools.registry import ToolContext, ToolCrashed, Toolset
 from core.failures import Failure
 from core.llm_types import ModelError
 from core.protocols import Model, StepHook
@@ -44,6 +44,10 @@ class ModelFailed(AgentEnded): ...
 
 class Degenerate(AgentEnded):
     """A guard (agents/guards.py) saw the model going nowhere."""
+
+
+class ToolCrash(AgentEnded):
+    """A tool raised what it does not document (agents.tools.registry.ToolCrashed)."""
 
 
 class BudgetSpent(AgentEnded):
@@ -79,7 +83,8 @@ class Agent:
         self.budget = ContextBudget(
             min(config.context_window, model.context_window or config.context_window), config.warn_fractions
         )
-        self.guards = Guards(config.guards, ctx.workspace.root, list(toolset.tools))
+        informing = [name for name, tool in toolset.tools.items() if tool.informs]
+        self.guards = Guards(config.guards, ctx.workspace.root, list(toolset.tools), informing)
         self.started = time.monotonic()
         self.saved_at = -float("inf")
 
@@ -111,11 +116,17 @@ class Agent:
             return
         t1 = time.perf_counter()
         calls = reply.tool_calls
+        names = tuple(c.name for c in calls)
         self.messages.append(
             Message("assistant", reply.content, reasoning=reply.reasoning, tool_calls=calls, sent=reply.request_digest)
         )
         self.budget.update(reply.usage, len(self.messages))
-        observations = await self._execute(calls)
+        try:
+            observations = await self._execute(calls)
+        except ToolCrashed as exc:
+            error = f"tool_crash:{exc.tool}"
+            self.steps.append(Step(index, started, t1 - t0, time.perf_counter() - t1, reply.usage, names, error=error))
+            raise ToolCrash(Failure.tool_crash.detailed(exc.tool)) from exc
         cut = f"at llm.max_tokens, {reply.usage.completion_tokens} tokens" if reply.finish_reason == "length" else None
         tripped: GuardTripped | None = None
         try:
@@ -123,7 +134,8 @@ class Agent:
         except GuardTripped as exc:
             tripped, note = exc, ""
         self._observe(calls, observations, self.budget.warning(), note)
-        self.steps.append(Step(index, started, t1 - t0, time.perf_counter() - t1, reply.usage, tuple(c.name for c in calls)))
+        progress = self.guards.progressed
+        self.steps.append(Step(index, started, t1 - t0, time.perf_counter() - t1, reply.usage, names, progress=progress))
         for call, observation in zip(calls, observations):
             if call.name == "finalize" and not observation.is_error:
                 raise Finalized(outcome=json.loads(call.arguments)["outcome"])
@@ -171,7 +183,11 @@ class Agent:
 
     async def _execute(self, calls: tuple[ToolCall, ...]) -> tuple[Observation, ...]:
         limit = self.config.max_tool_calls_per_turn
-        run = await asyncio.gather(*(self.toolset.call(self.ctx, call) for call in calls[:limit]))
+        results = await asyncio.gather(*(self.toolset.call(self.ctx, call) for call in calls[:limit]), return_exceptions=True)
+        for result in results:  # every call of the turn has ended before a crash ends the agent
+            if isinstance(result, BaseException):
+                raise result
+        run = [r for r in results if isinstance(r, Observation)]
         skipped = Observation(f"Not run: at most {limit} tool calls run per turn; repeat it in your next turn.", is_error=True)
         return (*run, *[skipped] * (len(calls) - limit))
 

@@ -71,7 +71,7 @@ async def _measure(url: str, rollouts: int, steps: int, root: Path) -> tuple[lis
         (workspace / "manuscript.md").write_text("# Tides\n\nThe moon pulls the sea.\n\n---\n\n" * 80)
         record = workspace / "trajectory.json"
         ctx = ToolContext(Workspace(workspace), "presenter")
-        off = GuardConfig(no_tool_call_turns=0, repeated_call_turns=0, cut_turns=0, stall_turns=0, first_write_turns=0)
+        off = GuardConfig(no_tool_call_turns=0, repeated_call_turns=0, cut_turns=0, stall_turns=0)
         config = AgentConfig(max_steps=steps, guards=off)  # the same read every step: what is timed, not a loop to end
         agent = Agent(model, toolset_for("presenter"), ctx, config, f"t{n}")
         agent.start("You make slides. " * 100, "Make a deck about tides.")

@@ -32,6 +32,11 @@ class Failure(StrEnum):
     unfinished = "environment/unfinished", False, "an agent ended without finalizing and recorded no reason"
     export_failed = "environment/export_failed", False, "the deck's slides could not be exported to PDF"
     infrastructure = "environment/infrastructure", True, "the worker raised outside the agents (the detail: the exception's type)"
+    tool_crash = (
+        "environment/tool_crash",
+        True,
+        "a tool raised an exception it does not document: a bug of ours (the detail: the tool)",
+    )
     worker_died = "environment/worker_died", True, "the worker process died mid-rollout (Ray resubmits its rollouts)"
     no_deck = "environment/no_deck", False, "evaluation: the rollout left no deck to score"
     unreadable_deck = "environment/unreadable_deck", False, "evaluation: the deck could not be read for scoring"

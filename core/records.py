@@ -198,6 +198,7 @@ class Step:
     usage: Usage = field(default_factory=Usage)
     tool_names: tuple[str, ...] = ()
     error: Optional[str] = None
+    progress: bool = False  # the turn changed a file or brought a result not seen before (agents/guards.py)
 
 
 @dataclass(frozen=True)

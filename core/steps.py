@@ -17,6 +17,7 @@ class Observation:
     images: tuple[str, ...] = ()  # workspace-relative paths
     is_error: bool = False
     data: dict[str, Any] | None = None  # structured result for step hooks (the critic); never sent to the model
+    items: tuple[str, ...] = ()  # what the result lists, by identity (search hits' URLs): new ones are progress
 
 
 @dataclass(frozen=True)

@@ -8,6 +8,7 @@ from pathlib import Path
 from statistics import mean
 from typing import Any
 
+from core.failures import Failure, category_of
 from core.records import Rollout, RolloutStatus
 from core.run import RunContext
 from core.store import atomic_write_text
@@ -42,6 +43,7 @@ def summarize(
         "findings_by_category": dict(sum((Counter(r.findings) for r in records), Counter())),
         "failures_by_category": dict(failures.most_common()),
         "failures_by_kind": dict(Counter(f.split("/")[0] for f in failures.elements())),
+        "tool_crashes": dict(Counter(f.partition(":")[2] for f in failures.elements() if category_of(f) is Failure.tool_crash)),
         "tokens": dict(tokens),
         "steps_mean": {agent: round(mean(r.steps[agent] for r in records if agent in r.steps), 1) for agent in _agents(records)},
         "tool_counts": dict(sum((Counter(r.tool_counts) for r in records), Counter()).most_common()),

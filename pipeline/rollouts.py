@@ -36,7 +36,7 @@ from agents.jail import describe
 from core.config import PROJECT_ROOT, ConfigError, RayConfig
 from core.failures import Failure
 from core.ledger import SpendingCap, spending_cap
-from core.logs import console
+from core.logs import console, setup_logging
 from core.metering import Unit, stamped, unit_scope
 from core.protocols import Runner
 from core.records import Rollout, RolloutStatus, StageDone, Task, read_parquet
@@ -89,6 +89,7 @@ class RolloutWorker:
     def __init__(self, cfg: Any, run_dir: str):
         self.cfg = cfg
         self.store = RunStore(Path(run_dir))
+        setup_logging(self.store.root / "logs" / f"worker-{os.getpid()}.log")  # beside the driver's log, not in Ray's
         self.runner = load_runner(cfg.rollouts.runner, cfg, self.store.root)
         self._started = False
         self._lock = asyncio.Lock()

@@ -19,13 +19,14 @@ from collections import Counter
 from pathlib import Path
 from typing import Any, Awaitable, Callable
 
+from agents.tools.registry import ToolError
 from core.language import normalize_text
 
 MODES = ("off", "record", "replay")
 
 
-class CacheMiss(LookupError):
-    """Replay asked for a result that was never recorded."""
+class CacheMiss(ToolError):
+    """Replay asked for a result that was never recorded (the model sees it, and may ask for a recorded one)."""
 
 
 def normalise_arguments(arguments: dict[str, Any]) -> dict[str, Any]:

@@ -29,6 +29,7 @@ from agents.research.runtime import Research, fingerprint, research_of
 from agents.research.search import SEARCH, TimeRange
 from agents.tools.files import image_size
 from agents.tools.registry import Tool, ToolContext, ToolError
+from core.steps import Observation
 
 ROLE = "researcher"
 IMAGE_RESULTS = 5
@@ -67,7 +68,7 @@ async def search_web(
     time_range: Annotated[
         Optional[TimeRange], Field(description="Only pages from the last day, week, month or year (web backends).")
     ] = None,
-) -> str:
+) -> Observation:
     """Search the web (or, offline, the local document collection). Returns titles, URLs and snippets; read a result with fetch_url."""
     research = research_of(ctx)
     backend = research.config.search_backend
@@ -82,7 +83,8 @@ async def search_web(
     found = await _retrieve(
         research, "search_web", backend, arguments | ({"attachments": attached[1]} if attached else {}), search
     )
-    return hits_text(query, [from_json(SearchHit, h) for h in found])
+    hits = [from_json(SearchHit, h) for h in found]
+    return Observation(hits_text(query, hits), items=tuple(f"{h.url} {h.location or ''}" for h in hits))
 
 
 async def attachment_index(ctx: ToolContext) -> tuple[CorpusIndex, str] | None:
@@ -112,7 +114,7 @@ async def fetch_url(
     )
 
 
-async def search_images(ctx: ToolContext, query: Query) -> str:
+async def search_images(ctx: ToolContext, query: Query) -> Observation:
     """Find images (photos, figures, diagrams) with their size, caption and licence. Web results are URLs to save with
     download_file; results from the local library are copied into the workspace (assets/library/)."""
     research = research_of(ctx)
@@ -131,10 +133,10 @@ async def search_images(ctx: ToolContext, query: Query) -> str:
         for hit in hits:
             saved.append(f"{LIBRARY_ASSETS}/{hit.url}")
             ctx.workspace.write_bytes(saved[-1], library.read(hit.url))
-    return images_text(query, hits, saved)
+    return Observation(images_text(query, hits, saved), items=tuple(h.url for h in hits))
 
 
-async def search_papers(ctx: ToolContext, query: Query, max_results: MaxResults = 5) -> str:
+async def search_papers(ctx: ToolContext, query: Query, max_results: MaxResults = 5) -> Observation:
     """Search research papers: titles, authors, year, abstract and an id for get_paper_authors."""
     research = research_of(ctx)
     backend = research.config.paper_backend
@@ -145,7 +147,8 @@ async def search_papers(ctx: ToolContext, query: Query, max_results: MaxResults 
         {"query": query, "max_results": max_results},
         lambda: _papers(backend).search(research, query, max_results),
     )
-    return papers_text(query, [from_json(Paper, p) for p in found])
+    papers = [from_json(Paper, p) for p in found]
+    return Observation(papers_text(query, papers), items=tuple(p.id for p in papers))
 
 
 async def get_paper_authors(

@@ -110,9 +110,9 @@ async def finalize(
 
 
 TOOLS = (
-    Tool.from_function(todo_create, *ROLES),
-    Tool.from_function(todo_update, *ROLES),
-    Tool.from_function(todo_list, *ROLES),
-    Tool.from_function(thinking, *ROLES),
-    Tool.from_function(finalize, *ROLES),
+    Tool.from_function(todo_create, *ROLES, informs=False),
+    Tool.from_function(todo_update, *ROLES, informs=False),
+    Tool.from_function(todo_list, *ROLES, informs=False),
+    Tool.from_function(thinking, *ROLES, informs=False),
+    Tool.from_function(finalize, *ROLES, informs=False),
 )

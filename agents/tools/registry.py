@@ -5,8 +5,9 @@ its docstring is the description and each argument's `Annotated[T, Field(...)]`
 gives its type, constraints and description. `Tool.from_function(fn, *roles)`
 describes one; a tool module ends with `TOOLS`, the tools it offers, and
 `agents.tools.toolsets` lists those lists and hands each role its toolset.
-Whatever a call does wrong (bad JSON, a bad argument, an exception, a timeout)
-comes back as an error observation the model can read and act on.
+Whatever a call does wrong (bad JSON, a bad argument, a ToolError, a timeout)
+comes back as an error observation the model can read and act on; any other exception
+is a bug of ours, not the model's to fix: it raises ToolCrashed, which ends the rollout.
 """
 
 from __future__ import annotations
@@ -36,6 +37,15 @@ OUTPUTS_DIR = ".outputs"
 
 class ToolError(Exception):
     """A failure the model can fix; its message is the observation."""
+
+
+class ToolCrashed(Exception):
+    """A tool raised an exception it does not document (logged with its stack): the rollout ends as
+    `environment/tool_crash`, so no trajectory teaches a model our stack traces."""
+
+    def __init__(self, tool: str, exc: BaseException):
+        super().__init__(f"{tool} raised {type(exc).__name__}: {exc}")
+        self.tool = tool
 
 
 @dataclass
@@ -79,10 +89,11 @@ class Tool:
     roles: tuple[str, ...] = ()  # the roles it is offered to ("single" gets every role's)
     truncate: bool = True  # False for tools that page their own output (read_file)
     timeout_s: Callable[[SandboxConfig], float] = _call_timeout
+    informs: bool = True  # a result not seen before is progress (agents/guards.py); not for notes and the todo list
 
     @classmethod
     def from_function(cls, fn: ToolFn, *roles: str, **options: Any) -> Tool:
-        """The tool `fn` is, offered to `roles` (options: truncate, timeout_s)."""
+        """The tool `fn` is, offered to `roles` (options: truncate, timeout_s, informs)."""
         unknown = set(roles) - set(ROLES)
         if unknown:
             raise ValueError(f"{fn.__name__}: unknown role(s) {sorted(unknown)}; roles are {ROLES}")
@@ -121,8 +132,8 @@ class Tool:
                 f"{self.name} did not finish within {self.timeout_s(ctx.sandbox):g} s and was stopped.", is_error=True
             )
         except Exception as exc:
-            log.debug("tool %s failed on %s", self.name, raw_arguments, exc_info=True)
-            return Observation(f"{self.name} failed: {type(exc).__name__}: {exc}", is_error=True)
+            log.warning("tool %s crashed on %.200s", self.name, raw_arguments, exc_info=True)
+            raise ToolCrashed(self.name, exc) from exc
         observation = result if isinstance(result, Observation) else Observation(result)
         if self.truncate and len(observation.text) > ctx.sandbox.max_output_chars:
             return _spill(ctx, self.name, observation)
@@ -135,10 +146,13 @@ def _spill(ctx: ToolContext, tool_name: str, observation: Observation) -> Observ
     cut = text[:limit]
     if (newline := cut.rfind("\n")) > limit // 2:
         cut = cut[: newline + 1]
+    data = text.encode()
     for n in itertools.count(1):
         path = f"{OUTPUTS_DIR}/{tool_name}_{n}.txt"
+        if _holds(ctx, path, data):  # the same output again (a page read twice): one copy, and the same note
+            break
         try:
-            ctx.workspace.write_bytes(path, text.encode(), mode="create")
+            ctx.workspace.write_bytes(path, data, mode="create")
             break
         except SandboxError as exc:
             if not isinstance(exc.__cause__, FileExistsError):
@@ -148,6 +162,11 @@ def _spill(ctx: ToolContext, tool_name: str, observation: Observation) -> Observ
         f'read the rest with read_file(path="{path}", offset={len(cut)})]'
     )
     return Observation(cut + note, observation.images, observation.is_error)
+
+
+def _holds(ctx: ToolContext, path: str, data: bytes) -> bool:
+    found = ctx.workspace.stat(path)
+    return found is not None and found.st_size == len(data) and ctx.workspace.read_bytes(path, len(data)) == data
 
 
 # ---------------------------------------------------------------- toolsets

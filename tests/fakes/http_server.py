@@ -7,6 +7,7 @@ recorded in `srv.requests` (method, path, query, headers, body).
 
 from __future__ import annotations
 
+import asyncio
 import json
 from dataclasses import dataclass, field
 from typing import Any, Optional
@@ -20,6 +21,7 @@ class Answer:
     status: int = 200
     headers: dict[str, str] = field(default_factory=dict)
     content_type: Optional[str] = None
+    delay_s: float = 0.0  # the answer starts after this long (a slow or hung server)
 
 
 @dataclass(frozen=True)
@@ -57,6 +59,7 @@ class ScriptedServer:
         if not answers:
             return web.Response(status=404, text=f"no route {request.path}")
         answer = answers.pop(0) if len(answers) > 1 else answers[0]
+        await asyncio.sleep(answer.delay_s)
         if isinstance(answer.body, (dict, list)):
             return web.json_response(answer.body, status=answer.status, headers=answer.headers)
         if isinstance(answer.body, bytes):

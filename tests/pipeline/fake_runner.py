@@ -1,7 +1,8 @@
 """A test runner speaking the rollout Runner protocol; what it does is read from the task text.
 
 Words in the instruction: SLOW (sleeps past the wall-clock cap), CRASH (raises), FAIL
-(returns a failed rollout), DIE (kills its worker process, once per task).
+(returns a failed rollout), DIE (kills its worker process, once per task). BrokenToolRunner is the
+real runner with a bug planted in a tool.
 """
 
 from __future__ import annotations
@@ -10,10 +11,14 @@ import asyncio
 import os
 import threading
 import time
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 from agents.jail import JailUnavailable
+from agents.tools import ToolContext
+from agents.tools.toolsets import TOOLS
+from pipeline.runner import DeckRunner
 from core.metering import current_unit
 from core.records import Rollout, Task
 
@@ -60,3 +65,26 @@ class JaillessRunner(ScriptedRunner):
 
     async def start(self) -> None:
         raise JailUnavailable("tools.sandbox.jail=bubblewrap: bwrap is not on PATH on this node")
+
+
+BROKEN: set[Path] = set()  # the workspaces whose write_file raises
+
+
+class BrokenToolRunner(DeckRunner):
+    """The real runner, with a bug planted in one tool: in the first rollout it plays, write_file raises TypeError."""
+
+    async def start(self) -> None:
+        await super().start()
+        original = TOOLS["write_file"]
+
+        async def write_file(ctx: ToolContext, **arguments: Any) -> Any:
+            if ctx.workspace.root.resolve() in BROKEN:
+                raise TypeError("planted bug: unsupported operand type(s) for +: 'int' and 'str'")
+            return await original.fn(ctx, **arguments)
+
+        TOOLS["write_file"] = replace(original, fn=write_file)
+
+    async def rollout(self, task: Task, workspace: Path) -> Rollout:
+        if not BROKEN:
+            BROKEN.add(workspace.resolve())
+        return await super().rollout(task, workspace)

@@ -23,29 +23,18 @@ from train.parity import check_run
 pytestmark = [pytest.mark.real_model, pytest.mark.chromium, pytest.mark.slow, pytest.mark.timeout(1200)]
 
 # Bounded so that the three commands take minutes: the guards end a 135M model within a few turns anyway (here
-# sooner than by default: a reply cut at 64 tokens counts towards agent/rambling, 4 turns without a file written
-# end an agent as agent/stalled). Most of a command's time is the server reading the first ~2,700-token prompt.
+# sooner than by default: a reply cut at 64 tokens counts towards agent/rambling, 4 turns without progress (plus one
+# per slide written) end an agent as agent/stalled). Most of a command's time is the server reading the first ~2,700-token prompt.
 AGENT = [
     "llm=local",
     "llm.max_tokens=64",
     "agent.max_steps=8",
-    "agent.guards.first_write_turns=4",
     "agent.guards.stall_turns=4",
 ]
 LOCAL = [*AGENT, "tracking=disabled", "ray.num_workers=1"]
 GUARD_LIMIT = max(
     GuardConfig().no_tool_call_turns, GuardConfig().repeated_call_turns, GuardConfig().cut_turns, GuardConfig().stall_turns
 )
-WRITES = {
-    "write_file",
-    "edit_file",
-    "move_file",
-    "create_directory",
-    "download_file",
-    "execute_command",
-    "todo_create",
-    "todo_update",
-}
 
 
 def run(*args: str, cwd: Path, timeout: int = 1200) -> subprocess.CompletedProcess[str]:
@@ -53,15 +42,14 @@ def run(*args: str, cwd: Path, timeout: int = 1200) -> subprocess.CompletedProce
 
 
 def ended_properly(trajectory: Trajectory) -> None:
-    """A status and a failure category; no more turns after the last file write than a guard allows."""
+    """A status and a failure category; no more turns after the last progress (agents/guards.py) than a guard allows."""
     assert trajectory.status in ("finalized", "failed"), trajectory.status
     if trajectory.status == "failed":
         category, _, kind = (trajectory.failure or "").partition("/")
         assert category in ("agent", "environment") and kind, trajectory.failure
-    wrote = [i for i, s in enumerate(trajectory.steps) if WRITES & set(s.tool_names)]
-    since = len(trajectory.steps) - 1 - (wrote[-1] if wrote else 0)
-    limit = GUARD_LIMIT if wrote else GuardConfig().first_write_turns
-    assert since <= limit + 2, f"{trajectory.agent}: {since} turns after its last progress ({trajectory.failure})"
+    progressed = [s.index for s in trajectory.steps if s.progress]
+    since = len(trajectory.steps) - 1 - progressed[-1] if progressed else len(trajectory.steps)
+    assert since <= GUARD_LIMIT + 2, f"{trajectory.agent}: {since} turns after its last progress ({trajectory.failure})"
 
 
 def usage_of(folder: Path) -> dict[str, dict]:

@@ -1,5 +1,5 @@
-"""Fixtures of the research tools' tests: one corpus index and one image library of ../shared/data per session,
-a workspace with a research context, tools called as the model calls them, and a scripted loopback HTTP server."""
+"""Fixtures of the research tools' tests: a workspace with a research context (over tests/agents/conftest.py's
+corpus index and image library), tools called as the model calls them, and a scripted loopback HTTP server."""
 
 from __future__ import annotations
 
@@ -11,9 +11,6 @@ from typing import Any, AsyncIterator, Awaitable, Callable, Optional
 import pytest
 
 from agents.config import SandboxConfig, ServiceConfig, ToolsConfig
-from agents.research.documents import load_documents
-from agents.research.imagelib import build_library
-from agents.research.index import build_index
 from agents.research.runtime import RESOURCE_KEY, Research, build_research
 from agents.sandbox import Workspace
 from agents.tools import ToolContext
@@ -22,7 +19,6 @@ from core.steps import Observation
 from core.records import ToolCall
 from tests.fakes.http_server import ScriptedServer
 
-SHARED_DATA = Path(__file__).resolve().parents[4] / "shared" / "data"
 RESPONSES = Path(__file__).parent / "responses"
 ONLINE_SERVICES = ("searxng", "tavily", "brave", "openverse", "wikimedia", "arxiv", "semantic_scholar")
 
@@ -33,41 +29,6 @@ def response(name: str) -> Any:
     """A recorded-shape API answer from responses/ (JSON parsed; anything else as text)."""
     path = RESPONSES / name
     return json.loads(path.read_text(encoding="utf-8")) if path.suffix == ".json" else path.read_text(encoding="utf-8")
-
-
-@pytest.fixture(scope="session")
-def shared_data() -> Path:
-    if not SHARED_DATA.is_dir():
-        pytest.fail(f"{SHARED_DATA} is missing: the shared documents are part of the test assets")
-    return SHARED_DATA
-
-
-@pytest.fixture(scope="session")
-def corpus_path(shared_data: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
-    path = tmp_path_factory.mktemp("corpus") / "shared.db"
-    build_index(load_documents(shared_data), path)
-    return path
-
-
-@pytest.fixture(scope="session")
-def library_path(shared_data: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
-    folder = tmp_path_factory.mktemp("library") / "images"
-    build_library(shared_data, folder)
-    return folder
-
-
-@pytest.fixture
-def tools_config(corpus_path: Path, library_path: Path, tmp_path: Path) -> ToolsConfig:
-    """Offline backends over the session's index and library; the cache records into tmp_path/cache."""
-    sandbox = SandboxConfig(call_timeout_s=30)
-    return ToolsConfig(
-        corpus_index=str(corpus_path),
-        image_library=str(library_path),
-        cache_dir=str(tmp_path / "cache"),
-        http_retries=1,
-        http_timeout_s=5,
-        sandbox=sandbox,
-    )
 
 
 def pointed_at(cfg: ToolsConfig, url: str, **changes: Any) -> ToolsConfig:

@@ -68,7 +68,7 @@ async def test_a_model_that_repeats_one_call_ends_as_a_loop_on_turn_3(ctx: ToolC
     with FakeOpenAIServer(replay([Reply(tool_calls=[("list_directory", {"path": "."})])]), strict="vllm-glm") as srv:
         result = await play(srv, ctx)
     assert (result.failure, len(result.steps)) == ("agent/loop", 3)
-    assert warnings(result) == [warnings(result)[0]] and "repeated the same call(s) 2 times" in warnings(result)[0]
+    assert warnings(result) == [warnings(result)[0]] and "same call(s) 2 times and got the same result" in warnings(result)[0]
     assert [m.kind for m in result.messages[-2:]] == ["model", "tool"]  # the last turn is recorded whole
 
 
@@ -107,19 +107,40 @@ async def test_a_model_that_stops_making_progress_after_writing_is_stalled(ctx: 
         lambda body: Reply(tool_calls=[WRITE]) if len(body["messages"]) == 2 else think(body), strict="vllm-glm"
     ) as srv:
         result = await play(srv, ctx, GuardConfig(stall_turns=4))
-    assert (result.failure, len(result.steps)) == ("agent/stalled", 5)  # the write, then 4 turns without a change
-    assert "No file was written or changed in your last 3 turns" in warnings(result)[-1]
+    # the write, then 4 + 1 turns without progress: the limit grows by one per slide written (a review pass)
+    assert (result.failure, len(result.steps)) == ("agent/stalled", 6)
+    assert [s.progress for s in result.steps] == [True] + [False] * 5
+    assert "Your last 4 turns changed no file and returned nothing you had not seen before" in warnings(result)[-1]
 
 
-async def test_a_model_that_never_writes_is_stalled_after_first_write_turns(ctx: ToolContext) -> None:
+async def test_thinking_alone_is_not_progress(ctx: ToolContext) -> None:
     with FakeOpenAIServer(thoughts(), strict="vllm-glm") as srv:
-        result = await play(srv, ctx, GuardConfig(first_write_turns=5))
+        result = await play(srv, ctx, GuardConfig(stall_turns=5))
     assert (result.failure, len(result.steps)) == ("agent/stalled", 5)
+
+
+async def test_todo_churn_alone_is_not_progress(ctx: ToolContext) -> None:
+    churn = itertools.cycle(
+        [("todo_create", {"items": ["outline", "write"]}), ("todo_update", {"index": 1, "status": "done"}), ("todo_list", {})]
+    )
+    with FakeOpenAIServer(lambda _: Reply(tool_calls=[next(churn)]), strict="vllm-glm") as srv:
+        result = await play(srv, ctx)
+    assert (result.failure, len(result.steps)) == ("agent/stalled", GuardConfig().stall_turns)
+    assert (ctx.workspace.root / "todo.json").is_file() and not any(s.progress for s in result.steps)
+
+
+async def test_the_same_call_with_a_new_result_is_not_a_loop(ctx: ToolContext) -> None:
+    count = ("execute_command", {"command": "echo line >> log.txt && wc -l < log.txt"})
+    with FakeOpenAIServer(
+        replay([Reply(tool_calls=[count])] * 5 + [Reply(tool_calls=[WRITE]), Reply(tool_calls=[FINALIZE])]), strict="vllm-glm"
+    ) as srv:
+        result = await play(srv, ctx)
+    assert result.status == "finalized" and all(s.progress for s in result.steps[:6])
 
 
 async def test_a_guard_at_zero_is_off(ctx: ToolContext) -> None:
     with FakeOpenAIServer(replay([Reply(tool_calls=[("list_directory", {"path": "."})])]), strict="vllm-glm") as srv:
-        result = await play(srv, ctx, GuardConfig(repeated_call_turns=0, first_write_turns=0))
+        result = await play(srv, ctx, GuardConfig(repeated_call_turns=0, stall_turns=0))
     assert (result.failure, len(result.steps)) == ("environment/step_limit", 30)
 
 

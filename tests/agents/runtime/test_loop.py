@@ -278,6 +278,21 @@ async def test_a_crash_leaves_a_readable_partial_record(ctx: ToolContext) -> Non
     assert (partial.status, partial.failure, len(partial.steps)) == ("failed", "environment/crash", 1)
 
 
+async def test_a_tool_that_raises_type_error_ends_the_agent_as_tool_crash(ctx: ToolContext) -> None:
+    async def measure(ctx: ToolContext, text: str) -> str:
+        """Measure a text."""
+        return len(text) + " characters"  # type: ignore[operator]  # the planted bug: TypeError
+
+    tools = Toolset.of([*toolset_for("presenter").tools.values(), Tool.from_function(measure, "presenter")])
+    turn = Reply(tool_calls=[WRITE_SLIDE, ("measure", {"text": "tides"})])
+    with FakeOpenAIServer(replay([turn]), strict="vllm-glm") as srv:
+        result = await agent(srv, ctx, tools).run(SYSTEM, USER)
+    assert (result.status, result.failure, len(srv.requests)) == ("failed", "environment/tool_crash:measure", 1)
+    assert result.steps[-1].error == "tool_crash:measure"
+    assert (ctx.workspace.root / "slides/slide_01.html").is_file()  # the turn's other call ran to its end
+    assert not any(m.kind == "tool" for m in result.messages)  # no result of the crashed turn, no stack trace
+
+
 async def test_a_rollout_at_its_cost_cap_ends_as_agent_budget(ctx: ToolContext) -> None:
     """rollouts.max_cost_usd: the unit's next model call is refused, and the agent ends with its own category."""
     priced = PriceConfig(input_per_mtok=1000.0, output_per_mtok=0.0)  # $1 per 1,000 prompt tokens

@@ -16,6 +16,7 @@ from pydantic import Field
 from agents.config import SandboxConfig
 from agents.sandbox import Workspace
 from agents.tools import Tool, ToolContext, ToolError, Toolset
+from agents.tools.registry import ToolCrashed
 from agents.tools.toolsets import TOOLS, toolset_for
 from core.steps import Observation
 from core.records import ToolCall
@@ -110,13 +111,13 @@ async def test_good_arguments_reach_the_tool(tools: Toolset, ctx: ToolContext) -
     assert (await run(tools, ctx, "paint", '{"color": "red", "coats": "2"}')).text == "painted 2 coat(s) of red"
 
 
-async def test_an_exception_becomes_an_error_observation_and_is_logged(
+async def test_an_undocumented_exception_is_a_crash_logged_with_its_stack(
     tools: Toolset, ctx: ToolContext, caplog: pytest.LogCaptureFixture
 ) -> None:
-    with caplog.at_level(logging.DEBUG, logger="agents.tools.registry"):
-        obs = await run(tools, ctx, "paint", '{"color": "blue"}')
-    assert obs.is_error and obs.text == "paint failed: RuntimeError: out of blue paint"
-    assert any(r.exc_info and "out of blue paint" in str(r.exc_info[1]) for r in caplog.records)
+    with caplog.at_level(logging.WARNING, logger="agents.tools.registry"), pytest.raises(ToolCrashed) as crash:
+        await run(tools, ctx, "paint", '{"color": "blue"}')
+    assert crash.value.tool == "paint" and str(crash.value) == "paint raised RuntimeError: out of blue paint"
+    assert any(r.levelno == logging.WARNING and r.exc_info and "out of blue paint" in str(r.exc_info[1]) for r in caplog.records)
 
 
 async def test_the_call_timeout_stops_a_tool(tools: Toolset, workspace: Workspace) -> None:
@@ -144,7 +145,8 @@ async def test_long_output_is_cut_at_a_line_and_saved_whole(tools: Toolset, ctx:
     shown = obs.text.split("\n[output cut")[0]
     assert len(shown) <= ctx.sandbox.max_output_chars and whole.startswith(shown) and shown.endswith("\n")
     assert ".outputs/shout_1.txt" in obs.text and (ctx.workspace.root / ".outputs/shout_1.txt").read_text() == whole
-    assert ".outputs/shout_2.txt" in (await run(tools, ctx, "shout", '{"lines": 2000}')).text
+    assert (await run(tools, ctx, "shout", '{"lines": 2000}')).text == obs.text  # the same output again: the same copy
+    assert ".outputs/shout_2.txt" in (await run(tools, ctx, "shout", '{"lines": 2001}')).text
     text, more = shown, obs.text  # the model pages through the rest with read_file
     while match := re.search(r"offset=(\d+)", more):
         page = (await caller(ctx)("read_file", path=".outputs/shout_1.txt", offset=int(match[1]))).text
