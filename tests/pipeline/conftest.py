@@ -11,15 +11,20 @@ from typing import Any
 
 import pytest
 
+BROKEN_TOOL_RUNNER = "rollouts.runner=tests.pipeline.fake_runner:BrokenToolRunner"  # in the config hash: every stage names it
+
 
 @pytest.fixture(scope="session")
 def scripted_rollouts(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """The tasks and rollouts stages of `python -m pipeline.synthesize limit=3` with the scripted policy and the default
-    config (read it, do not change it): what the acceptance tests' filtered and unfiltered runs have in common."""
+    config (read it, do not change it): what the acceptance tests' filtered and unfiltered runs have in common. Its
+    runner is the real one with a bug planted in write_file for the first rollout it plays (test_tool_crash)."""
     from tests.pipeline.test_acceptance_e2e import synthesize  # here, not at collection: it imports the export's checks
 
     root = tmp_path_factory.mktemp("scripted-rollouts") / "run"
-    synthesize(root, "stages=[tasks,rollouts]", "ray.num_workers=1")
+    synthesize(
+        root, "stages=[tasks,rollouts]", "ray.num_workers=1", "rollouts.runner=tests.pipeline.fake_runner:BrokenToolRunner"
+    )
     return root
 
 
@@ -29,7 +34,7 @@ def scripted_synthesis(scripted_rollouts: Path, tmp_path_factory: pytest.TempPat
     acceptance test's filtered run, and the run test_report's browser test is shown."""
     from tests.pipeline.test_acceptance_e2e import filter_and_export
 
-    return filter_and_export(scripted_rollouts, tmp_path_factory.mktemp("scripted-synthesis") / "run")
+    return filter_and_export(scripted_rollouts, tmp_path_factory.mktemp("scripted-synthesis") / "run", BROKEN_TOOL_RUNNER)
 
 
 @dataclass(frozen=True)
