@@ -6,7 +6,7 @@ limit it ends the agent with its own failure category (`agent/no_tool_calls`, `a
 `agent/rambling`, `agent/stalled`). A limit of 0 turns a guard off.
 
 What counts (docs: README, "guards"):
-- progress: a turn that writes or changes a file the agent owns, or whose tools return something
+- progress: a turn that puts new content in a file the agent owns, or whose tools return something
   the agent has not seen before in this rollout (a search hit not listed before, a new page, the
   inspection of a slide whose text or picture changed). Errors, the todo list and thoughts are not progress;
 - a repeat: the same call(s) with the same result(s), so a retry after an error is a repeat only
@@ -55,9 +55,9 @@ class GuardTripped(Exception):
         self.failure = failure
 
 
-def workspace_state(root: Path) -> frozenset[tuple[str, int, int]]:
-    """(path, size, mtime) of every file the agent may have written; a change between turns is progress."""
-    found = set()
+def workspace_files(root: Path) -> dict[str, tuple[int, int]]:
+    """path -> (size, mtime) of every file the agent may have written."""
+    found = {}
     for folder, dirs, files in os.walk(root):
         relative = os.path.relpath(folder, root)
         dirs[:] = [d for d in dirs if relative != "." or not d.startswith(NOT_PROGRESS)]
@@ -68,8 +68,15 @@ def workspace_state(root: Path) -> frozenset[tuple[str, int, int]]:
                 stat = os.stat(os.path.join(folder, name))
             except FileNotFoundError:  # removed while we looked
                 continue
-            found.add((os.path.join(relative, name), stat.st_size, stat.st_mtime_ns))
-    return frozenset(found)
+            found[os.path.join(relative, name)] = (stat.st_size, stat.st_mtime_ns)
+    return found
+
+
+def _digest(path: Path) -> str:
+    try:
+        return hashlib.sha256(path.read_bytes()).hexdigest()
+    except OSError:  # removed or unreadable while we looked
+        return ""
 
 
 def result_key(workspace: Path, observation: Observation) -> str:
@@ -96,12 +103,12 @@ class Guards:
     cut_turns: int = 0
     turns: list[tuple] = field(default_factory=list)  # per turn: ((tool, arguments, result key), ...)
     seen: set[tuple[str, str]] = field(default_factory=set)  # (tool, result key) of every result so far
-    state: frozenset = frozenset()
+    files: dict[str, tuple[int, int, str]] = field(default_factory=dict)  # path -> (size, mtime, content digest)
     idle_turns: int = 0  # turns since the start or the last progress
     progressed: bool = False  # whether the last observed turn made progress
 
     def __post_init__(self) -> None:
-        self.state = workspace_state(self.workspace)
+        self._changed()
 
     def cut(self, why: str) -> str:
         """A turn cut at the token or time limit: the note to append; raises GuardTripped at the limit."""
@@ -116,7 +123,7 @@ class Guards:
         if not cut:
             self.cut_turns = 0
         turn = tuple((c.name, c.arguments, result_key(self.workspace, o)) for c, o in zip(calls, observations))
-        self.progressed = self._changed(calls) | self._learned(turn, observations)  # both keep their state
+        self.progressed = (bool(calls) and self._changed()) | self._learned(turn, observations)  # both keep their state
         self.idle_turns = 0 if self.progressed else self.idle_turns + 1
         notes = [self.cut(cut) if cut else "", self._tool_calls(calls), self._loop(turn), self._stall()]
         return "\n\n".join(n for n in notes if n)
@@ -181,10 +188,16 @@ class Guards:
                 best = max(best, (matched + period) // period)
         return best
 
-    def _changed(self, calls: Sequence[ToolCall]) -> bool:
-        """Whether a file the agent owns was written or changed since the last turn."""
-        state = workspace_state(self.workspace) if calls else self.state
-        changed, self.state = state != self.state, state
+    def _changed(self) -> bool:
+        """Whether a file the agent owns appeared, went, or has new content since the last turn (a file rewritten
+        with the same bytes is not a change); contents are read again only where size or mtime moved."""
+        now = {}
+        for path, (size, mtime) in workspace_files(self.workspace).items():
+            known = self.files.get(path)
+            same = known is not None and known[:2] == (size, mtime)
+            now[path] = (size, mtime, known[2] if same and known else _digest(self.workspace / path))
+        changed = {p: v[2] for p, v in now.items()} != {p: v[2] for p, v in self.files.items()}
+        self.files = now
         return changed
 
     def _stall(self) -> str:

@@ -3,7 +3,8 @@
 The diligent set does what a capable model does (long research before its first write, re-reading a
 source, writing every slide and then inspecting and revising each, retrying a fetch that timed out,
 long reasoning): at default guard settings none of it may be ended by a guard. The degenerate set
-(prose, identical calls with identical results, todo churn, rambling, the same search reworded) must
+(prose, identical calls with identical results, the same file written again, todo churn, rambling, the same
+search reworded) must
 end with its own category within (limit + 2) turns of its last progress, as `Step.progress` records it.
 """
 
@@ -254,11 +255,12 @@ RAMBLE = Reply("and so on " * 50, tool_calls=[("thinking", {"thought": "more"})]
     [
         (repeat(Reply("Sure! Here is a long answer about tides.")), "agent/no_tool_calls", DEFAULTS.no_tool_call_turns),
         (repeat(("list_directory", {"path": "."})), "agent/loop", DEFAULTS.repeated_call_turns),
+        (repeat(manuscript(["The same note."])), "agent/loop", DEFAULTS.repeated_call_turns),  # the same bytes again
         (todo_churn, "agent/stalled", DEFAULTS.stall_turns),
         (repeat(RAMBLE), "agent/rambling", DEFAULTS.cut_turns),
         (reworded_search, "agent/stalled", DEFAULTS.stall_turns),
     ],
-    ids=["prose", "identical-calls", "todo-churn", "rambling", "reworded-search"],
+    ids=["prose", "identical-calls", "identical-writes", "todo-churn", "rambling", "reworded-search"],
 )
 async def test_a_degenerate_model_ends_within_two_turns_of_its_guard_limit(
     researcher: Callable[..., ToolContext], script: Callable[[], Script], failure: str, limit: int
