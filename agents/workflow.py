@@ -252,6 +252,7 @@ async def _export(
             workspace=workspace,
             deck=env.deck,
             manuscript=manuscript.read_text(encoding="utf-8", errors="replace") if manuscript.is_file() else "",
+            text_path=workspace / "deck_text.json",
         )
     except (ValueError, RuntimeError) as exc:
         log.warning("%s: deck export failed: %s", brief.task_id, exc)
@@ -277,5 +278,6 @@ async def _export(
         "pptx": "deck.pptx",
         "previews": "previews",
         "defects": "deck_defects.json",
+        "deck_text": "deck_text.json",
     }
     return DeckOutcome(RolloutStatus.done, None, trajectories, artifacts, deck.pages, sum(len(s["defects"]) for s in slides))

@@ -1,11 +1,12 @@
 """Deck export: a folder of `slide_NN.html` files -> one PDF (a page per slide), PNG previews, a PPTX.
 
 Run: `python -m agents.deck SLIDES_DIR --aspect 16:9 --pdf OUT.pdf [--pptx OUT.pptx] [--png-dir DIR]
-[--pptx-mode editable|picture] [--manuscript FILE] [--check]`, and
+[--pptx-mode editable|picture] [--manuscript FILE] [--check] [--text deck_text.json]`, and
 `python -m agents.deck check DECK.pptx --against DECK.pdf [--json]` for the fidelity check alone.
 Every slide goes through the shared Renderer; Chromium prints each page at the slide's exact
 size (1280x720 px prints as 960x540 pt) and PyMuPDF merges the pages. The editable PPTX is
-built from the layout the renderer read on each printed page (`deck/layout.py`).
+built from the layout the renderer read on each printed page (`deck/layout.py`); the deck's text
+as a reader reads it, for the content gate, is read on the same pages (`deck/text.py`).
 """
 
 from __future__ import annotations
@@ -19,7 +20,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Sequence
 
-import pymupdf
+from core.pdf import pymupdf
+from playwright.async_api import CDPSession, Page
 
 from deck.config import DeckConfig, PptxMode
 
@@ -30,6 +32,7 @@ from deck.fidelity import BadInput, CheckError, check
 from deck.pptx import SlideSource, write_pptx
 from render.renderer import PageReader, Renderer, RenderError, RenderResult, aspect_size
 from deck.layout import SlideLayout, read_slide_layout
+from deck.text import read_slide_text, write_deck_text
 
 log = logging.getLogger(__name__)
 
@@ -46,11 +49,26 @@ class DeckExport:
     # Per slide, in order: measured defects and layout.
     results: tuple[RenderResult, ...] = ()
     fidelity: dict[str, Any] | None = None  # the PPTX's fidelity check (deck/fidelity.py), when it ran
+    text: Path | None = None  # deck_text.json (deck/text.py), when asked for
 
 
-def page_reader(deck: DeckConfig) -> PageReader | None:
+@dataclass(frozen=True)
+class PageRead:
+    """What the deck export reads on each printed page: the reader's text, and the layout for an editable PPTX."""
+
+    text: dict[str, Any]
+    layout: SlideLayout | None = None
+
+
+def page_reader(deck: DeckConfig) -> PageReader:
     """What a renderer must read on each printed page for this deck export (`Renderer(read_page=...)`)."""
-    return read_slide_layout if PptxMode(deck.pptx_mode) is PptxMode.editable else None
+    editable = PptxMode(deck.pptx_mode) is PptxMode.editable
+
+    async def read(page: Page, cdp: CDPSession) -> PageRead:
+        text = await read_slide_text(page)
+        return PageRead(text, await read_slide_layout(page, cdp) if editable else None)
+
+    return read
 
 
 def slide_files(slides_dir: Path) -> list[Path]:
@@ -74,11 +92,12 @@ async def export_deck(
     workspace: Path | None = None,
     deck: DeckConfig | None = None,
     manuscript: str = "",
+    text_path: Path | None = None,
 ) -> DeckExport:
     """Render every slide once (PNG + PDF page) and write the merged PDF and, if asked, the PPTX
-    (its notes: the `manuscript` section of each slide, where known). Assets may live anywhere
-    under `workspace` (default: the slides folder's parent). An editable PPTX needs a renderer
-    that reads layouts (`page_reader`)."""
+    (its notes: the `manuscript` section of each slide, where known) and the deck's text as a reader
+    reads it (`text_path`, deck/text.py). Assets may live anywhere under `workspace` (default: the
+    slides folder's parent). An editable PPTX and the text need a renderer that reads them (`page_reader`)."""
     deck = deck or DeckConfig()
     size = aspect_size(aspect)
     files = slide_files(slides_dir)
@@ -96,6 +115,8 @@ async def export_deck(
         )
     )
     pages = await asyncio.to_thread(write_pdf, results, pdf_path)
+    if text_path is not None:
+        write_deck_text(files, [_read(r, "text").text for r in results], text_path)
     fidelity = None
     if pptx_path is not None:
         sources = pptx_sources(results, PptxMode(deck.pptx_mode), manuscript)
@@ -110,6 +131,7 @@ async def export_deck(
         defects=sum(len(r.defects) for r in results),
         results=tuple(results),
         fidelity=fidelity,
+        text=text_path,
     )
 
 
@@ -117,15 +139,20 @@ def pptx_sources(results: Sequence[RenderResult], mode: PptxMode, manuscript: st
     """What the PPTX writer needs of each rendered slide: its layout (editable mode), PNG and notes."""
     layouts: list[SlideLayout | None] = [None] * len(results)
     if mode is PptxMode.editable:
-        missing = [r.html_path.name for r in results if not isinstance(r.page_data, SlideLayout)]
-        if missing:
-            raise ValueError(
-                f"no layout was read for {', '.join(missing)}: an editable PPTX needs Renderer(read_page=read_slide_layout)"
-            )
-        layouts = [r.page_data for r in results]
+        layouts = [_read(r, "layout").layout for r in results]
     titles = [layout.data.get("title", "") if layout else "" for layout in layouts]
     notes = slide_sections(manuscript, titles) if manuscript.strip() else [""] * len(results)
     return [SlideSource(r.png_path, layout, note) for r, layout, note in zip(results, layouts, notes)]
+
+
+def _read(result: RenderResult, what: str) -> PageRead:
+    """What the renderer read on the slide's page; ValueError naming the slide when it did not read `what`."""
+    read = result.page_data
+    if not isinstance(read, PageRead) or getattr(read, what) is None:
+        raise ValueError(
+            f"no {what} was read for {result.html_path.name}: the export needs Renderer(read_page=page_reader(deck))"
+        )
+    return read
 
 
 def _fidelity(pptx: Path, pdf: Path, deck: DeckConfig) -> dict[str, Any]:
@@ -172,6 +199,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--pptx-mode", choices=[m.value for m in PptxMode], default=PptxMode.editable.value)
     parser.add_argument("--manuscript", type=Path, help="markdown whose sections become the slides' notes")
     parser.add_argument("--check", action="store_true", help="render the PPTX with LibreOffice and compare it with the PDF")
+    parser.add_argument("--text", type=Path, help="write the deck's text as the content gate reads it (deck_text.json)")
     parser.add_argument("--png-dir", type=Path, help="default: previews/ beside the slides folder")
     parser.add_argument("--workspace", type=Path, help="root that assets may come from (default: the slides folder's parent)")
     args = parser.parse_args(argv)
@@ -186,12 +214,13 @@ def main(argv: list[str] | None = None) -> int:
     deck = DeckConfig(pptx_mode=PptxMode(args.pptx_mode), check=args.check and args.pptx is not None)
     try:
         export = asyncio.run(
-            _export(args.slides_dir, args.aspect, args.pdf, png_dir, args.pptx, args.workspace, deck, manuscript)
+            _export(args.slides_dir, args.aspect, args.pdf, png_dir, args.pptx, args.workspace, deck, manuscript, args.text)
         )
     except RenderError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 1
     extra = f", {export.pptx} ({deck.pptx_mode.value})" if export.pptx else ""
+    extra += f", {export.text}" if export.text else ""
     print(
         f"wrote {export.pdf} ({export.pages} pages){extra} and {len(export.pngs)} PNGs in {png_dir}; {export.defects} defects measured"
     )
@@ -244,6 +273,7 @@ async def _export(
     workspace: Path | None,
     deck: DeckConfig,
     manuscript: str,
+    text: Path | None,
 ) -> DeckExport:
     async with Renderer(RenderConfig(), read_page=page_reader(deck)) as renderer:
         return await export_deck(
@@ -256,6 +286,7 @@ async def _export(
             workspace=workspace,
             deck=deck,
             manuscript=manuscript,
+            text_path=text,
         )
 
 

@@ -28,7 +28,7 @@ from typing import Any
 from zipfile import BadZipFile
 
 import numpy as np
-import pymupdf
+from core.pdf import pymupdf
 from lxml.etree import XMLSyntaxError
 from pptx import Presentation
 from pptx.exc import PackageNotFoundError

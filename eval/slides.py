@@ -4,8 +4,9 @@ A deck is one of: an exported workspace (deck_defects.json + previews/ + deck.pd
 rollouts leave them), a PDF (pages rendered to PNG), a folder of slide images, or one
 image. Each slide carries its image, its PDF page's text layer and embedded images
 when there is a PDF, the layout defects the renderer measured when there are some, and
-the content checks (filters/content.py) that fail on it when there is a PDF: what the
-content gate sees, so the scripted judge sees it too.
+the content checks (filters/content.py) that fail on it when there is a PDF (read from the
+workspace's deck_text.json when there is one): what the content gate sees, so the scripted
+judge sees it too.
 """
 
 from __future__ import annotations
@@ -17,17 +18,17 @@ from functools import cached_property
 from pathlib import Path
 from typing import Any
 
-import pymupdf
+from core.pdf import pymupdf
 
 from core.language import normalize_text
 from filters.config import FiltersConfig
-from filters.constraints import UnusablePDF
 from filters.content import check_deck
 from core.candidate import ArtifactError
 from filters.quality import deck_slides
 
 IMAGE_SUFFIXES = (".png", ".jpg", ".jpeg", ".webp")
 DEFECTS_FILE = "deck_defects.json"
+TEXT_FILE = "deck_text.json"  # the deck's text as the content gate reads it (deck/text.py), when the export wrote it
 CSS_PX_PER_PT = 96 / 72  # Chromium prints 1280 px as 960 pt: pages render back at their CSS size
 
 
@@ -67,8 +68,10 @@ def load_deck(path: Path, render_dir: Path, language: str | None = None, request
     """The slides at `path`; a PDF's pages are rendered under `render_dir` (once, by content hash). With a PDF,
     each slide carries the content checks that fail on it (`language` and `request` as the task gives them)."""
     if path.is_dir() and (path / DEFECTS_FILE).is_file():
-        pdf = path / "deck.pdf"
-        return _with_content(_workspace(path), pdf, language, request) if pdf.is_file() else _workspace(path)
+        pdf, layout = path / "deck.pdf", path / TEXT_FILE
+        if not pdf.is_file():
+            return _workspace(path)
+        return _with_content(_workspace(path), pdf, language, request, layout if layout.is_file() else None)
     if path.is_file() and path.suffix.lower() == ".pdf":
         return _with_content(_pdf(path, render_dir), path, language, request)
     images = sorted(p for p in path.iterdir() if p.suffix.lower() in IMAGE_SUFFIXES) if path.is_dir() else [path]
@@ -78,10 +81,12 @@ def load_deck(path: Path, render_dir: Path, language: str | None = None, request
     return [SlideView(n, p.resolve()) for n, p in enumerate(images, start=1)]
 
 
-def _with_content(slides: list[SlideView], pdf: Path, language: str | None, request: str | None) -> list[SlideView]:
+def _with_content(
+    slides: list[SlideView], pdf: Path, language: str | None, request: str | None, layout: Path | None = None
+) -> list[SlideView]:
     try:
-        failing = check_deck(pdf, FiltersConfig(), language, request).codes_by_slide()
-    except UnusablePDF as exc:
+        failing = check_deck(pdf, FiltersConfig(), language, request, layout).codes_by_slide()
+    except ArtifactError as exc:
         raise DeckUnreadable(str(exc)) from exc
     return [replace(s, content=tuple(failing.get(s.number, ()))) for s in slides]
 

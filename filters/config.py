@@ -17,7 +17,8 @@ class FiltersConfig:
     aspect_tolerance: float = 0.02  # relative difference of width/height ratios
     language_threshold: float = 0.5  # CJK share that makes a deck Chinese
     min_constraint_score: float = 1.0  # fraction of constraints a deck must meet
-    # content gate (filters/content.py); defaults chosen on the labelled set (tests/filters/content_set.py, content_decks/)
+    # content gate (filters/content.py); chosen on the labelled set's tuning part alone (`python -m tests.filters.content_set`
+    # prints how each value reads it; tests/filters/content_decks/README.md)
     content_duplicate_similarity: float = 0.8  # two slides whose text shingles overlap this much (Jaccard) are duplicates
     content_repeat_min_tokens: int = (
         6  # a sentence this long (words; CJK characters count one each) may not recur on another slide

@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Sequence, TypeVar
 
-import pymupdf
+from core.pdf import pymupdf
 
 from core.cli import OneLineParser
 from core.language import detect_language
@@ -205,10 +205,11 @@ SPEC = GateSpec(GATE, ConstraintGate)
 def print_report(
     prog: str, make: Callable[[], R], to_json: Callable[[R], object], human: Callable[[R], str], as_json: bool
 ) -> int:
-    """A gate CLI's output: the report as JSON or as lines (exit 0), or one line on stderr (exit 2) for an unreadable PDF."""
+    """A gate CLI's output: the report as JSON or as lines (exit 0), or one line on stderr (exit 2) for an unreadable
+    input (the PDF, or what else the gate reads)."""
     try:
         report = make()
-    except UnusablePDF as exc:
+    except ArtifactError as exc:
         print(f"{prog}: error: {exc}", file=sys.stderr)
         return 2
     print(json.dumps(to_json(report), ensure_ascii=False) if as_json else human(report))

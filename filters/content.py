@@ -1,13 +1,16 @@
 """The content gate: does the deck's text read like a deck a person would accept? Rules, no model call.
 
-    python -m filters.content deck.pdf --lang zh --request "请帮我制作一份演示文稿……" --json
+    python -m filters.content deck.pdf --lang zh --request "请帮我制作一份演示文稿……" --json [--layout deck_text.json]
 
-It reads each page of the exported PDF (PyMuPDF) as one slide: the heading is the
-text set in the page's largest type, the items are the other text blocks (a bullet,
-a paragraph, a caption each). Every check is its own failure category:
+It reads each slide as a reader does (filters/content_reading.py), from the deck's own layout when
+the export recorded it (deck_text.json), else from the PDF: a heading; prose (the items: a bullet, a
+paragraph, a caption each); the text of tables, code, charts, diagrams and formulas, which is content
+but not prose; and page furniture (page numbers, footers and headers repeated across slides), which
+is neither. Every check is its own failure category:
 
-- `duplicate_slides`: two slides with the same or near-same text (shingle overlap);
-- `repeated_text`: a bullet or sentence said twice on a slide, or again on another slide
+- `duplicate_slides`: two slides with the same or near-same heading and prose (shingle overlap) and
+  the same tables, code and figures, if any (two slides of different tables are not duplicates);
+- `repeated_text`: a prose bullet or sentence said twice on a slide, or again on another slide
   (a closing summary in other words is not a repeat; one that copies a bullet is);
 - `truncated_text`: text cut mid-sentence: a trailing or leading "…"/"...", a fragment
   that starts mid-citation ("3This", "[29] V. Nair", "et al.") or ends on a dangling word,
@@ -19,7 +22,12 @@ a paragraph, a caption each). Every check is its own failure category:
 - `language_mix`: body text mostly not in the requested language (an item counts as Chinese
   unless it has more than twice as many Latin words as CJK characters, so terms and names
   in Latin script inside Chinese sentences are fine);
-- `empty_slides`: a content slide with nothing but a heading (the title slide may be bare).
+- `empty_slides`: a content slide with nothing but a heading (and furniture). The title slide may
+  be bare, and so may a section divider (a heading that names a section, "Part 2: Results",
+  "Section 3", "第二部分", "02 Method", followed by a slide with content) and a closing slide
+  ("Thank you", "Questions?", "谢谢") at the end.
+
+Prose alone is checked for repetition, cuts, placeholders, echoes and language.
 
 It runs before the model judges (filters.run), so a junk deck costs no judge tokens.
 """
@@ -35,28 +43,25 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Sequence
 
-import pymupdf
-
 from core.defects import Source, codes_of
 from core.language import normalize_text
 from core.records import Verdict
 from filters.config import FiltersConfig
 from core.cli import OneLineParser
-from filters.constraints import print_report, read_pdf
+from filters.constraints import print_report
 from core.candidate import Candidate
+from filters.content_reading import CJK, CJK_CHAR, SlideText, layout_pages, pdf_pages, slides_of
 from filters.gates import GateSpec
 
 GATE = "content"
 CODES = codes_of(Source.content)  # core/defects.py, in the order the checks run
 CJK_LANGUAGES = ("zh", "ja", "ko")
-HEADING_RATIO = 1.15  # the largest type is a heading when it is this much larger than the smallest
 SHOWN = 3  # instances named per failed check
+TEXT_ARTIFACT = "deck_text"  # the rollout's deck_text.json (deck/text.py), when its export wrote one
 
-_CJK = "\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\uac00-\ud7af"
-_TOKEN = re.compile(rf"[a-z0-9\u00c0-\u024f]+|[{_CJK}]")
-_CJK_CHAR = re.compile(rf"[{_CJK}]")
+_TOKEN = re.compile(rf"[a-z0-9\u00c0-\u024f]+|[{CJK}]")
 _LATIN_WORD = re.compile(r"[A-Za-z\u00c0-\u024f]{2,}")
-_OTHER_SCRIPT = re.compile(rf"[{_CJK}\u0400-\u04ff\u0590-\u06ff\u0e00-\u0e7f]")
+_OTHER_SCRIPT = re.compile(rf"[{CJK}\u0400-\u04ff\u0590-\u06ff\u0e00-\u0e7f]")
 _SENTENCE_END = re.compile(r"(?<=[.!?;])\s+|(?<=[。！？；])")
 _QUOTED = re.compile(r"\"[^\"]{2,300}\"|“[^”]{2,300}”|《[^》]{1,300}》|「[^」]{1,300}」|『[^』]{1,300}』")
 
@@ -80,22 +85,12 @@ _GENERIC_NUMBERED = re.compile(
     rf"^(?:{_GENERIC}\s*(?:\d+|[ivx]+)|第\s*\d+\s*(?:页|部分|节|章)){_MORE}*$|^{_GENERIC}{_MORE}+$", re.IGNORECASE
 )
 _GENERIC_BARE = re.compile(rf"^{_GENERIC}$", re.IGNORECASE)
-
-
-@dataclass(frozen=True)
-class SlideText:
-    number: int  # from 1
-    heading: str
-    items: tuple[str, ...]  # the other text blocks: bullets, paragraphs, captions
-    images: int = 0
-
-    @property
-    def body(self) -> str:
-        return " ".join(self.items)
-
-    @property
-    def text(self) -> str:
-        return " ".join((self.heading, *self.items)).strip()
+_SECTION = re.compile(
+    r"(?:part|section|chapter|module|unit)\s+(?:\d+|[ivx]+|one|two|three|four|five|six|seven|eight|nine|ten)\b"
+    r"|0?\d{1,2}\s*[.:、—–-]?\s+\S|第\s*[一二三四五六七八九十\d]+\s*(?:部分|章|节|篇|讲|单元)|[一二三四五六七八九十]+\s*[、.．]",
+    re.IGNORECASE,
+)
+_CLOSING = re.compile(r"(?:thank(?:s| you)|(?:any )?questions|q\s*&\s*a|the end|谢谢|感谢|问答|提问|答疑)\b", re.IGNORECASE)
 
 
 @dataclass(frozen=True)
@@ -145,45 +140,6 @@ class ContentReport:
         return {"passed": self.passed, "checks": checks, "reasons": list(self.reasons())}
 
 
-# ---------------------------------------------------------------- reading the deck
-
-
-def read_slides(pdf_path: Path) -> list[SlideText]:
-    """One SlideText per page; raises UnusablePDF when the PDF cannot be read."""
-    return read_pdf(pdf_path, lambda doc: [page_slide(n, page) for n, page in enumerate(doc, start=1)])
-
-
-def page_slide(number: int, page: pymupdf.Page) -> SlideText:
-    blocks: list[tuple[float, str]] = []
-    for block in page.get_text("dict", flags=pymupdf.TEXTFLAGS_DICT & ~pymupdf.TEXT_PRESERVE_IMAGES)[
-        "blocks"
-    ]:  # images counted apart
-        spans = [s for line in block.get("lines", ()) for s in line["spans"] if s["text"].strip()]
-        text = _join_lines(["".join(s["text"] for s in line["spans"]) for line in block.get("lines", ())])
-        if spans and text:
-            blocks.append((max(s["size"] for s in spans), text))
-    images = len(page.get_images(full=True))
-    if not blocks:
-        return SlideText(number, "", (), images)
-    largest, smallest = max(size for size, _ in blocks), min(size for size, _ in blocks)
-    if largest >= HEADING_RATIO * smallest:
-        heading = [text for size, text in blocks if size >= 0.9 * largest]
-        items = [text for size, text in blocks if size < 0.9 * largest]
-    else:  # one size throughout: the first block heads the slide
-        heading, items = [blocks[0][1]], [text for _, text in blocks[1:]]
-    return SlideText(number, " ".join(heading), tuple(items), images)
-
-
-def _join_lines(lines: Sequence[str]) -> str:
-    out = ""
-    for line in (normalize_text(x) for x in lines):
-        if not line:
-            continue
-        glued = out and _CJK_CHAR.match(out[-1]) and _CJK_CHAR.match(line[0])
-        out = f"{out}{line}" if glued or not out else f"{out} {line}"
-    return out
-
-
 def tokens(text: str) -> list[str]:
     """Latin words (lower case) and single CJK characters: what the checks compare."""
     return _TOKEN.findall(normalize_text(text).lower())
@@ -211,9 +167,13 @@ def check_content(
     return ContentReport(len(slides), checks)
 
 
-def check_deck(pdf_path: Path, cfg: FiltersConfig, language: str | None = None, request: str | None = None) -> ContentReport:
-    """Read `pdf_path` and check it; raises UnusablePDF if it cannot be read."""
-    return check_content(read_slides(pdf_path), cfg, language, request)
+def check_deck(
+    pdf_path: Path, cfg: FiltersConfig, language: str | None = None, request: str | None = None, layout: Path | None = None
+) -> ContentReport:
+    """Read the deck from its `layout` (deck_text.json) when given, else from `pdf_path`, and check it; raises
+    ArtifactError (UnusablePDF for the PDF) when it cannot be read."""
+    pages = layout_pages(layout) if layout is not None else pdf_pages(pdf_path)
+    return check_content(slides_of(pages), cfg, language, request)
 
 
 def _failed(found: Sequence[tuple[tuple[int, ...], str]], what: str) -> Check:
@@ -238,10 +198,12 @@ def _jaccard(a: set, b: set) -> float:
 def _duplicates(slides: Sequence[SlideText], threshold: float) -> Check:
     whole = [_shingles(s.text) for s in slides]
     bodies = [_shingles(s.body) if len(tokens(s.body)) >= 4 else set() for s in slides]
+    shown = [_shingles(" ".join(s.figures)) for s in slides]
     found = []
     for i, j in itertools.combinations(range(len(slides)), 2):
         similarity = max(_jaccard(whole[i], whole[j]), _jaccard(bodies[i], bodies[j]))
-        if similarity >= threshold:
+        same_figures = shown[i] == shown[j] or _jaccard(shown[i], shown[j]) >= threshold
+        if similarity >= threshold and same_figures:
             a, b = slides[i].number, slides[j].number
             found.append(((a, b), f"slides {a} and {b} ({similarity:.0%} alike)"))
     return _failed(found, "near-same slides") if found else Check(True, "no two slides alike")
@@ -338,7 +300,7 @@ def _foreign(item: str, language: str) -> bool:
         language in CJK_LANGUAGES
     ):  # a Chinese word is one to three characters: twice as many Latin words as CJK characters is not Chinese
         latin = len(_LATIN_WORD.findall(item))
-        return latin >= 3 and latin > 2 * len(_CJK_CHAR.findall(item))
+        return latin >= 3 and latin > 2 * len(CJK_CHAR.findall(item))
     letters = sum(ch.isalpha() for ch in item)
     return letters > 0 and len(_OTHER_SCRIPT.findall(item)) > letters / 2
 
@@ -356,12 +318,23 @@ def _language_mix(slides: Sequence[SlideText], language: str | None, threshold: 
     return Check(False, f"{share:.0%} of the body text is not in {language} (slides {', '.join(map(str, worst))})", worst)
 
 
+def _has_content(slide: SlideText) -> bool:
+    return bool(slide.items or slide.figures or slide.images)
+
+
+def _bare_but_accepted(slides: Sequence[SlideText], k: int) -> bool:
+    """The title slide, a section divider followed by content, or a closing slide at the end."""
+    heading = slides[k].heading.strip()
+    if k + 1 == len(slides):  # the last slide (a one-slide deck's only slide is its content)
+        return k > 0 and bool(_CLOSING.match(heading))
+    return k == 0 or (bool(_SECTION.match(heading)) and _has_content(slides[k + 1]))
+
+
 def _empty(slides: Sequence[SlideText]) -> Check:
-    content = slides[1:] if len(slides) > 1 else slides  # the title slide of a deck may be a title alone
     found = [
         ((s.number,), f"slide {s.number} ({_quote(s.heading) if s.heading else 'no text'})")
-        for s in content
-        if not s.items and not s.images
+        for k, s in enumerate(slides)
+        if not _has_content(s) and not _bare_but_accepted(slides, k)
     ]
     return _failed(found, "a heading and nothing else") if found else Check(True, "every content slide has content")
 
@@ -378,7 +351,8 @@ class ContentGate:
     async def judge(self, candidate: Candidate) -> Verdict:
         task = candidate.task
         language = task.constraints.language or task.language
-        report = await asyncio.to_thread(check_deck, candidate.path("pdf"), self.cfg, language, task.instruction)
+        layout = candidate.path(TEXT_ARTIFACT) if TEXT_ARTIFACT in candidate.rollout.artifacts else None
+        report = await asyncio.to_thread(check_deck, candidate.path("pdf"), self.cfg, language, task.instruction, layout)
         return report.to_verdict(task.task_id)
 
 
@@ -399,11 +373,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("pdf", type=Path, help="the exported deck PDF")
     parser.add_argument("--lang", choices=("en", "zh"), help="the language the deck was asked in (language_mix)")
     parser.add_argument("--request", metavar="TEXT", help="the task's request (request_echo)")
+    parser.add_argument("--layout", type=Path, metavar="JSON", help="read the slides from the deck's deck_text.json, not the PDF")
     parser.add_argument("--json", action="store_true", help='print {"passed", "checks", "reasons"} as JSON')
     args = parser.parse_args(argv)
     return print_report(
         parser.prog,
-        lambda: check_deck(args.pdf, FiltersConfig(), args.lang, args.request),
+        lambda: check_deck(args.pdf, FiltersConfig(), args.lang, args.request, args.layout),
         ContentReport.to_json,
         lambda report: _human(args.pdf, report),
         args.json,

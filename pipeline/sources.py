@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Iterator
 
-import pymupdf
+from core.pdf import pymupdf
 
 from core.language import detect_language, normalize_text
 from pipeline.config import SourceConfig

@@ -11,7 +11,8 @@ import pytest_asyncio
 
 from render.config import RenderConfig
 from render.renderer import Renderer, RenderResult
-from deck.layout import read_slide_layout
+from deck.config import DeckConfig
+from deck.export import page_reader
 
 FIXTURES = Path(__file__).parent / "fixtures"
 SLIDES = FIXTURES / "slides"
@@ -29,7 +30,7 @@ def fixture_aspect(path: Path) -> str:
 
 @pytest_asyncio.fixture(scope="session", loop_scope="session")
 async def renderer() -> Renderer:
-    async with Renderer(RenderConfig(max_concurrent=4, max_pages=4, timeout_s=20), read_page=read_slide_layout) as shared:
+    async with Renderer(RenderConfig(max_concurrent=4, max_pages=4, timeout_s=20), read_page=page_reader(DeckConfig())) as shared:
         yield shared
 
 

@@ -17,7 +17,7 @@ import unicodedata
 from dataclasses import dataclass
 from pathlib import Path
 
-import pymupdf
+from core.pdf import pymupdf
 from PIL import Image, UnidentifiedImageError
 
 PDF_SUFFIXES = (".pdf",)

@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Iterator, Optional
 
 import pyarrow.parquet as pq
-import pymupdf
+from core.pdf import pymupdf
 import trafilatura
 from markdownify import markdownify
 

@@ -19,7 +19,7 @@ import tempfile
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-import pymupdf
+from core.pdf import pymupdf
 
 from agents.research.documents import PDF_SUFFIX, document_files, read_pdf
 from agents.research.index import corpus_url

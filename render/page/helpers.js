@@ -1,6 +1,6 @@
-// What the slide inspection and the layout export read alike: the page's root, computed styles,
-// opacity and what clipping ancestors leave of an element, so that the two agree on it.
-// Part of measure.js and slide_layout.js: included into their function, whose scope it shares
+// What the slide inspection, the layout export and the reader's text read alike: the page's root,
+// computed styles, opacity and what clipping ancestors leave of an element, so that they agree on it.
+// Part of measure.js, slide_layout.js and slide_text.js: included into their function, whose scope it shares
 // (render/page_script.py); it uses their `width`, `height` and `tol`.
 
 const html = document.documentElement;

@@ -9,7 +9,7 @@ import sys
 import time
 from pathlib import Path
 
-import pymupdf
+from core.pdf import pymupdf
 import pytest
 
 from tests.rendered import FIXTURES, SLIDES

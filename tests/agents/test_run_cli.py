@@ -6,7 +6,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-import pymupdf
+from core.pdf import pymupdf
 import pytest
 
 SHARED = Path(__file__).parents[3] / "shared" / "data"

@@ -7,7 +7,7 @@ import json
 import re
 from pathlib import Path
 
-import pymupdf
+from core.pdf import pymupdf
 import pytest
 from pptx import Presentation
 

@@ -4,7 +4,7 @@ import asyncio
 import shutil
 from pathlib import Path
 
-import pymupdf
+from core.pdf import pymupdf
 import pytest
 from PIL import Image
 from pptx import Presentation
@@ -111,7 +111,7 @@ async def test_export_reuses_inspections_of_unchanged_slides(renderer: Renderer,
     first, second = deck.results
     assert first.seconds == 0.0 and second.seconds > 0.0  # slide 1 reused; slide 2 changed, so rendered again
     assert (
-        first.page_data.data["title"] == "Slide 1" and second.page_data.data["title"] == "Changed"
+        first.page_data.layout.data["title"] == "Slide 1" and second.page_data.layout.data["title"] == "Changed"
     )  # layouts come with the prints
     assert (tmp_path / "previews" / "slide_01.png").read_bytes() == (tmp_path / "renders" / "slide_01.png").read_bytes()
     assert "Changed" in pymupdf.open(tmp_path / "deck.pdf")[1].get_text()

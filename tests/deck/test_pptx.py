@@ -9,7 +9,7 @@ import shutil
 import unicodedata
 from pathlib import Path
 
-import pymupdf
+from core.pdf import pymupdf
 import pytest
 import pytest_asyncio
 from pptx import Presentation

@@ -6,7 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import numpy as np
-import pymupdf
+from core.pdf import pymupdf
 import pytest
 from PIL import Image
 from pptx import Presentation

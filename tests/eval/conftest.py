@@ -6,7 +6,7 @@ import json
 from pathlib import Path
 from typing import Sequence
 
-import pymupdf
+from core.pdf import pymupdf
 import pytest
 from PIL import Image, ImageDraw
 

@@ -1,4 +1,5 @@
-"""Shared assets of the filter tests: the real documents in ../shared/data/ and a synthetic run directory."""
+"""Shared assets of the filter tests: the real documents in ../shared/data/, a synthetic run directory, and the
+content gate's page decks exported once."""
 
 from __future__ import annotations
 
@@ -8,7 +9,10 @@ import shutil
 from pathlib import Path
 
 import pytest
+import pytest_asyncio
 
+from render.renderer import Renderer
+from tests.filters.content_set import PAGE_DECKS, export_pages, load_set
 from tests.filters.rundir import Spec, build_workspace, export_fake, export_real, write_run
 
 SHARED_DATA = Path(__file__).resolve().parents[3] / "shared" / "data"
@@ -18,6 +22,12 @@ def shared_pdfs() -> list[dict[str, str]]:
     """MANIFEST.tsv rows of the bundled PDFs: file, pages, page_size_pt, language, ..."""
     with (SHARED_DATA / "MANIFEST.tsv").open(encoding="utf-8") as fh:
         return [row for row in csv.DictReader(fh, delimiter="\t") if row["file"].endswith(".pdf")]
+
+
+@pytest_asyncio.fixture(scope="session", loop_scope="session")
+async def page_decks(renderer: Renderer, tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+    """The content gate's page decks, each exported once: deck id -> its workspace."""
+    return await export_pages(renderer, load_set(PAGE_DECKS), tmp_path_factory.mktemp("page_decks"))
 
 
 @pytest.fixture

@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Sequence
 
-import pymupdf
+from core.pdf import pymupdf
 
 PAGE_SIZES: dict[str, tuple[float, float]] = {  # points; 1280x720 px prints as 960x540 pt
     "16:9": (960.0, 540.0),

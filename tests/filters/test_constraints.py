@@ -7,7 +7,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-import pymupdf
+from core.pdf import pymupdf
 import pytest
 
 from core.records import Constraints, Verdict

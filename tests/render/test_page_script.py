@@ -9,8 +9,8 @@ import pytest
 from render import page_script as module
 from render.page_script import INCLUDE, PAGE_DIR, page_script
 
-ENTRIES = ("measure.js", "slide_layout.js")
-HELPERS = "helpers.js"  # the part both entries include, so that they read styles and clipping alike
+ENTRIES = ("measure.js", "slide_layout.js", "slide_text.js")
+HELPERS = "helpers.js"  # the part every entry includes, so that they read styles and clipping alike
 
 
 @pytest.fixture
@@ -48,7 +48,7 @@ def test_the_shipped_scripts_compose_whole(entry):
     assert code[0].startswith("async ({") and code[-1] == "}"
 
 
-def test_each_part_is_included_by_one_shipped_script_and_the_helpers_by_both():
+def test_each_part_is_included_by_one_shipped_script_and_the_helpers_by_each():
     included = {entry: [name for _, name in INCLUDE.findall((PAGE_DIR / entry).read_text())] for entry in ENTRIES}
     assert all(names.count(HELPERS) == 1 for names in included.values()), included
     own = [name for names in included.values() for name in names if name != HELPERS]

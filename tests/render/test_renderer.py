@@ -8,7 +8,7 @@ from pathlib import Path
 
 import numpy as np
 import psutil
-import pymupdf
+from core.pdf import pymupdf
 import pytest
 from PIL import Image
 

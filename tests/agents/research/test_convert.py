@@ -9,7 +9,7 @@ import shutil
 from pathlib import Path
 
 import openpyxl
-import pymupdf
+from core.pdf import pymupdf
 import pytest
 from PIL import Image
 from pptx import Presentation
