@@ -16,7 +16,9 @@ demo: setup
 test: setup
 	$(PY) -m ruff format --check .  # the fix: ruff format .
 	$(PY) -m ruff check .
-	$(PY) -X faulthandler -m pytest -q  # a native crash, even at exit, prints every thread's stack
+	# two workers (tests sharing a session run are grouped on one: xdist_group); a native crash, even at exit,
+	# prints every thread's stack (PYTHONFAULTHANDLER reaches the workers)
+	PYTHONFAULTHANDLER=1 $(PY) -m pytest -q -n 2 --dist loadgroup
 
 setup: system $(DEPS)
 

@@ -165,7 +165,8 @@ def init_ray(cfg: RayConfig) -> None:
         os.environ.setdefault("RAY_prestart_worker_first_driver", "0")
     runtime_env = {"env_vars": {"PYTHONPATH": os.pathsep.join(filter(None, [str(PROJECT_ROOT), os.environ.get("PYTHONPATH")]))}}
     ray.init(
-        address=cfg.address or os.environ.get("RAY_ADDRESS"),
+        # "local": a new instance, never one that another run on this machine started (ray.init(address=None) joins it)
+        address=cfg.address or os.environ.get("RAY_ADDRESS") or "local",
         include_dashboard=cfg.include_dashboard,
         runtime_env=runtime_env,
         log_to_driver=False,

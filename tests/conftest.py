@@ -39,6 +39,7 @@ def make_run(tmp_path: Path) -> Callable[..., RunContext]:
 def embedded_ray():
     """A local Ray instance for a test module; workers import the project and tests."""
     ray.init(
+        address="local",  # its own, not another test process's (pytest -n 2)
         num_cpus=2,
         include_dashboard=False,
         log_to_driver=False,

@@ -15,6 +15,8 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
+import ray
+
 from agents.jail import JailUnavailable
 from agents.tools import ToolContext
 from agents.tools.toolsets import TOOLS
@@ -40,6 +42,7 @@ class ScriptedRunner:
         cap = current_unit().max_cost_usd  # rollouts.max_cost_usd: what the rollout's model calls may spend
         (workspace / "trace.txt").write_text(
             f"pid {os.getpid()}\nstarted {started}\nthread {worker_thread}\nloop {loop_thread}\ncap {cap}\n"
+            f"gcs {ray.get_runtime_context().gcs_address}\n"
         )
         if "DIE" in words:
             marker = workspace.parents[1] / f"died-{task.task_id}"

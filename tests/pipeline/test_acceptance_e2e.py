@@ -16,9 +16,10 @@ from core.records import Rollout, Verdict, read_parquet
 from filters.acceptance import outcomes, run_gates
 from train.parity import tokenizer_dir
 from train.validate import validate_file
+from tests.pipeline.conftest import SCRIPTED_RUN
 
 ENV = {**os.environ, "WANDB_MODE": "disabled", "RAY_AUTH_MODE": "disabled"}
-pytestmark = [pytest.mark.chromium, pytest.mark.slow, pytest.mark.swift]
+pytestmark = [pytest.mark.chromium, pytest.mark.slow, pytest.mark.swift, SCRIPTED_RUN]
 
 
 def trajectories(root: Path) -> int:

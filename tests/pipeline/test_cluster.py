@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
 import threading
 import time
 from pathlib import Path
@@ -10,6 +13,7 @@ import pytest
 import ray
 from ray.cluster_utils import Cluster
 
+from core.config import PROJECT_ROOT
 from core.records import Rollout, read_parquet
 from pipeline.rollouts import run_rollouts
 from tests.pipeline.test_rollouts import RUNNER, write_tasks
@@ -51,3 +55,17 @@ def test_a_node_lost_mid_run_loses_no_task(make_run, cluster) -> None:
     assert sorted(r.task_id for r in rows) == sorted(t.task_id for t in tasks)  # each exactly once
     assert figures["done"] == 60 and figures["resubmitted"] >= 1
     assert any(r.attempt > 1 for r in rows)
+
+
+@pytest.mark.slow
+def test_without_ray_address_a_run_starts_its_own_instance_beside_a_cluster_on_the_machine(cluster, tmp_path: Path) -> None:
+    """A cluster started on this machine (as `ray start` does) is not joined by a run that names none: it embeds its own."""
+    cluster, _ = cluster
+    env = {k: v for k, v in os.environ.items() if k != "RAY_ADDRESS"} | {"WANDB_MODE": "disabled"}
+    command = [sys.executable, "-m", "pipeline.synthesize", f"run.dir={tmp_path / 'run'}", "limit=2", "tracking=disabled"]
+    command += ["stages=[tasks,rollouts]", RUNNER, "ray.num_workers=1", "ray.num_cpus_per_worker=0.5"]
+    done = subprocess.run(command, cwd=PROJECT_ROOT, env=env, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr[-3000:]
+    (trace,) = (tmp_path / "run" / "rollouts").glob("*/trace.txt")
+    gcs = dict(line.split(" ", 1) for line in trace.read_text().splitlines())["gcs"]
+    assert gcs != cluster.address
