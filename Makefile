@@ -16,9 +16,10 @@ demo: setup
 test: setup
 	$(PY) -m ruff format --check .  # the fix: ruff format .
 	$(PY) -m ruff check .
-	# two workers (tests sharing a session run are grouped on one: xdist_group); a native crash, even at exit,
-	# prints every thread's stack (PYTHONFAULTHANDLER reaches the workers)
-	PYTHONFAULTHANDLER=1 $(PY) -m pytest -q -n 2 --dist loadgroup
+	# two workers (a session run that tests on both read is made on each: xdist_group, which would keep them on one,
+	# does nothing with pytest 9.2); a native crash, even at exit, prints every thread's stack (PYTHONFAULTHANDLER
+	# reaches the workers)
+	PYTHONFAULTHANDLER=1 $(PY) -m pytest -q -n 2
 
 setup: system $(DEPS)
 

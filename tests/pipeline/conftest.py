@@ -11,10 +11,6 @@ from typing import Any
 
 import pytest
 
-# Tests that read one of the session's runs below, on the same pytest worker (pytest -n 2 --dist loadgroup), so that
-# the run is made once.
-SCRIPTED_RUN = pytest.mark.xdist_group("scripted-run")
-EVERY_ROLE_RUN = pytest.mark.xdist_group("every-role-run")
 BROKEN_TOOL_RUNNER = "rollouts.runner=tests.pipeline.fake_runner:BrokenToolRunner"  # in the config hash: every stage names it
 
 

@@ -16,10 +16,9 @@ from core.records import Rollout, Verdict, read_parquet
 from filters.acceptance import outcomes, run_gates
 from train.parity import tokenizer_dir
 from train.validate import validate_file
-from tests.pipeline.conftest import SCRIPTED_RUN
 
 ENV = {**os.environ, "WANDB_MODE": "disabled", "RAY_AUTH_MODE": "disabled"}
-pytestmark = [pytest.mark.chromium, pytest.mark.slow, pytest.mark.swift, SCRIPTED_RUN]
+pytestmark = [pytest.mark.chromium, pytest.mark.slow, pytest.mark.swift]
 
 
 def trajectories(root: Path) -> int:

@@ -15,9 +15,8 @@ from core.conversation import IMAGE_NOTE
 from tests.fakes.openai_server import FakeOpenAIServer, Reply
 from tests.pipeline.fake_model import every_role
 from tests.pipeline.test_spending import run, synthesize
-from tests.pipeline.conftest import EVERY_ROLE_RUN
 
-pytestmark = [pytest.mark.slow, pytest.mark.chromium, pytest.mark.swift, EVERY_ROLE_RUN]
+pytestmark = [pytest.mark.slow, pytest.mark.chromium, pytest.mark.swift]
 
 
 def thinking(body: dict[str, Any]) -> Reply:

@@ -33,7 +33,6 @@ from pipeline.report.steps import WARNING_MARK, view
 from pipeline.spending import project_rollouts
 from pipeline.synthesize import STAGES
 from tests.pipeline.report_run import JUDGE_COST, INJECTED_FINDING, RolloutSpec, add_rollout, build_run, make_task
-from tests.pipeline.conftest import SCRIPTED_RUN
 
 PYTHON = sys.executable
 ENV = {**os.environ, "WANDB_MODE": "disabled", "RAY_AUTH_MODE": "disabled"}
@@ -350,7 +349,6 @@ BROKEN_IMAGES = "() => [...document.images].filter(img => !img.naturalWidth).map
 
 @pytest.mark.chromium
 @pytest.mark.slow
-@SCRIPTED_RUN
 def test_report_of_a_scripted_run_in_chromium(scripted_run: tuple[Path, str], tmp_path_factory: pytest.TempPathFactory) -> None:
     from playwright.sync_api import expect, sync_playwright
 

@@ -27,13 +27,12 @@ from core.usage import total
 from tests.fakes.openai_server import FakeOpenAIServer
 from tests.pipeline.fake_model import every_role
 from tests.pipeline.test_tasks import _fake_writer
-from tests.pipeline.conftest import EVERY_ROLE_RUN
 
 if TYPE_CHECKING:
     from tests.pipeline.conftest import FakeSynthesis
 
 ENV = {**os.environ, "WANDB_MODE": "disabled"}
-pytestmark = [pytest.mark.slow, EVERY_ROLE_RUN]
+pytestmark = pytest.mark.slow
 
 
 def command(run: Path, url: str, *overrides: str) -> list[str]:

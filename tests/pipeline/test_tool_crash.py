@@ -9,9 +9,8 @@ from pathlib import Path
 import pytest
 
 from core.records import Rollout, read_parquet
-from tests.pipeline.conftest import SCRIPTED_RUN
 
-pytestmark = [pytest.mark.chromium, pytest.mark.slow, SCRIPTED_RUN]
+pytestmark = [pytest.mark.chromium, pytest.mark.slow]
 
 
 def test_a_tool_that_raises_type_error_ends_its_rollout_as_tool_crash(scripted_synthesis: Path) -> None:
