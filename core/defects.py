@@ -10,6 +10,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from enum import Enum
 
+from core.tables import by_name
+
 
 class Source(str, Enum):
     """Who reports the code."""
@@ -46,174 +48,175 @@ def codes_of(source: Source) -> tuple[str, ...]:
     return tuple(c.code for c in DEFECT_CODES.values() if c.source is source)
 
 
-def _table(*codes: DefectCode) -> dict[str, DefectCode]:
-    """The codes by name, in order; a code given twice is refused."""
-    table: dict[str, DefectCode] = {}
-    for entry in codes:
-        if entry.code in table:
-            raise ValueError(f"defect code {entry.code!r} is in the table twice")
-        table[entry.code] = entry
-    return table
-
-
 _S, _M, _C, _J = Source.slide, Source.manuscript, Source.content, Source.judge
-DEFECT_CODES: dict[str, DefectCode] = _table(
-    DefectCode(
-        "overflow",
-        _S,
-        "layout",
-        "major",
-        "an element runs past the slide's edge",
-        "shrink or split the content so every element fits inside the slide box",
+DEFECT_CODES: dict[str, DefectCode] = by_name(
+    (
+        DefectCode(
+            "overflow",
+            _S,
+            "layout",
+            "major",
+            "an element runs past the slide's edge",
+            "shrink or split the content so every element fits inside the slide box",
+        ),
+        DefectCode(
+            "text_clipped",
+            _S,
+            "layout",
+            "major",
+            "text is cut by the slide edge or by its box",
+            "give the text box room (smaller font, less text, or no fixed height with overflow hidden)",
+        ),
+        DefectCode(
+            "overlap",
+            _S,
+            "layout",
+            "major",
+            "elements overlap so that text or a figure cannot be read",
+            "move or resize the overlapping elements so they no longer intersect",
+        ),
+        DefectCode(
+            "size_mismatch",
+            _S,
+            "layout",
+            "major",
+            "the page is laid out for another slide size than the one asked for",
+            "lay the page out at the slide size asked for (fixed width and height on the root)",
+        ),
+        DefectCode(
+            "broken_image",
+            _S,
+            "render",
+            "critical",
+            "an image is missing, broken, or shows a placeholder icon",
+            "point the image at a file that exists in the workspace",
+        ),
+        DefectCode("blank", _S, "render", "critical", "the slide is empty or nearly empty", "put the slide's content on it"),
+        DefectCode(
+            "low_contrast",
+            _S,
+            "style",
+            "major",
+            "text is hard to read against what is behind it",
+            "raise the contrast between the text and what is behind it (WCAG 4.5:1, 3:1 for large text)",
+        ),
+        DefectCode(
+            "unreadable",
+            _J,
+            "style",
+            "critical",
+            "text is illegible (tiny, clashing colours, garbled characters or tofu boxes)",
+            "make the text legible: a larger size, a contrasting colour, a font that has its characters",
+        ),
+        DefectCode(
+            "other",
+            _J,
+            "style",
+            "major",
+            "anything else that makes the slide unfit to present (say what)",
+            "fix what the detail names",
+        ),
+        DefectCode(
+            "missing_asset",
+            _M,
+            "integrity",
+            "major",
+            "an image the manuscript links is not in the workspace",
+            "download or create the image into assets/ and link it with a workspace-relative path",
+        ),
+        DefectCode(
+            "external_url",
+            _M,
+            "integrity",
+            "major",
+            "an image is linked by a URL, not a file in the workspace",
+            "download the image into assets/ and link the local copy",
+        ),
+        DefectCode(
+            "duplicate_image",
+            _M,
+            "integrity",
+            "minor",
+            "the same image is used more than once",
+            "use each image once, or replace the repeat with another visual",
+        ),
+        DefectCode(
+            "slide_count",
+            _M,
+            "constraint",
+            "major",
+            "the manuscript has another number of slides than asked for",
+            "merge or split slides to meet the required slide count",
+        ),
+        DefectCode(
+            "language",
+            _M,
+            "constraint",
+            "major",
+            "the manuscript is not in the language asked for",
+            "write the manuscript in the required language",
+        ),
+        DefectCode("missing_alt", _M, "format", "minor", "an image has no alt text", "add descriptive alt text to the image"),
+        DefectCode(
+            "empty_slide", _M, "format", "major", "a manuscript slide has no content", "give the slide content or remove it"
+        ),
+        DefectCode(
+            "duplicate_slides",
+            _C,
+            "content",
+            "major",
+            "two slides carry the same or nearly the same text",
+            "merge the slides or give each its own point",
+        ),
+        DefectCode(
+            "repeated_text",
+            _C,
+            "content",
+            "major",
+            "a bullet or sentence is repeated across or within slides",
+            "say each point once",
+        ),
+        DefectCode(
+            "truncated_text",
+            _C,
+            "content",
+            "major",
+            "text is cut mid-sentence (a trailing ellipsis, a fragment)",
+            "write whole sentences",
+        ),
+        DefectCode(
+            "placeholder_text",
+            _C,
+            "content",
+            "major",
+            "placeholder text or generic numbered headings stand in for content",
+            "replace the placeholder with the real content",
+        ),
+        DefectCode(
+            "request_echo",
+            _C,
+            "content",
+            "major",
+            "the request itself is pasted as slide content",
+            "write the content the request asks for instead of repeating it",
+        ),
+        DefectCode(
+            "language_mix",
+            _C,
+            "content",
+            "major",
+            "the body text is mostly not in the language asked for",
+            "write the slides in the requested language (names and technical terms may stay as they are)",
+        ),
+        DefectCode(
+            "empty_slides",
+            _C,
+            "content",
+            "major",
+            "content slides hold nothing but a heading",
+            "give each content slide its content, or remove it",
+        ),
     ),
-    DefectCode(
-        "text_clipped",
-        _S,
-        "layout",
-        "major",
-        "text is cut by the slide edge or by its box",
-        "give the text box room (smaller font, less text, or no fixed height with overflow hidden)",
-    ),
-    DefectCode(
-        "overlap",
-        _S,
-        "layout",
-        "major",
-        "elements overlap so that text or a figure cannot be read",
-        "move or resize the overlapping elements so they no longer intersect",
-    ),
-    DefectCode(
-        "size_mismatch",
-        _S,
-        "layout",
-        "major",
-        "the page is laid out for another slide size than the one asked for",
-        "lay the page out at the slide size asked for (fixed width and height on the root)",
-    ),
-    DefectCode(
-        "broken_image",
-        _S,
-        "render",
-        "critical",
-        "an image is missing, broken, or shows a placeholder icon",
-        "point the image at a file that exists in the workspace",
-    ),
-    DefectCode("blank", _S, "render", "critical", "the slide is empty or nearly empty", "put the slide's content on it"),
-    DefectCode(
-        "low_contrast",
-        _S,
-        "style",
-        "major",
-        "text is hard to read against what is behind it",
-        "raise the contrast between the text and what is behind it (WCAG 4.5:1, 3:1 for large text)",
-    ),
-    DefectCode(
-        "unreadable",
-        _J,
-        "style",
-        "critical",
-        "text is illegible (tiny, clashing colours, garbled characters or tofu boxes)",
-        "make the text legible: a larger size, a contrasting colour, a font that has its characters",
-    ),
-    DefectCode(
-        "other",
-        _J,
-        "style",
-        "major",
-        "anything else that makes the slide unfit to present (say what)",
-        "fix what the detail names",
-    ),
-    DefectCode(
-        "missing_asset",
-        _M,
-        "integrity",
-        "major",
-        "an image the manuscript links is not in the workspace",
-        "download or create the image into assets/ and link it with a workspace-relative path",
-    ),
-    DefectCode(
-        "external_url",
-        _M,
-        "integrity",
-        "major",
-        "an image is linked by a URL, not a file in the workspace",
-        "download the image into assets/ and link the local copy",
-    ),
-    DefectCode(
-        "duplicate_image",
-        _M,
-        "integrity",
-        "minor",
-        "the same image is used more than once",
-        "use each image once, or replace the repeat with another visual",
-    ),
-    DefectCode(
-        "slide_count",
-        _M,
-        "constraint",
-        "major",
-        "the manuscript has another number of slides than asked for",
-        "merge or split slides to meet the required slide count",
-    ),
-    DefectCode(
-        "language",
-        _M,
-        "constraint",
-        "major",
-        "the manuscript is not in the language asked for",
-        "write the manuscript in the required language",
-    ),
-    DefectCode("missing_alt", _M, "format", "minor", "an image has no alt text", "add descriptive alt text to the image"),
-    DefectCode("empty_slide", _M, "format", "major", "a manuscript slide has no content", "give the slide content or remove it"),
-    DefectCode(
-        "duplicate_slides",
-        _C,
-        "content",
-        "major",
-        "two slides carry the same or nearly the same text",
-        "merge the slides or give each its own point",
-    ),
-    DefectCode(
-        "repeated_text", _C, "content", "major", "a bullet or sentence is repeated across or within slides", "say each point once"
-    ),
-    DefectCode(
-        "truncated_text",
-        _C,
-        "content",
-        "major",
-        "text is cut mid-sentence (a trailing ellipsis, a fragment)",
-        "write whole sentences",
-    ),
-    DefectCode(
-        "placeholder_text",
-        _C,
-        "content",
-        "major",
-        "placeholder text or generic numbered headings stand in for content",
-        "replace the placeholder with the real content",
-    ),
-    DefectCode(
-        "request_echo",
-        _C,
-        "content",
-        "major",
-        "the request itself is pasted as slide content",
-        "write the content the request asks for instead of repeating it",
-    ),
-    DefectCode(
-        "language_mix",
-        _C,
-        "content",
-        "major",
-        "the body text is mostly not in the language asked for",
-        "write the slides in the requested language (names and technical terms may stay as they are)",
-    ),
-    DefectCode(
-        "empty_slides",
-        _C,
-        "content",
-        "major",
-        "content slides hold nothing but a heading",
-        "give each content slide its content, or remove it",
-    ),
+    lambda entry: entry.code,
+    "defect code",
 )

@@ -12,27 +12,22 @@ from typing import Iterable
 from agents.research import tools as research
 from agents.tools import command, control, download, files, inspect
 from agents.tools.registry import ROLES, Tool, Toolset
+from core.tables import by_name
 
 __all__ = ["ROLES", "TOOLS", "toolset_for"]
 
 
-def _by_name(*tools: Tool) -> dict[str, Tool]:
-    """The tools by name, in order; a name given twice is refused."""
-    found: dict[str, Tool] = {}
-    for t in tools:
-        if t.name in found:
-            raise ValueError(f"two tools are named {t.name!r}")
-        found[t.name] = t
-    return found
-
-
-TOOLS: dict[str, Tool] = _by_name(
-    *files.TOOLS,
-    *download.TOOLS,
-    *command.TOOLS,
-    *control.TOOLS,
-    *inspect.TOOLS,  # before the research tools, as synthesis runs offered them (test_registry)
-    *research.TOOLS,
+TOOLS: dict[str, Tool] = by_name(
+    (
+        *files.TOOLS,
+        *download.TOOLS,
+        *command.TOOLS,
+        *control.TOOLS,
+        *inspect.TOOLS,  # before the research tools, as synthesis runs offered them (test_registry)
+        *research.TOOLS,
+    ),
+    lambda tool: tool.name,
+    "tool",
 )
 
 

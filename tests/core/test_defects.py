@@ -8,7 +8,8 @@ from pathlib import Path
 import pytest
 
 from core.config import PROJECT_ROOT
-from core.defects import DEFECT_CODES, DefectCode, Source, _table, defect_code
+from core.defects import DEFECT_CODES, DefectCode, Source, defect_code
+from core.tables import by_name
 from critic.findings import findings_from_measurements
 from filters.content import CODES as CONTENT_CODES
 from filters.quality import JUDGED
@@ -48,5 +49,5 @@ def test_an_unknown_code_is_an_error_not_a_silent_category() -> None:
 
 def test_a_code_twice_in_the_table_is_refused() -> None:
     entry = defect_code("blank")
-    with pytest.raises(ValueError, match="'blank' is in the table twice"):
-        _table(entry, DefectCode("blank", Source.slide, "render", "minor", "other", "other"))
+    with pytest.raises(ValueError, match="defect code 'blank' is in the table twice"):
+        by_name([entry, DefectCode("blank", Source.slide, "render", "minor", "other", "other")], lambda e: e.code, "defect code")
