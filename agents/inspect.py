@@ -103,7 +103,7 @@ def _default_workspace(html: Path) -> Path:
 
 
 async def _inspect(workspace: Path, html_file: str, aspect: str, png: Path, timeout_s: float) -> SlideInspection:
-    async with Renderer(RenderConfig(timeout_s=timeout_s)) as renderer:
+    async with Renderer(RenderConfig(timeout_s=timeout_s), roots=[workspace]) as renderer:
         return await inspect_slide(renderer, workspace, html_file, aspect, png_path=png)
 
 

@@ -99,7 +99,7 @@ async def generate(task: Task, cfg: GenerateConfig, out: Path) -> int:
         research = build_research(cfg.tools, out, players)
         model_for = players.play("agent", AGENT)
         await players.check()  # fail fast on an unreachable endpoint
-        async with Renderer(cfg.render, read_page=page_reader(cfg.deck)) as renderer:
+        async with Renderer(cfg.render, roots=[out], read_page=page_reader(cfg.deck)) as renderer:
             env = environment(cfg, renderer, research, model_for, lambda role: [ShowSteps(role)])
             with unit_scope(unit):
                 outcome = await generate_deck(task, out, env)

@@ -77,7 +77,7 @@ async def export(slides: list[Path], aspect: str, mode: PptxMode, root: Path) ->
     """(export wall ms, export CPU ms, PPTX-writing ms) per slide, of one export on fresh copies."""
     ws = workspace(slides, root)
     deck = DeckConfig(pptx_mode=mode)
-    async with Renderer(RenderConfig(), read_page=page_reader(deck)) as renderer:
+    async with Renderer(RenderConfig(), roots=[ws], read_page=page_reader(deck)) as renderer:
         started, cpu = time.perf_counter(), cpu_seconds()
         done = await export_deck(
             renderer, ws / "slides", aspect, ws / "deck.pdf", png_dir=ws / "previews", workspace=ws, deck=deck

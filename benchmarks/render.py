@@ -91,8 +91,8 @@ async def bench_interleaved(paths: list[Path], root: Path, out: Path) -> tuple[l
     ours, ours_js, bare = [], [], []
     cfg = RenderConfig(max_concurrent=8, max_pages=8)
     async with (
-        Renderer(cfg) as renderer,
-        Renderer(cfg) as renderer_js,
+        Renderer(cfg, roots=[root]) as renderer,
+        Renderer(cfg, roots=[root]) as renderer_js,
         async_playwright() as pw,
     ):
         browser = await pw.chromium.launch(executable_path=RenderConfig().chromium_path, args=CHROMIUM_ARGS)
@@ -120,7 +120,7 @@ async def bench_throughput(paths: list[Path], root: Path) -> tuple[float, float]
     printed pages would otherwise turn a second inspection of an unchanged slide into a copy)."""
 
     async def rate(in_flight: int) -> float:
-        async with Renderer(RenderConfig(max_concurrent=8, max_pages=8)) as renderer:
+        async with Renderer(RenderConfig(max_concurrent=8, max_pages=8), roots=[root]) as renderer:
             warm = []
             for path in paths[:8]:  # open the pages on copies that differ from the measured slides
                 twin = path.with_name(f"{path.stem}_warm{in_flight}.html")

@@ -1,6 +1,6 @@
 """Rollouts per hour on this machine against a model endpoint with a fixed latency, vs the ideal.
 
-    python -m benchmarks.rollout_throughput [--latency 0.3] [--concurrency 1 8 32 64] [--repeats 3] [--jail bubblewrap none] [--pptx-mode editable|picture]
+    python -m benchmarks.rollout_throughput [--latency 0.3] [--concurrency 1 8 32 64] [--repeats 3] [--jail bubblewrap commands none] [--pptx-mode editable|picture]
 
 Each model call goes over HTTP to the fake OpenAI server (own process, fixed latency),
 and the answer played is the scripted policy's, so the tools, renders and exports are
@@ -26,9 +26,10 @@ minute to the next, so each row is measured `--repeats` times, each between two
 measurements of the capacity; the row pools them (rollouts and seconds summed, the
 capacity averaged), and "each" gives every measurement against its own two capacities.
 
-`--jail` names the jails of the agents' commands to compare (`tools.sandbox.jail`; default
-bubblewrap alone): each repeat plays them in turn, each between two capacity measurements, and
-each gets its own row.
+`--jail` names the setups to compare (default bubblewrap alone): `bubblewrap`, the agents'
+commands and Chromium each in their jail (`tools.sandbox.jail`, `render.jail`); `commands`, the
+commands alone (Chromium unjailed, as before the render jail); `none`, neither. Each repeat plays
+them in turn, each between two capacity measurements, and each gets its own row.
 
 Where the ratio goes: "cpu ms/r" is this machine's busy CPU per rollout over the steady windows
 (every process: workers, browsers, the fake server, Ray), "/deck" the same per deck in the
@@ -181,7 +182,9 @@ async def render_capacity(decks: Sequence[Path], cpu: BusyCPU, deck: DeckConfig,
                     shutil.copytree(deck / part, root / part)
             return root
 
-        async with Renderer(RenderConfig(max_concurrent=8, max_pages=8), read_page=page_reader(deck)) as renderer:
+        async with Renderer(
+            RenderConfig(max_concurrent=8, max_pages=8), roots=[Path(tmp)], read_page=page_reader(deck)
+        ) as renderer:
             slots = asyncio.Semaphore(in_flight)
             finished: list[tuple[float, int]] = []
 
@@ -259,7 +262,8 @@ def measure(
         f"ray.rollouts_per_worker={max(1, concurrency // workers)}",
         "ray.num_cpus_per_worker=0.01",
         f"ray.ramp_up_s={ramp_up_s}",
-        f"tools.sandbox.jail={jail}",
+        f"tools.sandbox.jail={'none' if jail == 'none' else 'bubblewrap'}",
+        f"render.jail={'bubblewrap' if jail == 'bubblewrap' else 'none'}",
         f"deck.pptx_mode={deck.pptx_mode.value}",
     ]
     store_schema()
@@ -313,8 +317,8 @@ def main() -> None:
         "--jail",
         nargs="+",
         default=["bubblewrap"],
-        choices=["bubblewrap", "none"],
-        help="the commands' jails to compare, in turn",
+        choices=["bubblewrap", "commands", "none"],
+        help="what runs jailed, in turn: bubblewrap (commands and Chromium), commands (commands only), none",
     )
     args = parser.parse_args()
     deck = DeckConfig(pptx_mode=PptxMode(args.pptx_mode))

@@ -27,6 +27,7 @@ from deck.config import DeckConfig, PptxMode
 
 from render.config import RenderConfig
 from core.cli import OneLineParser
+from core.config import ConfigError
 from core.markdown_slides import slide_sections
 from deck.fidelity import BadInput, CheckError, check
 from deck.pptx import SlideSource, write_pptx
@@ -216,6 +217,9 @@ def main(argv: list[str] | None = None) -> int:
         export = asyncio.run(
             _export(args.slides_dir, args.aspect, args.pdf, png_dir, args.pptx, args.workspace, deck, manuscript, args.text)
         )
+    except ConfigError as exc:  # found as Chromium starts: e.g. no jail for it on this machine
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
     except RenderError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 1
@@ -275,7 +279,7 @@ async def _export(
     manuscript: str,
     text: Path | None,
 ) -> DeckExport:
-    async with Renderer(RenderConfig(), read_page=page_reader(deck)) as renderer:
+    async with Renderer(RenderConfig(), roots=[workspace or slides_dir.parent], read_page=page_reader(deck)) as renderer:
         return await export_deck(
             renderer,
             slides_dir,

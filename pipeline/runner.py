@@ -29,7 +29,9 @@ class DeckRunner:
     def __init__(self, cfg: SynthesizeConfig, run_dir: Path):
         self.cfg = cfg
         self.run_dir = run_dir
-        self.renderer = Renderer(cfg.render, read_page=page_reader(cfg.deck))
+        rollouts = run_dir / "rollouts"  # the rollouts' workspaces: all the jailed browser sees of the run
+        rollouts.mkdir(parents=True, exist_ok=True)
+        self.renderer = Renderer(cfg.render, roots=[rollouts], read_page=page_reader(cfg.deck))
         self.players = Players(cfg.llm, cfg.roles)
         self.research: Research | None = None
         self.model: ModelFor | None = None  # the model playing an agent role in one rollout

@@ -2,6 +2,7 @@
 
 The renderer (render/renderer.py) renders on the current browser; when a render fails it asks
 `recover`, which restarts the browser unless it still answers, so callers never see a dead one.
+Each browser starts in the render jail (render/jail.py) unless `render.jail=none`.
 """
 
 from __future__ import annotations
@@ -9,16 +10,19 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import tempfile
 from collections.abc import Awaitable, Callable, Coroutine
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Sequence
 
 import psutil
 from playwright.async_api import Browser, BrowserContext, Playwright, async_playwright
 from playwright.async_api import Error as PlaywrightError
 
-from render.config import RenderConfig
+from render.config import RenderConfig, RenderJail
+from render.jail import launcher
+from render.memory import MemoryCap, memory_cap
 
 if TYPE_CHECKING:
     from render.page_pool import Slot
@@ -61,8 +65,13 @@ class BrowserHandle:
 class Chromium:
     """The driver and the current browser. `recover` calls `after_restart` once a new browser is up."""
 
-    def __init__(self, cfg: RenderConfig, spawn: Spawn, after_restart: Callable[[], Awaitable[None]]):
-        self.cfg = cfg
+    def __init__(self, cfg: RenderConfig, spawn: Spawn, after_restart: Callable[[], Awaitable[None]], roots: Sequence[Path] = ()):
+        self.cfg, self.roots = cfg, tuple(roots)
+        self.executable = cfg.chromium_path  # what Playwright starts: Chromium, or the jail's launcher script
+        self._launcher_dir: tempfile.TemporaryDirectory[str] | None = None
+        self.memory = MemoryCap("none")  # the jailed browser's memory cap, once started
+        # Chromium's own sandbox: on in the jail unless it cannot start there (then off for this renderer, with a warning)
+        self.sandboxed = RenderJail(cfg.jail) is RenderJail.bubblewrap
         self.restarts = 0
         self.current: BrowserHandle | None = None
         self._spawn, self._after_restart = spawn, after_restart
@@ -70,6 +79,10 @@ class Chromium:
         self._restart_lock = asyncio.Lock()
 
     async def start(self) -> None:
+        self._launcher_dir = tempfile.TemporaryDirectory(prefix="deckforge-chromium-")
+        jailed = RenderJail(self.cfg.jail) is RenderJail.bubblewrap
+        self.memory = memory_cap(self.cfg.memory_mb) if jailed else MemoryCap("none")
+        self.executable = launcher(self.cfg, self.roots, Path(self._launcher_dir.name), self.memory)
         self._pw = await async_playwright().start()
         self.current = await self._launch()
 
@@ -82,6 +95,10 @@ class Chromium:
         if self._pw is not None:
             await self._pw.stop()
             self._pw = None
+        if self._launcher_dir is not None:
+            self._launcher_dir.cleanup()
+            self._launcher_dir = None
+        self.memory.remove()
 
     async def recover(self, failed: BrowserHandle | None) -> bool:
         """Restart Chromium (`failed`, the one a render used) unless it still answers (then only the
@@ -120,6 +137,12 @@ class Chromium:
 
     async def _launch(self) -> BrowserHandle:
         assert self._pw is not None
+        if self.sandboxed:
+            try:
+                return await self._launch_browser()
+            except PlaywrightError as exc:
+                log.warning("Chromium's own sandbox does not start in the render jail here (%r): running it without", exc)
+                self.sandboxed = False
         try:
             return await self._launch_browser()
         except PlaywrightError as exc:
@@ -133,13 +156,25 @@ class Chromium:
     async def _launch_browser(self) -> BrowserHandle:
         assert self._pw is not None
         before = chromium_processes()
+        args = [a for a in CHROMIUM_ARGS if a != "--no-sandbox"] if self.sandboxed else CHROMIUM_ARGS
         browser = await self._pw.chromium.launch(
-            executable_path=self.cfg.chromium_path, args=CHROMIUM_ARGS, timeout=self.cfg.timeout_s * 1000
+            executable_path=self.executable,
+            args=args,
+            chromium_sandbox=self.sandboxed,
+            timeout=self.cfg.timeout_s * 1000,
         )
         context = await browser.new_context(device_scale_factor=self.cfg.device_scale_factor, service_workers="block")
         new = chromium_processes().keys() - before.keys()
         process = chromium_processes()[min(new)] if new else None
-        log.info("Chromium started (pid %s)", process.pid if process else None)
+        jail = RenderJail(self.cfg.jail).value
+        sandbox = "on" if self.sandboxed else "off"
+        log.info(
+            "Chromium started (pid %s; jail %s, its sandbox %s, memory cap %s)",
+            process.pid if process else None,
+            jail,
+            sandbox,
+            self.memory.how,
+        )
         return BrowserHandle(browser=browser, context=context, process=process)
 
     async def _restart_driver(self) -> None:

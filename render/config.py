@@ -3,10 +3,20 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from enum import Enum
+
+
+class RenderJail(str, Enum):
+    bubblewrap = "bubblewrap"  # no network, the system read-only, only the folders it renders (render/jail.py)
+    none = "none"  # Chromium as this process's user, on this machine's network: choose it explicitly
 
 
 @dataclass
 class RenderConfig:
+    jail: RenderJail = RenderJail.bubblewrap
+    # The jailed browser's memory, all its processes together (render/memory.py: a cgroup, else RLIMIT_DATA per
+    # process); 0: no cap. A slide that allocates past it loses its page, not the worker.
+    memory_mb: int = 4096
     # Chromium's headless shell (Debian chromium-headless-shell, the build Playwright itself runs headless):
     # the same Blink as /usr/bin/chromium at about 35% more renders per second on this workload.
     chromium_path: str = "/usr/bin/chromium-headless-shell"

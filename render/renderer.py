@@ -18,7 +18,7 @@ import logging
 import math
 import os
 import time
-from collections.abc import Awaitable, Callable, Coroutine, Mapping
+from collections.abc import Awaitable, Callable, Coroutine, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Self, TypeVar
@@ -30,7 +30,7 @@ from playwright.async_api import Error as PlaywrightError
 from playwright.async_api import TimeoutError as PlaywrightTimeout
 
 from render.chromium import CHROMIUM_ARGS, CLOSE_S, Chromium, RenderError
-from render.config import RenderConfig
+from render.config import RenderConfig, RenderJail
 from render.inspection import MEASURE_JS, Defect, find_defects, measure_args
 from render.page_pool import BLOCKED_EXTERNAL, BLOCKED_OUTSIDE, PagePool, Slot, blocked_reason, load, screenshot
 from render.print_cache import Printed, PrintCache
@@ -103,13 +103,17 @@ class RenderResult:
 class Renderer:
     """Async context manager; `render` may be called from many tasks at once."""
 
-    def __init__(self, cfg: RenderConfig | None = None, *, read_page: PageReader | None = None) -> None:
-        """`read_page` runs on every printed page before its print; its result comes with the PDF."""
+    def __init__(
+        self, cfg: RenderConfig | None = None, *, roots: Sequence[Path] = (), read_page: PageReader | None = None
+    ) -> None:
+        """`roots`: the folders the slides and their files live in, the only ones the jailed browser sees
+        (render/jail.py). `read_page` runs on every printed page before its print; its result comes with the PDF."""
         self.cfg = cfg or RenderConfig()
+        self.roots = tuple(Path(r).resolve() for r in roots)
         self._read_page = read_page
         self._sem = asyncio.Semaphore(self.cfg.max_concurrent)
         self._background: set[asyncio.Task[Any]] = set()
-        self.chromium = Chromium(self.cfg, self._spawn, lambda: self.pages.browser_replaced())
+        self.chromium = Chromium(self.cfg, self._spawn, lambda: self.pages.browser_replaced(), self.roots)
         self.pages = PagePool(self.cfg, self.chromium, self._spawn)
         self.prints = PrintCache()
 
@@ -167,6 +171,8 @@ class Renderer:
             raise ValueError(f"{html_path}: not an HTML file")
         if not html.is_relative_to(root):
             raise ValueError(f"{html_path}: outside the workspace {root}")
+        if RenderJail(self.cfg.jail) is RenderJail.bubblewrap and not any(root.is_relative_to(r) for r in self.roots):
+            raise ValueError(f"{root}: outside the folders this renderer's jail shows ({', '.join(map(str, self.roots))})")
         if self.chromium.current is None:
             raise RuntimeError("Renderer used outside `async with` (not started)")
         printing = want_pdf or print_later

@@ -29,8 +29,10 @@ def fixture_aspect(path: Path) -> str:
 
 
 @pytest_asyncio.fixture(scope="session", loop_scope="session")
-async def renderer() -> Renderer:
-    async with Renderer(RenderConfig(max_concurrent=4, max_pages=4, timeout_s=20), read_page=page_reader(DeckConfig())) as shared:
+async def renderer(tmp_path_factory: pytest.TempPathFactory) -> Renderer:
+    """The session's renderer; its jail shows the fixtures and the session's temporary folders."""
+    cfg, roots = RenderConfig(max_concurrent=4, max_pages=4, timeout_s=20), [FIXTURES, tmp_path_factory.getbasetemp()]
+    async with Renderer(cfg, roots=roots, read_page=page_reader(DeckConfig())) as shared:
         yield shared
 
 

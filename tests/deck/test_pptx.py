@@ -215,7 +215,7 @@ async def test_picture_mode_writes_one_picture_per_slide(renderer: Renderer, tmp
 @pytest.mark.asyncio(loop_scope="session")
 async def test_an_editable_pptx_needs_a_renderer_that_reads_layouts(tmp_path: Path) -> None:
     ws = _deck(tmp_path, ["bullets_en.html"])
-    async with Renderer() as plain:
+    async with Renderer(roots=[tmp_path]) as plain:
         with pytest.raises(ValueError, match="no layout was read for slide_01.html"):
             await _export(plain, ws)
 

@@ -175,7 +175,7 @@ async def read_all(files: Sequence[str], folder: Path) -> list[Reading]:
     paged = [d for d in decks if d.paged]
     if paged:
         reader = page_reader(DeckConfig(pptx_mode=PptxMode.picture))
-        async with Renderer(RenderConfig(max_concurrent=4, max_pages=4), read_page=reader) as renderer:
+        async with Renderer(RenderConfig(max_concurrent=4, max_pages=4), roots=[folder], read_page=reader) as renderer:
             workspaces = await export_pages(renderer, paged, folder)
         readings += [r for d in paged for r in read_page_deck(d, workspaces[d.id])]
     return readings

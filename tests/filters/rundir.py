@@ -269,7 +269,7 @@ async def export_real(specs: Sequence[tuple[Path, Spec]]) -> None:
     from deck.export import export_deck
     from render.renderer import Renderer
 
-    async with Renderer(RenderConfig(max_concurrent=4, max_pages=4, timeout_s=30)) as renderer:
+    async with Renderer(RenderConfig(max_concurrent=4, max_pages=4, timeout_s=30), roots=[w for w, _ in specs]) as renderer:
 
         async def one(workspace: Path, spec: Spec) -> None:
             deck = await export_deck(

@@ -151,7 +151,7 @@ async def test_scripts_of_one_slide_do_not_leak_into_the_next(renderer: Renderer
 @pytest.mark.chromium
 async def test_concurrent_renders_share_a_bounded_page_pool(tmp_path: Path) -> None:
     files = sorted(SLIDES.glob("clean_*_en.html"))[:8]
-    async with Renderer(RenderConfig(max_concurrent=4, max_pages=2)) as renderer:
+    async with Renderer(RenderConfig(max_concurrent=4, max_pages=2), roots=[FIXTURES, tmp_path]) as renderer:
         results = await asyncio.gather(
             *(renderer.render(f, "16:9", png_path=tmp_path / f"{f.stem}.png", workspace=FIXTURES) for f in files)
         )
@@ -163,7 +163,7 @@ async def test_concurrent_renders_share_a_bounded_page_pool(tmp_path: Path) -> N
 @pytest.mark.slow
 async def test_batch_survives_chromium_being_killed(tmp_path: Path) -> None:
     files = sorted(SLIDES.glob("clean_*.html"))[:12]
-    async with Renderer(RenderConfig(max_concurrent=4, max_pages=4, timeout_s=20)) as renderer:
+    async with Renderer(RenderConfig(max_concurrent=4, max_pages=4, timeout_s=20), roots=[FIXTURES, tmp_path]) as renderer:
         pid = renderer.browser_pid
         assert pid in chromium_processes()  # the browser, found as the renderer's cleanup finds it
         batch = [
@@ -184,7 +184,7 @@ async def test_batch_survives_chromium_being_killed(tmp_path: Path) -> None:
 @pytest.mark.slow
 async def test_hung_chromium_is_replaced(tmp_path: Path) -> None:
     slide = SLIDES / "clean_title_en.html"
-    async with Renderer(RenderConfig(timeout_s=3)) as renderer:
+    async with Renderer(RenderConfig(timeout_s=3), roots=[FIXTURES, tmp_path]) as renderer:
         await renderer.render(slide, "16:9", png_path=tmp_path / "a.png", workspace=FIXTURES)
         stuck = psutil.Process(renderer.browser_pid)
         stuck.send_signal(signal.SIGSTOP)
@@ -205,7 +205,7 @@ async def test_a_slide_that_hangs_fails_cleanly_and_the_renderer_goes_on(
 ) -> None:
     hang = tmp_path / "hang.html"
     hang.write_text("<html><body><p>never</p><script>while (true) {}</script></body></html>")
-    async with Renderer(RenderConfig(timeout_s=3)) as renderer:
+    async with Renderer(RenderConfig(timeout_s=3), roots=[FIXTURES, tmp_path]) as renderer:
         started = time.perf_counter()
         with pytest.raises(RenderTimeout, match=r"hang\.html: .* 3 s render timeout"):
             await renderer.render(hang, "16:9", png_path=tmp_path / "h.png")
@@ -240,7 +240,7 @@ async def test_render_rejects_unusable_input(renderer: Renderer, tmp_path: Path)
 
 @pytest.mark.chromium
 async def test_device_scale_factor_scales_the_png_not_the_measures(tmp_path: Path) -> None:
-    async with Renderer(RenderConfig(device_scale_factor=2)) as renderer:
+    async with Renderer(RenderConfig(device_scale_factor=2), roots=[FIXTURES, tmp_path]) as renderer:
         clean = await renderer.render(SLIDES / "clean_dark_en.html", "16:9", png_path=tmp_path / "c.png")
         faint = await renderer.render(SLIDES / "low_contrast_1_grey_en.html", "16:9", png_path=tmp_path / "f.png")
     assert Image.open(clean.png_path).size == (2560, 1440) and clean.defects == ()
