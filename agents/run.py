@@ -99,6 +99,7 @@ async def generate(task: Task, cfg: GenerateConfig, out: Path) -> int:
         research = build_research(cfg.tools, out, players)
         model_for = players.play("agent", AGENT)
         await players.check()  # fail fast on an unreachable endpoint
+        out.mkdir(parents=True, exist_ok=True)  # the deck's workspace: all the jailed browser sees
         async with Renderer(cfg.render, roots=[out], read_page=page_reader(cfg.deck)) as renderer:
             env = environment(cfg, renderer, research, model_for, lambda role: [ShowSteps(role)])
             with unit_scope(unit):

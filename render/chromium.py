@@ -21,7 +21,7 @@ from playwright.async_api import Browser, BrowserContext, Playwright, async_play
 from playwright.async_api import Error as PlaywrightError
 
 from render.config import RenderConfig, RenderJail
-from render.jail import launcher
+from render.jail import launcher, sandboxed
 from render.memory import MemoryCap, memory_cap
 
 if TYPE_CHECKING:
@@ -71,7 +71,7 @@ class Chromium:
         self._launcher_dir: tempfile.TemporaryDirectory[str] | None = None
         self.memory = MemoryCap("none")  # the jailed browser's memory cap, once started
         # Chromium's own sandbox: on in the jail unless it cannot start there (then off for this renderer, with a warning)
-        self.sandboxed = RenderJail(cfg.jail) is RenderJail.bubblewrap
+        self.sandboxed = RenderJail(cfg.jail) is RenderJail.bubblewrap and sandboxed()
         self.restarts = 0
         self.current: BrowserHandle | None = None
         self._spawn, self._after_restart = spawn, after_restart

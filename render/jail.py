@@ -7,16 +7,17 @@ The browser's process tree sees the system read-only (/usr and /etc: programs, l
 folders can be read, whatever the page pool's route handler decides. It has no network but a loopback of
 its own (`--unshare-net`: WebSocket, WebRTC, DNS, every protocol), its own PID, IPC and UTS namespaces, and
 an environment of HOME, PATH and LANG only (no API keys). Playwright starts it through a launcher script
-that execs bwrap, so Playwright's pipe to the browser (its fds 3 and 4) passes into the jail. In the jail
-the browser is an unprivileged uid of its own user namespace, so Chromium's own sandbox (namespaces and
-seccomp per renderer) starts as well, where the kernel allows user namespaces inside one; where it does not,
-the browser runs without it, inside the jail, with a warning (render/chromium.py).
+that execs bwrap, so Playwright's pipe to the browser (its fds 3 and 4) passes into the jail. A worker that
+is not root runs the browser as an unprivileged uid of its own user namespace, so Chromium's own sandbox
+(namespaces and seccomp per renderer) starts inside too, where the kernel allows it (else the browser runs
+without it, in the jail, with a warning: render/chromium.py); a root worker's does not (`sandboxed`).
 """
 
 from __future__ import annotations
 
 import functools
 import logging
+import os
 import shlex
 import shutil
 import subprocess
@@ -53,11 +54,19 @@ def jail_command(roots: Sequence[Path]) -> list[str]:
     options += ["--dev", "/dev", "--proc", "/proc", "--tmpfs", "/tmp", "--tmpfs", "/dev/shm"]
     for root in sorted({Path(r).resolve() for r in roots}):
         options += ["--ro-bind", str(root), str(root)]
-    # An unprivileged uid of its own user namespace: Chromium's own sandbox (namespaces, seccomp) then starts inside.
-    options += ["--unshare-user", "--uid", str(BROWSER_UID), "--gid", str(BROWSER_UID)]
+    if sandboxed():  # an unprivileged uid of its own user namespace: Chromium's own sandbox then starts inside
+        options += ["--unshare-user", "--uid", str(BROWSER_UID), "--gid", str(BROWSER_UID)]
     options += ["--unshare-net", "--unshare-pid", "--unshare-ipc", "--unshare-uts", "--die-with-parent"]
     options += ["--clearenv", "--setenv", "HOME", "/tmp", "--setenv", "PATH", "/usr/bin:/bin", "--setenv", "LANG", "C.UTF-8"]
     return [bwrap, *options, "--"]
+
+
+def sandboxed() -> bool:
+    """Whether Chromium's own sandbox runs in the jail: not for a root worker. Its rollouts' workspaces belong to
+    the commands' jail uids, mode 0700 (agents/jail.py), which a browser in a user namespace of its own could not
+    read; and Chromium refuses its sandbox to root. So a root worker's browser is root inside the jail (no
+    capabilities outside it), with `--no-sandbox`."""
+    return os.geteuid() != 0
 
 
 def launcher(cfg: RenderConfig, roots: Sequence[Path], folder: Path, cap: MemoryCap) -> str:
