@@ -36,6 +36,7 @@ from pathlib import Path
 
 from agents.config import SandboxConfig
 from core.config import ConfigError
+from render.memory import MemoryCap, memory_cap
 
 log = logging.getLogger(__name__)
 
@@ -159,6 +160,15 @@ def prepare(cfg: SandboxConfig, root: Path, command: list[str]) -> list[str]:
         "--",
     ]
     return [bwrap, *_binds(cfg, root), "--cap-add", "CAP_SETUID", "--cap-add", "CAP_SETGID", "--", *drop, *limited]
+
+
+def command_cap(cfg: SandboxConfig) -> MemoryCap:
+    """A jailed command's memory, all its processes together (`command_memory_mb`): a cgroup where this worker can make
+    one (render/memory.py), else none beyond each process's RLIMIT_AS (`limits`)."""
+    if cfg.jail == "none":
+        return MemoryCap("none")
+    cap = memory_cap(cfg.command_memory_mb, "command")
+    return cap if cap.cgroup is not None else MemoryCap("none")
 
 
 def jail_uid(root: Path) -> int:

@@ -11,13 +11,17 @@ PartitionAlloc reserve terabytes of address space without writing to it, which R
 
 from __future__ import annotations
 
+import functools
 import itertools
 import logging
 import os
 import shlex
 import shutil
+import time
 from dataclasses import dataclass
 from pathlib import Path
+
+import psutil
 
 log = logging.getLogger(__name__)
 
@@ -33,24 +37,44 @@ class MemoryCap:
     wrap: tuple[str, ...] = ()  # the program the launcher execs through (prlimit ...)
     cgroup: Path | None = None
 
+    def __enter__(self) -> MemoryCap:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.remove()
+
+    def enter(self, argv: list[str]) -> list[str]:
+        """`argv` run under the cap: joining the cgroup first, or through prlimit."""
+        if self.launch:
+            return ["/bin/sh", "-c", "; ".join([*self.launch, 'exec "$@"']), "sh", *argv]
+        return [*self.wrap, *argv]
+
     def remove(self) -> None:
-        """Remove the cgroup once its processes are gone (an empty cgroup is left when some linger)."""
-        if self.cgroup is not None:
+        """Remove the cgroup once its last processes are gone (waits up to 0.2 s for them; else leaves it, logged)."""
+        if self.cgroup is None:
+            return
+        for _ in range(40):
             try:
                 self.cgroup.rmdir()
-            except OSError as exc:
-                log.debug("cgroup %s not removed: %s", self.cgroup, exc)
+                return
+            except FileNotFoundError:
+                return
+            except OSError:
+                time.sleep(0.005)
+        log.warning("cgroup %s still has processes: left in place", self.cgroup)
 
 
-def memory_cap(megabytes: int) -> MemoryCap:
-    """The cap for one browser: the first of cgroup v2, cgroup v1 and RLIMIT_DATA that this process can set."""
+def memory_cap(megabytes: int, kind: str = "chromium") -> MemoryCap:
+    """The cap for one process tree (a browser, a command): the first of cgroup v2, cgroup v1 and RLIMIT_DATA that
+    this process can set."""
     if megabytes <= 0:
         return MemoryCap("none")
     limit = megabytes * 1024 * 1024
-    name = f"chromium-{os.getpid()}-{next(_names)}"
+    name = f"{kind}-{os.getpid()}-{next(_names)}"
     for how, folder, setting in (("cgroup v2", _cgroup2_root(), "memory.max"), ("cgroup v1", CGROUP_V1, "memory.limit_in_bytes")):
         if folder is None or not folder.is_dir():
             continue
+        _sweep(folder)
         cgroup = folder / f"{GROUP}-{name}"  # a child of the hierarchy's root: v2 enables controllers level by level
         try:
             cgroup.mkdir()
@@ -77,6 +101,15 @@ def _cgroup2_root() -> Path | None:
             if enabled.exists() and "memory" in enabled.read_text().split():
                 return root
     return None
+
+
+@functools.cache
+def _sweep(folder: Path) -> None:
+    """Remove the empty cgroups that processes gone before their cleanup left (`deckforge-<kind>-<pid>-<n>`); once a process."""
+    for stale in folder.glob(f"{GROUP}-*-*-*"):
+        pid = stale.name.rsplit("-", 2)[-2]
+        if pid.isdigit() and not psutil.pid_exists(int(pid)):
+            _rmdir(stale)
 
 
 def _rmdir(path: Path) -> None:

@@ -77,9 +77,10 @@ async def execute_command(
     """Run a bash command in the workspace and return its exit code and output (stdout and stderr together)."""
     cfg, root = ctx.sandbox, ctx.workspace.root
     async with _one_at_a_time(root):
-        with tempfile.TemporaryFile() as output:  # a file, not a pipe: a background job cannot hold the call open
+        # output: a file, not a pipe (a background job cannot hold the call open); cap: the memory of all it starts
+        with tempfile.TemporaryFile() as output, jail.command_cap(cfg) as cap:
             proc = await asyncio.create_subprocess_exec(
-                *jail.prepare(cfg, root, ["bash", "-c", command]),
+                *cap.enter(jail.prepare(cfg, root, ["bash", "-c", command])),
                 cwd=root,
                 env=command_env(root),
                 stdin=asyncio.subprocess.DEVNULL,

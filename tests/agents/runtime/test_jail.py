@@ -199,6 +199,22 @@ async def test_process_cap_holds_for_root_too(command: Callable, kind: str) -> N
             proc.kill()
 
 
+HOGS = (
+    "for i in 1 2 3; do python3 -c \"b = b'x' * (500 * 1024 * 1024); import time; time.sleep(2); print('held')\" & done;"
+    " wait; echo end"
+)
+
+
+@pytest.mark.parametrize("kind", [JAILED, UNJAILED])
+async def test_the_memory_cap_holds_for_all_of_a_commands_processes(command: Callable, kind: str) -> None:
+    text = await command(HOGS, jail=kind, command_memory_mb=1024, command_timeout_s=20, call_timeout_s=30)
+    assert "end" in text, text
+    if kind == JAILED:  # 3 x 500 MB past the command's 1 GB: the kernel ends one or more
+        assert text.splitlines().count("held") < 3, text
+    else:  # the control: each process's RLIMIT_AS alone lets three 500 MB processes hold 1.5 GB
+        assert text.splitlines().count("held") == 3, text
+
+
 async def assert_in_a_pid_namespace(command: Callable) -> None:
     """Stop a test before an attack that would hurt the host unjailed, unless commands get a PID namespace of their own."""
     text = await command("echo pid=$$")
