@@ -53,14 +53,14 @@ class MemoryCap:
         """Remove the cgroup once its last processes are gone (waits up to 0.2 s for them; else leaves it, logged)."""
         if self.cgroup is None:
             return
-        for _ in range(40):
+        for _ in range(200):
             try:
                 self.cgroup.rmdir()
                 return
             except FileNotFoundError:
                 return
             except OSError:
-                time.sleep(0.005)
+                time.sleep(0.001)
         log.warning("cgroup %s still has processes: left in place", self.cgroup)
 
 
