@@ -56,6 +56,8 @@ def jail_command(roots: Sequence[Path]) -> list[str]:
         options += ["--ro-bind", str(root), str(root)]
     if sandboxed():  # an unprivileged uid of its own user namespace: Chromium's own sandbox then starts inside
         options += ["--unshare-user", "--uid", str(BROWSER_UID), "--gid", str(BROWSER_UID)]
+    else:  # bwrap run by root keeps root's capabilities in the jail unless told otherwise: all but reading what it shows
+        options += ["--cap-drop", "ALL", "--cap-add", "CAP_DAC_READ_SEARCH"]
     options += ["--unshare-net", "--unshare-pid", "--unshare-ipc", "--unshare-uts", "--die-with-parent"]
     options += ["--clearenv", "--setenv", "HOME", "/tmp", "--setenv", "PATH", "/usr/bin:/bin", "--setenv", "LANG", "C.UTF-8"]
     return [bwrap, *options, "--"]
@@ -64,8 +66,9 @@ def jail_command(roots: Sequence[Path]) -> list[str]:
 def sandboxed() -> bool:
     """Whether Chromium's own sandbox runs in the jail: not for a root worker. Its rollouts' workspaces belong to
     the commands' jail uids, mode 0700 (agents/jail.py), which a browser in a user namespace of its own could not
-    read; and Chromium refuses its sandbox to root. So a root worker's browser is root inside the jail (no
-    capabilities outside it), with `--no-sandbox`."""
+    read; and Chromium refuses its sandbox to root. So a root worker's browser is uid 0 inside the jail with every
+    capability dropped but CAP_DAC_READ_SEARCH (to read those workspaces: only what the jail shows), with
+    `--no-sandbox`."""
     return os.geteuid() != 0
 
 

@@ -157,7 +157,11 @@ async def test_no_attack_gets_out_and_the_next_slide_renders(jailed: Renderer, l
         assert "Still fine" in after, name
     await render_text(jailed, scene.workspace, "settle", "<script>setTimeout(() => {}, 500)</script>")
     assert (listeners.connections, listeners.datagrams) == ([], [])
-    assert jailed.restarts == 0
+    assert jailed.restarts == 0 and jailed.browser_pid is not None
+    browser = psutil.Process(jailed.browser_pid)
+    for proc in (browser, *browser.children(recursive=True)):  # at most CAP_DAC_READ_SEARCH (bit 2), even as root
+        effective = next(line for line in Path(f"/proc/{proc.pid}/status").read_text().splitlines() if line.startswith("CapEff"))
+        assert int(effective.split()[1], 16) & ~(1 << 2) == 0, (proc.pid, proc.name(), effective)
 
 
 async def test_without_the_jail_the_same_slides_reach_the_listeners(listeners: Listeners, scene: Scene, tmp_path: Path) -> None:
