@@ -30,6 +30,7 @@ from core.records import Trajectory
 from render.renderer import Renderer
 from tests.fakes.http_server import Answer, ScriptedServer
 from tests.fakes.openai_server import FakeOpenAIServer, Reply
+from tests.agents.runtime.test_loop import last_tool_text
 from tests.rendered import session_loop
 
 Call = tuple[str, dict[str, Any]]
@@ -76,10 +77,6 @@ def acting(script: Callable[[], Script]) -> Callable[[dict[str, Any]], Reply]:
         return turn if isinstance(turn, Reply) else Reply(tool_calls=[turn])
 
     return policy
-
-
-def last_result(body: dict[str, Any]) -> str:
-    return next(m["content"] for m in reversed(body["messages"]) if m["role"] == "tool")
 
 
 async def play(
@@ -153,7 +150,7 @@ async def test_a_researcher_with_25_lookups_before_its_first_write_finishes(rese
 async def test_a_researcher_that_rereads_a_source_after_writing_finishes(researcher: Callable[..., ToolContext]) -> None:
     def script() -> Script:
         body = yield "search_web", {"query": "attention mechanism"}
-        source = next(w for w in last_result(body).split() if w.startswith("corpus://"))
+        source = next(w for w in last_tool_text(body).split() if w.startswith("corpus://"))
         yield "fetch_url", {"url": source}
         yield manuscript(["Attention weighs every token against every other."])
         body = yield "fetch_url", {"url": source}  # the same page again: nothing new, and fine
