@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any, Callable, Mapping, Optional
 
 from hydra.core.config_store import ConfigStore
-from omegaconf import DictConfig, OmegaConf
+from omegaconf import DictConfig, ListConfig, OmegaConf
 
 from core.conversation import DEFAULT_PROFILE, PROFILES
 
@@ -50,6 +50,20 @@ class Backend:
     openai = "openai"
     local = "local"
     scripted = "scripted"
+
+
+class Routing(str, Enum):
+    """Which replica of a fleet serves a call (core/fleet.py)."""
+
+    sticky = "sticky"  # each unit (a rollout, a judged deck) always the same one: its prefix cache serves every later turn
+    round_robin = "round_robin"  # each call the next one, as a plain load balancer does
+
+
+class AdmissionMode(str, Enum):
+    """What moves the limit on a replica's calls in flight (core/fleet.py)."""
+
+    refusals = "refusals"  # grows while calls succeed, shrinks on each burst of 429/503/529
+    metrics = "metrics"  # follows the replica's queue gauges on its /metrics page (vLLM, SGLang); refusals still cut
 
 
 class TrackingMode(str, Enum):
@@ -93,13 +107,23 @@ class LLMConfig:
     """One model endpoint as a role sees it (the `llm/` group picks the backend)."""
 
     backend: str = Backend.openai  # a name in core.models.BACKENDS
-    base_url: str = "http://127.0.0.1:8000/v1"  # with backend=local: set to the started server's address
+    # One server, or a fleet of replicas of the same model: a list (`llm.base_url=[http://a:8000/v1,http://b:8000/v1]`).
+    # With backend=local: set to the started server's address.
+    base_url: Any = "http://127.0.0.1:8000/v1"
+    base_urls_file: Optional[str] = None  # a fleet that changes: a file of base URLs, one per line, reread as it changes
+    routing: Routing = Routing.sticky
+    admission: AdmissionMode = AdmissionMode.refusals
     api_key_env: str = "OPENAI_API_KEY"  # name of the variable holding the key, never the key
     model: str = "zai-org/GLM-4.6V-Flash"
     temperature: float = 0.7
     top_p: float = 0.95
     max_tokens: int = 8192
+    # Calls in flight to each replica, across every worker of the run (core/fleet.py): the limit starts at
+    # initial_concurrency and grows to max_concurrency while the replica keeps up.
     max_concurrency: int = 32
+    initial_concurrency: int = 4
+    target_queue: int = 2  # admission=metrics: requests waiting at each replica that the limit aims at
+    probe_interval_s: float = 5.0  # how often a replica taken out (down, or refusing everything) is probed back in
     timeout_s: float = 600.0  # per attempt: connecting, and each wait for the next bytes of the reply
     turn_timeout_s: Optional[float] = None  # a whole turn (retries included) from the moment it holds a slot; None: unbounded
     max_retries: int = 6
@@ -152,6 +176,12 @@ class RayConfig:
     threads_per_worker: int = 0  # a worker's threads for CPU-bound steps (pixel checks, exports); 0: on its event loop
 
 
+def replica_urls(cfg: LLMConfig) -> tuple[str, ...]:
+    """The base URLs `llm.base_url` names: one, or a fleet's list (`base_urls_file`'s are read by core.fleet)."""
+    urls = cfg.base_url if isinstance(cfg.base_url, (list, tuple)) else [cfg.base_url]
+    return tuple(str(u) for u in urls)
+
+
 def role_slots(*names: str) -> Callable[[], dict[str, RoleConfig]]:
     """A `roles` default with an empty slot per role an entry point plays, so `roles.critic.backend=scripted`
     needs no `+` (a role not listed can still be added: `+roles.document_analyzer.model=...`)."""
@@ -192,6 +222,13 @@ PERFORMANCE_KEYS: tuple[str, ...] = (
     "tracking",
     "tracking.*",
     "*.max_concurrency",
+    "*.initial_concurrency",
+    "*.target_queue",
+    "*.probe_interval_s",
+    "*.routing",
+    "*.admission",
+    "*.base_url",  # where the model is served, not what it is (`model`): a fleet may grow or move between invocations
+    "*.base_urls_file",
     "*.timeout_s",
     "*.max_retries",
     "*.backoff_*",
@@ -252,6 +289,21 @@ def check_price(key: str, p: PriceConfig) -> None:
         raise ConfigError(f"{key}: {', '.join(negative) or 'gpus'} must be >= 0 (gpus >= 1)")
 
 
+def check_fleet(key: str, endpoint: Any) -> None:
+    """ConfigError naming `key.<field>` for an endpoint's replicas or limits that cannot work (a role's None: inherited)."""
+    url = list(endpoint.base_url) if isinstance(endpoint.base_url, ListConfig) else endpoint.base_url
+    if url is not None and (not isinstance(url, (str, list, tuple)) or not url or not all(isinstance(u, str) and u for u in url)):
+        raise ConfigError(f"{key}.base_url={url}: a base URL, or a non-empty list of them")
+    for name in ("max_concurrency", "initial_concurrency"):
+        value = getattr(endpoint, name)
+        if value is not None and value < 1:
+            raise ConfigError(f"{key}.{name}={value}: must be >= 1")
+    if endpoint.target_queue is not None and endpoint.target_queue < 0:
+        raise ConfigError(f"{key}.target_queue={endpoint.target_queue}: must be >= 0")
+    if endpoint.probe_interval_s is not None and endpoint.probe_interval_s <= 0:
+        raise ConfigError(f"{key}.probe_interval_s={endpoint.probe_interval_s}: must be > 0")
+
+
 def validate_common(cfg: DictConfig) -> None:
     """Checks every entry point shares; each raises ConfigError naming the key. The backends it names are
     checked against `core.models.BACKENDS` by the entry point (`core.models.check_backends`)."""
@@ -267,13 +319,13 @@ def validate_common(cfg: DictConfig) -> None:
         for key, profile in [("llm.profile", llm.profile), *((f"roles.{r}.profile", o.profile) for r, o in roles)]:
             if profile is not None and profile not in PROFILES:
                 raise ConfigError(f"{key}={profile}: unknown profile; known: {', '.join(PROFILES)}")
-        if llm.max_concurrency < 1:
-            raise ConfigError(f"llm.max_concurrency={llm.max_concurrency}: must be >= 1")
+        check_fleet("llm", llm)
         if llm.context_window is not None and llm.context_window < 1:
             raise ConfigError(f"llm.context_window={llm.context_window}: must be >= 1 (or null: ask the server)")
         check_price("llm.price", llm.price)
     for role, override in (cfg.get("roles") or {}).items():
         check_price(f"roles.{role}.price", override.price)
+        check_fleet(f"roles.{role}", override)
     if cfg.run.get("max_tokens") is not None and cfg.run.max_tokens <= 0:
         raise ConfigError(f"run.max_tokens={cfg.run.max_tokens}: a cap must be > 0 (or null: no cap)")
 

@@ -185,7 +185,7 @@ async def play_unit(
     when it raises."""
     if cap is not None and not cap.admit():
         return None
-    unit = Unit(cap=cap)
+    unit = Unit(cap=cap, key=f"{stage}/{unit_id}")  # its calls stick to one replica of a fleet
     if cap is not None:
         cap.opened(unit)
     try:

@@ -1,9 +1,10 @@
 """Async client for any OpenAI-compatible chat endpoint (vLLM, hosted APIs).
 
 Used by every role (agent, critic, judges, task writer), each with its own
-endpoint, sampling, concurrency limit and price. Transient failures are retried
-with jittered exponential backoff (429 honours Retry-After); what is given up on
-is raised as `ModelError` with a kind. Calls, retries, failures, tokens and cost are
+endpoint (one server or a fleet of replicas: `core.fleet` picks the replica of each
+call and admits it), sampling and price. Transient failures are retried with
+jittered exponential backoff (honouring Retry-After); what is given up on is raised
+as `ModelError` with a kind. Calls, retries, failures, tokens and cost are
 counted per role into the unit being worked on (`core.metering`), else into the
 client's own meter; the price is the endpoint's (`core.prices`).
 
@@ -32,6 +33,7 @@ from tenacity import AsyncRetrying, RetryCallState, retry_if_exception, stop_aft
 from yarl import URL
 
 from core.config import LLMConfig
+from core.fleet import Fleet, Outcome, outcome_of
 from core.conversation import profile_named
 from core.llm_types import ChatResult, ModelError
 from core.metering import current_unit
@@ -121,54 +123,6 @@ class _Backoff:
         return random.uniform(0, min(self.max_s, self.base_s * 2 ** (state.attempt_number - 1)))
 
 
-# ---------------------------------------------------------------- adaptive concurrency
-
-
-class AdaptiveLimit:
-    """AIMD concurrency: halves on a rate limit, regains one slot per `limit` successes, within [1, maximum].
-
-    An overloaded endpoint (429s) gets fewer concurrent calls; when it recovers,
-    concurrency climbs back to the configured maximum.
-    """
-
-    def __init__(self, maximum: int, cooldown_s: float = 1.0):
-        self.maximum = self.current = maximum
-        self.lowest = maximum
-        self._in_use = 0
-        self._successes = 0
-        self._last_cut = 0.0
-        self._cooldown_s = cooldown_s
-        self._changed: asyncio.Condition | None = None
-
-    def _condition(self) -> asyncio.Condition:
-        if self._changed is None:  # created lazily, inside the loop that uses it
-            self._changed = asyncio.Condition()
-        return self._changed
-
-    async def __aenter__(self) -> None:
-        async with self._condition():
-            await self._condition().wait_for(lambda: self._in_use < self.current)
-            self._in_use += 1
-
-    async def __aexit__(self, *_: Any) -> None:
-        async with self._condition():
-            self._in_use -= 1
-            self._condition().notify_all()
-
-    def rate_limited(self) -> None:
-        now = time.monotonic()
-        if now - self._last_cut >= self._cooldown_s:  # one cut per burst of 429s
-            self.current = max(1, self.current // 2)
-            self.lowest = min(self.lowest, self.current)
-            self._last_cut, self._successes = now, 0
-
-    def succeeded(self) -> None:
-        self._successes += 1
-        if self.current < self.maximum and self._successes >= self.current:
-            self.current += 1
-            self._successes = 0
-
-
 # ---------------------------------------------------------------- the client
 
 
@@ -186,12 +140,13 @@ def _env_proxy(base_url: str) -> tuple[URL | None, aiohttp.BasicAuth | None]:
 class OpenAIWire:
     """The OpenAI-compatible HTTP wire (POST /chat/completions, GET /models): a `core.protocols.Transport`.
 
-    One aiohttp session per event loop (a session belongs to the loop that made it)."""
+    One aiohttp session per event loop (a session belongs to the loop that made it), for every replica: how many
+    calls are in flight to each is `core.fleet`'s to decide, not the connection pool's."""
 
     def __init__(self, cfg: LLMConfig):
         self.cfg = cfg
         self._by_loop: dict[asyncio.AbstractEventLoop, aiohttp.ClientSession] = {}
-        self.proxy, self.proxy_auth = _env_proxy(cfg.base_url)
+        self._proxies: dict[str, tuple[URL | None, aiohttp.BasicAuth | None]] = {}
 
     def session(self) -> aiohttp.ClientSession:
         loop = asyncio.get_running_loop()
@@ -206,26 +161,29 @@ class OpenAIWire:
                     "Accept": "application/json",
                 },
                 timeout=aiohttp.ClientTimeout(total=None, sock_connect=self.cfg.timeout_s, sock_read=self.cfg.timeout_s),
-                connector=aiohttp.TCPConnector(limit=max(1, self.cfg.max_concurrency)),
+                connector=aiohttp.TCPConnector(limit=0),
             )
         return session
 
-    async def complete(self, body: dict[str, Any]) -> Any:
-        return await self._request("POST", "/chat/completions", body)
+    async def complete(self, body: dict[str, Any], base_url: str) -> Any:
+        return await self._request(base_url, "POST", "/chat/completions", body)
 
-    async def models(self) -> list[dict[str, Any]]:
-        page = await self._request("GET", "/models")
+    async def models(self, base_url: str) -> list[dict[str, Any]]:
+        page = await self._request(base_url, "GET", "/models")
         try:
             return list(page["data"])
         except (KeyError, TypeError) as exc:
             raise MalformedResponse(f"not a model list ({exc!r}): {str(page)[:200]}") from exc
 
-    async def _request(self, method: str, path: str, body: dict[str, Any] | None = None) -> Any:
-        """The decoded JSON answer to `method path`; EndpointError for a non-2xx status."""
+    async def _request(self, base_url: str, method: str, path: str, body: dict[str, Any] | None = None) -> Any:
+        """The decoded JSON answer to `method base_url/path`; EndpointError for a non-2xx status."""
         # orjson: a request carries the conversation's images as base64; json.dumps takes ~9 ms per MB here, orjson ~0.1.
         data = orjson.dumps(body) if body is not None else None
-        url = self.cfg.base_url.rstrip("/") + path
-        async with self.session().request(method, url, data=data, proxy=self.proxy, proxy_auth=self.proxy_auth) as response:
+        proxy = self._proxies.get(base_url)
+        if proxy is None:
+            proxy = self._proxies[base_url] = _env_proxy(base_url)
+        url = base_url.rstrip("/") + path
+        async with self.session().request(method, url, data=data, proxy=proxy[0], proxy_auth=proxy[1]) as response:
             raw = await response.read()
             if response.status >= 300:
                 raise EndpointError(response.status, raw.decode("utf-8", "replace"), response.headers.get("Retry-After"))
@@ -243,8 +201,8 @@ class OpenAIWire:
 
 class ModelClient:
     """One role's model: whatever the transport (`core.protocols.Transport`; the OpenAI wire unless a backend
-    gives another), its calls pass here for retries, the concurrency limit, budget refusal, metering, price and
-    provenance. Implements `core.protocols.Endpoint`."""
+    gives another), its calls pass here for the replica and its admission (`core.fleet`), retries, budget refusal,
+    metering, price and provenance. Implements `core.protocols.Endpoint`."""
 
     def __init__(self, cfg: LLMConfig, role: str = "agent", meter: UsageMeter | None = None, transport: Transport | None = None):
         self.cfg = cfg
@@ -255,10 +213,9 @@ class ModelClient:
         self.meter = meter or UsageMeter()  # calls made outside any unit (core.metering) count here
         self.price = price_of(cfg)
         self.use = ModelUse(cfg.model, str(cfg.backend), cfg.temperature, cfg.top_p, cfg.max_tokens)
-        self._clock = busy_clock(cfg.base_url) if self.price.fleet_per_hour else None
         self.context_window: int | None = cfg.context_window  # else learnt by list_models where the server says
         self.transport = transport or OpenAIWire(cfg)
-        self.limit = AdaptiveLimit(cfg.max_concurrency)
+        self.fleet = Fleet(cfg)
 
     async def chat(
         self,
@@ -274,51 +231,62 @@ class ModelClient:
                 raise ModelError("budget", f"{self.role} model {self.cfg.model!r}: not called, the unit's {refused}")
         meter = self._meter_of(unit)
         request = self._request(messages, tools, image_root)
-        busy = [0.0]  # this call's share of the endpoint's busy time (a fleet priced by the hour)
-
-        def transient(exc: BaseException) -> bool:
-            return classify(exc) in TRANSIENT_KINDS
+        served_by = [", ".join(self.fleet.urls)]  # the replica of the last attempt, once one was admitted
 
         def before_sleep(state: RetryCallState) -> None:
             meter.record_retry(self.role)
-            if state.outcome is not None and classify(state.outcome.exception()) == "rate_limit":
-                self.limit.rate_limited()
             log.debug("%s: retrying after %s", self.role, state.outcome.exception() if state.outcome else "?")
 
         retrying = AsyncRetrying(
-            retry=retry_if_exception(transient),
+            retry=retry_if_exception(lambda exc: classify(exc) in TRANSIENT_KINDS),
             wait=_Backoff(self.cfg.backoff_base_s, self.cfg.backoff_max_s),
             stop=stop_after_attempt(self.cfg.max_retries + 1),
             before_sleep=before_sleep,
             reraise=True,
         )
 
-        async def attempt() -> ChatResult:
-            started = time.perf_counter()
-            mark = self._clock.enter() if self._clock else 0.0
+        async def attempt() -> tuple[ChatResult, str, float]:
+            grant = await self.fleet.acquire()
+            served_by[0] = grant.url
+            if turn is not None and turn.when() is None and self.cfg.turn_timeout_s is not None:
+                turn.reschedule(asyncio.get_running_loop().time() + self.cfg.turn_timeout_s)  # from the first slot held
+            clock = busy_clock(grant.url) if self.price.fleet_per_hour else None
+            started, mark = time.perf_counter(), clock.enter() if clock else 0.0
+            outcome, hinted = Outcome.neutral, None
             try:
-                response = await self.transport.complete(request)
+                response = await self.transport.complete(request, grant.url)
+                outcome = Outcome.ok
+                result = self._parse(response, messages, time.perf_counter() - started, self.cfg.max_tokens)
+            except EndpointError as exc:
+                outcome, hinted = outcome_of(exc.status), retry_after_s(exc)
+                raise
+            except aiohttp.ClientConnectorError:  # refused or unreachable: the server is gone
+                outcome = outcome_of(None, unreachable=True)
+                raise
+            except (aiohttp.ClientError, asyncio.TimeoutError):
+                outcome = outcome_of(None)
+                raise
             finally:
-                if self._clock:
-                    busy[0] += self._clock.leave(mark)
-            return self._parse(response, messages, time.perf_counter() - started, self.cfg.max_tokens)
+                busy = clock.leave(mark) if clock else 0.0
+                self.fleet.release(grant, outcome, hinted)
+                if outcome not in (Outcome.ok, Outcome.neutral):
+                    meter.record_replica_error(self.role, grant.url)
+            return result, grant.url, busy
 
         turn: asyncio.Timeout | None = None
         try:
-            async with self.limit:
-                async with asyncio.timeout(self.cfg.turn_timeout_s) as turn:  # from the moment a slot is held
-                    result = await retrying(attempt)
+            async with asyncio.timeout(None) as turn:  # set when the first attempt holds a slot (llm.turn_timeout_s)
+                result, replica, busy = await retrying(attempt)
         except TRANSPORT_ERRORS as exc:
             cut = turn is not None and turn.expired()
             kind = "turn_timeout" if cut else classify(exc)
             meter.record_failure(self.role, kind)
             attempts = retrying.statistics.get("attempt_number", 1)
             reason = f"no reply within llm.turn_timeout_s={self.cfg.turn_timeout_s:g} s" if cut else str(exc)
-            raise ModelError(kind, f"{self.role} model {self.cfg.model!r} at {self.cfg.base_url}: {reason}", attempts) from exc
-        self.limit.succeeded()
+            raise ModelError(kind, f"{self.role} model {self.cfg.model!r} at {served_by[0]}: {reason}", attempts) from exc
         result = replace(result, request_digest=digest(request["messages"]))
         usage = result.usage
-        cost = self.price.cost(usage.prompt_tokens, usage.completion_tokens, usage.cached_tokens, busy[0])
+        cost = self.price.cost(usage.prompt_tokens, usage.completion_tokens, usage.cached_tokens, busy)
         meter.record_call(
             self.role,
             usage.prompt_tokens,
@@ -327,6 +295,7 @@ class ModelClient:
             cost,
             result.latency_s,
             not result.usage_reported,
+            replica,
         )
         if unit is not None:
             unit.note_model(self.role, self.use)
@@ -374,24 +343,34 @@ class ModelClient:
         return ChatResult(content, reasoning, calls, usage, finish, latency_s, reported is not None)
 
     async def list_models(self) -> list[str]:
-        """Model ids the endpoint serves: a cheap reachability check before a run.
+        """Model ids the endpoint serves: a cheap reachability check before a run. Of a fleet, every replica is asked
+        and one that answers is enough (the others are logged; their first call takes them out until they answer).
 
         Where no context window is configured and the server states one for this model
         (vLLM's `max_model_len`), the client takes it from the list."""
-        try:
-            models = {m["id"]: m for m in await self.transport.models()}
-        except MalformedResponse as exc:
-            raise ModelError("malformed_response", f"{self.role} endpoint {self.cfg.base_url}: {exc}") from exc
-        except TRANSPORT_ERRORS as exc:
-            raise ModelError(classify(exc), f"{self.role} endpoint {self.cfg.base_url} unreachable: {exc}") from exc
-        except (KeyError, TypeError) as exc:
-            raise ModelError(
-                "malformed_response", f"{self.role} endpoint {self.cfg.base_url}: not a model list ({exc!r})"
-            ) from exc
-        window = models.get(self.cfg.model, {}).get("max_model_len")
+        listed: dict[str, dict] | None = None
+        first_error: ModelError | None = None
+        for url in self.fleet.urls:
+            try:
+                models = {m["id"]: m for m in await self.transport.models(url)}
+            except MalformedResponse as exc:
+                error = ModelError("malformed_response", f"{self.role} endpoint {url}: {exc}")
+            except TRANSPORT_ERRORS as exc:
+                error = ModelError(classify(exc), f"{self.role} endpoint {url} unreachable: {exc}")
+            except (KeyError, TypeError) as exc:
+                error = ModelError("malformed_response", f"{self.role} endpoint {url}: not a model list ({exc!r})")
+            else:
+                listed = models if listed is None else listed
+                continue
+            first_error = first_error or error
+            log.warning("%s", error)
+        if listed is None:
+            assert first_error is not None
+            raise first_error
+        window = listed.get(self.cfg.model, {}).get("max_model_len")
         if self.context_window is None and isinstance(window, int) and window > 0:
             self.context_window = window
-        return list(models)
+        return list(listed)
 
     async def aclose(self) -> None:
         await self.transport.aclose()

@@ -43,8 +43,10 @@ class Unit:
         cap: Optional[SpendingCap] = None,
         meter: Optional[UsageMeter] = None,
         parent: Optional[Unit] = None,
+        key: Optional[str] = None,
     ):
         self.meter = meter or UsageMeter()
+        self.key = key  # what pins its calls to one replica of a fleet (core.fleet): a rollout's task id, a unit's id
         self.max_cost_usd = max_cost_usd
         self.cap = cap
         self.parent = parent
@@ -53,7 +55,7 @@ class Unit:
 
     def part(self) -> Unit:
         """A part of this unit (one agent of a rollout) with its own origin, counting into the same meter."""
-        return Unit(self.max_cost_usd, self.cap, self.meter, self)
+        return Unit(self.max_cost_usd, self.cap, self.meter, self, self.key)
 
     def refusal(self) -> Optional[str]:
         """Why no further model call may start: this unit's cap is spent (raises UnitCancelled for the run's cap)."""

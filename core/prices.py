@@ -2,12 +2,12 @@
 
 `price_of(cfg)` resolves, in order:
 1. `price.input_per_mtok` and `output_per_mtok` given: those (US dollars per million tokens);
-2. the scripted backend's rule-based stand-ins, a model on this machine (`backend=local`, or a
-   loopback `base_url`), or a fleet priced by the hour (`price.gpu_hour`): nothing per token;
+2. the scripted backend's rule-based stand-ins, a model on this machine (`backend=local`, or
+   loopback `base_url`s), or a fleet priced by the hour (`price.gpu_hour`): nothing per token;
 3. the model's list price in `LIST_PRICES` (below);
 4. otherwise unknown: its calls are counted, their cost is shown as unknown (never 0, never a guess).
-`price.gpu_hour` (x `price.gpus`) adds the endpoint's wall time: each call pays its share of the
-time the endpoint was busy (`BusyClock`), the way a self-hosted fleet is paid for.
+`price.gpu_hour` (x `price.gpus`, the GPUs of each replica) adds each replica's busy time: each call
+pays its share of the time its replica was busy (`BusyClock`), the way a self-hosted fleet is paid for.
 """
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ from urllib.parse import urlsplit
 
 from omegaconf import DictConfig, OmegaConf
 
-from core.config import Backend, ConfigError, LLMConfig, resolve_role
+from core.config import Backend, ConfigError, LLMConfig, replica_urls, resolve_role
 
 # US dollars per million tokens: (input, output, cached input). The providers' list prices for
 # standard (not batch, not priority) requests as the author knew them in 2025-08, written down from
@@ -94,14 +94,14 @@ def price_of(cfg: LLMConfig) -> Price:
         return Price(p.input_per_mtok, p.output_per_mtok, p.cached_input_per_mtok, fleet, "config (llm.price)")
     if cfg.backend == Backend.scripted:
         return Price(0.0, 0.0, None, 0.0, "rule-based stand-ins: free")
-    if cfg.backend == Backend.local or is_loopback(cfg.base_url):
+    if cfg.backend == Backend.local or all(map(is_loopback, replica_urls(cfg))):
         return Price(0.0, 0.0, None, fleet, "this machine" + (" (gpu_hour)" if fleet else ": free"))
     if p.gpu_hour is not None:
         return Price(0.0, 0.0, None, fleet, f"fleet at ${p.gpu_hour:g}/GPU-hour x {p.gpus}")
     listed = list_price(cfg.model)
     if listed is not None:
         return Price(*listed, 0.0, f"list price of {cfg.model} ({LIST_PRICES_CHECKED})")
-    return Price(None, None, None, 0.0, f"unknown: {cfg.model} at {cfg.base_url} (set llm.price.*)")
+    return Price(None, None, None, 0.0, f"unknown: {cfg.model} at {', '.join(replica_urls(cfg))} (set llm.price.*)")
 
 
 def check_caps(cfg: DictConfig, roles: tuple[str, ...]) -> None:
@@ -159,6 +159,6 @@ _clocks_lock = threading.Lock()
 
 
 def busy_clock(base_url: str) -> BusyClock:
-    """The process's clock of the endpoint at `base_url` (one per endpoint, whichever roles call it)."""
+    """The process's clock of the replica at `base_url` (one per replica, whichever roles call it)."""
     with _clocks_lock:
         return _clocks.setdefault(base_url, BusyClock())

@@ -52,13 +52,16 @@ class Endpoint(Model, Protocol):
 
 class Transport(Protocol):
     """How a backend carries one chat request: OpenAI's chat-completions body in (as the endpoint's profile
-    shaped it), OpenAI's chat.completion object out. Retries, limits, budget, metering, price and provenance
+    shaped it) for the replica at `base_url` (one of `llm.base_url`, chosen by `core.fleet`), OpenAI's
+    chat.completion object out. Replica choice and admission, retries, budget, metering, price and provenance
     are the client's (`core.llm.ModelClient`), the same for every transport. A failure the client may retry is
     raised as `core.llm.EndpointError` (with the status a server would send) or a connection/timeout error."""
 
-    async def complete(self, body: dict[str, Any]) -> dict[str, Any]: ...
+    async def complete(self, body: dict[str, Any], base_url: str) -> dict[str, Any]: ...
 
-    async def models(self) -> list[dict[str, Any]]: ...  # the served models, `{"id": ...}` each (`max_model_len` where known)
+    async def models(
+        self, base_url: str
+    ) -> list[dict[str, Any]]: ...  # the served models, `{"id": ...}` each (`max_model_len` where known)
 
     async def aclose(self) -> None: ...
 

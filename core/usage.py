@@ -2,13 +2,14 @@
 
 `RoleUsage` is the frozen total a record stores (a unit's usage, a stage's, a run's);
 `UsageMeter` accumulates it while calls happen, from any thread. A cost is "unknown",
-not zero, while any call of the role had no known price (`unpriced_calls`).
+not zero, while any call of the role had no known price (`unpriced_calls`). Each role's
+calls are also counted by the replica that served them (`ReplicaUsage`, core.fleet).
 """
 
 from __future__ import annotations
 
 import threading
-from dataclasses import dataclass, field, fields
+from dataclasses import asdict, dataclass, field, fields
 from typing import Iterable, Mapping, Optional
 
 COUNTERS = (
@@ -25,6 +26,19 @@ COUNTERS = (
 
 
 @dataclass(frozen=True)
+class ReplicaUsage:
+    """What one replica (a server of the role's fleet, by base URL) did for a role: its answers and failed attempts."""
+
+    calls: int = 0
+    prompt_tokens: int = 0
+    cached_tokens: int = 0  # prompt tokens it served from its prefix cache (usage.prompt_tokens_details)
+    errors: int = 0  # attempts it failed or refused (each retry counts)
+
+    def __add__(self, other: ReplicaUsage) -> ReplicaUsage:
+        return ReplicaUsage(*(getattr(self, f.name) + getattr(other, f.name) for f in fields(self)))
+
+
+@dataclass(frozen=True)
 class RoleUsage:
     calls: int = 0
     retries: int = 0
@@ -36,6 +50,7 @@ class RoleUsage:
     latency_s: float = 0.0  # the calls' wall time, summed
     estimated_calls: int = 0  # calls whose usage the server did not report
     failures: dict[str, int] = field(default_factory=dict)  # calls given up on, by ModelError kind
+    replicas: dict[str, ReplicaUsage] = field(default_factory=dict)  # by the base URL that served (or failed) them
 
     @property
     def tokens(self) -> int:
@@ -50,11 +65,15 @@ class RoleUsage:
         failures = dict(self.failures)
         for kind, n in other.failures.items():
             failures[kind] = failures.get(kind, 0) + n
-        return RoleUsage(**{k: getattr(self, k) + getattr(other, k) for k in COUNTERS}, failures=failures)
+        replicas = dict(self.replicas)
+        for url, usage in other.replicas.items():
+            replicas[url] = replicas[url] + usage if url in replicas else usage
+        return RoleUsage(**{k: getattr(self, k) + getattr(other, k) for k in COUNTERS}, failures=failures, replicas=replicas)
 
     def to_json(self) -> dict[str, object]:
         """As stats/usage.json shows it: `cost_usd` null when unknown (the known part is `priced_cost_usd`)."""
         data: dict[str, object] = {f.name: getattr(self, f.name) for f in fields(self)}
+        data["replicas"] = {url: asdict(usage) for url, usage in sorted(self.replicas.items())}
         data["cost_usd"], data["priced_cost_usd"] = self.cost, round(self.cost_usd, 6)
         data["latency_s"] = round(self.latency_s, 3)
         return data
@@ -76,15 +95,19 @@ def merged(*parts: Mapping[str, RoleUsage]) -> dict[str, RoleUsage]:
 class _Tally:
     """A role's running counters (mutable; `UsageMeter` guards it)."""
 
-    __slots__ = (*COUNTERS, "failures")
+    __slots__ = (*COUNTERS, "failures", "replicas")
 
     def __init__(self) -> None:
         for name in COUNTERS:
             setattr(self, name, 0)
         self.failures: dict[str, int] = {}
+        self.replicas: dict[str, ReplicaUsage] = {}
 
     def frozen(self) -> RoleUsage:
-        return RoleUsage(**{k: getattr(self, k) for k in COUNTERS}, failures=dict(self.failures))
+        return RoleUsage(**{k: getattr(self, k) for k in COUNTERS}, failures=dict(self.failures), replicas=dict(self.replicas))
+
+    def add_to_replica(self, url: str, usage: ReplicaUsage) -> None:
+        self.replicas[url] = self.replicas[url] + usage if url in self.replicas else usage
 
 
 class UsageMeter:
@@ -103,11 +126,21 @@ class UsageMeter:
         return tally
 
     def record_call(
-        self, role: str, prompt: int, completion: int, cached: int, cost: Optional[float], latency_s: float, estimated: bool
+        self,
+        role: str,
+        prompt: int,
+        completion: int,
+        cached: int,
+        cost: Optional[float],
+        latency_s: float,
+        estimated: bool,
+        replica: Optional[str] = None,
     ) -> None:
-        """One answered call; `cost` None when its price is unknown."""
+        """One answered call (by `replica`, where known); `cost` None when its price is unknown."""
         with self._lock:
             t = self._tally(role)
+            if replica is not None:
+                t.add_to_replica(replica, ReplicaUsage(1, prompt, cached))
             t.calls += 1
             t.prompt_tokens += prompt
             t.completion_tokens += completion
@@ -124,6 +157,11 @@ class UsageMeter:
     def record_retry(self, role: str) -> None:
         with self._lock:
             self._tally(role).retries += 1
+
+    def record_replica_error(self, role: str, replica: str) -> None:
+        """An attempt `replica` failed or refused (retried or not)."""
+        with self._lock:
+            self._tally(role).add_to_replica(replica, ReplicaUsage(errors=1))
 
     def record_failure(self, role: str, kind: str) -> None:
         with self._lock:

@@ -35,6 +35,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from agents.jail import describe
 from core.config import PROJECT_ROOT, ConfigError, RayConfig
 from core.failures import Failure
+from core.fleet import share
 from core.ledger import SpendingCap, spending_cap
 from core.logs import console, setup_logging
 from core.metering import Unit, stamped, unit_scope
@@ -42,6 +43,7 @@ from core.protocols import Runner
 from core.records import Rollout, RolloutStatus, StageDone, Task, read_parquet
 from core.run import RunContext
 from core.store import RunStore, UnitExists
+from pipeline.fleet_admission import RemoteAdmission, start_fleet_actor
 from pipeline.rollout_stats import publish, summarize
 from pipeline.spending import project_rollouts
 from pipeline.stages import require_input
@@ -86,10 +88,13 @@ def set_aside(workspace: Path) -> Path | None:
 class RolloutWorker:
     """An async actor: one runner, many rollouts in flight."""
 
-    def __init__(self, cfg: Any, run_dir: str):
+    def __init__(self, cfg: Any, run_dir: str, fleet: Any):
         self.cfg = cfg
         self.store = RunStore(Path(run_dir))
         setup_logging(self.store.root / "logs" / f"worker-{os.getpid()}.log")  # beside the driver's log, not in Ray's
+        holder = ray.get_runtime_context().get_actor_id()  # the same when Ray restarts this worker
+        fleet.forget.remote(holder)  # slots a dead incarnation of this worker held
+        share(RemoteAdmission(fleet), holder)  # every model call of the worker takes its slot from the run's one view
         self.runner = load_runner(cfg.rollouts.runner, cfg, self.store.root)
         self._started = False
         self._lock = asyncio.Lock()
@@ -113,7 +118,7 @@ class RolloutWorker:
         set_aside(workspace)
         workspace.mkdir(parents=True)
         started = time.monotonic()
-        unit = Unit(max_cost_usd=self.cfg.rollouts.max_cost_usd)
+        unit = Unit(max_cost_usd=self.cfg.rollouts.max_cost_usd, key=task.task_id)  # the replica it sticks to
         try:
             with unit_scope(unit):
                 rollout = await asyncio.wait_for(self.runner.rollout(task, workspace), self.cfg.rollouts.max_wall_s)
@@ -192,12 +197,13 @@ def roll_out(ctx: RunContext, tasks: list[Task], cap: SpendingCap | None = None)
     the rollouts in flight may spend past it, each up to its own cost); BudgetExhausted then."""
     cfg = ctx.cfg
     init_ray(cfg.ray)
+    fleet = start_fleet_actor()
     workers = [
         RolloutWorker.options(
             max_concurrency=cfg.ray.rollouts_per_worker,
             max_restarts=cfg.ray.max_worker_restarts,
             num_cpus=cfg.ray.num_cpus_per_worker,
-        ).remote(cfg, str(ctx.store.root))
+        ).remote(cfg, str(ctx.store.root), fleet)
         for _ in range(cfg.ray.num_workers)
     ]
     capacity = cfg.ray.num_workers * cfg.ray.rollouts_per_worker
@@ -245,6 +251,7 @@ def roll_out(ctx: RunContext, tasks: list[Task], cap: SpendingCap | None = None)
             ray.cancel(ref, force=False)
         for worker in workers:
             _close(worker)
+        _log_fleet(fleet)
     if cap is not None and cap.held_back:
         raise cap.stop(STAGE)
     return feed
@@ -346,6 +353,16 @@ def _check_error_rate(feed: Feed, max_rate: float) -> None:
             f"(rollouts.max_error_rate={max_rate}); most common: {common}. Finished rollouts are kept; "
             "fix the cause and rerun the same command to continue."
         )
+
+
+def _log_fleet(fleet: Any) -> None:
+    """Each replica's admission at the end of the stage (its limit, peak in flight, refusals), then the actor goes."""
+    try:
+        for url, state in ray.get(fleet.snapshot.remote(), timeout=30).items():
+            log.info("replica %s: %s", url, ", ".join(f"{k} {v}" for k, v in state.items()))
+    except (*WORKER_LOST, ray.exceptions.GetTimeoutError) as exc:
+        log.warning("could not read the fleet's admission: %s", exc)
+    ray.kill(fleet)
 
 
 def _close(worker: Any) -> None:

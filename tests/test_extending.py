@@ -126,7 +126,7 @@ class InProcessTransport:
     def __init__(self, cfg: LLMConfig) -> None:
         self.model = cfg.model
 
-    async def complete(self, body: dict[str, Any]) -> dict[str, Any]:
+    async def complete(self, body: dict[str, Any], base_url: str) -> dict[str, Any]:
         tools = {t["function"]["name"] for t in body.get("tools", ())}
         turn = sum(m["role"] == "assistant" for m in body["messages"])
         if not tools:
@@ -152,7 +152,7 @@ class InProcessTransport:
             "", [{"id": f"call_{turn}", "type": "function", "function": {"name": name, "arguments": json.dumps(arguments)}}]
         )
 
-    async def models(self) -> list[dict[str, Any]]:
+    async def models(self, base_url: str) -> list[dict[str, Any]]:
         return [{"id": self.model}]
 
     async def aclose(self) -> None:

@@ -13,7 +13,7 @@ import pytest
 pytest.importorskip("llama_cpp")
 from llama_cpp import llama_chat_format  # noqa: E402
 
-from core.llama_server import BOUNDED, bounded_chatml_function_calling, install  # noqa: E402
+from core.llama_server import BOUNDED, TOTALS, bounded_chatml_function_calling, install  # noqa: E402
 
 TOOLS = [
     {
@@ -39,9 +39,35 @@ def installed() -> None:
 
 
 def test_the_server_adds_its_format_when_it_starts_and_may_add_it_again() -> None:
+    from llama_cpp.server import app
+
     install()
     handlers = llama_chat_format.LlamaChatCompletionHandlerRegistry()
     assert handlers.get_chat_completion_handler_by_name(BOUNDED) is bounded_chatml_function_calling
+    assert [route.path for route in app.router.routes].count("/metrics") == 1
+
+
+def test_the_app_answers_with_the_cached_tokens_the_usage_holds() -> None:
+    """The server's app answers through llama-cpp-python's TypedDicts, which drop the keys they do not declare."""
+    from typing import Union
+
+    import llama_cpp
+    from pydantic import TypeAdapter
+
+    usage = {"prompt_tokens": 9, "completion_tokens": 1, "total_tokens": 10, "prompt_tokens_details": {"cached_tokens": 7}}
+    reply = {"id": "c", "object": "chat.completion", "created": 0, "model": "m", "choices": [], "usage": usage}
+    answer = TypeAdapter(Union[llama_cpp.ChatCompletion, str])  # as the app declares its chat route's answer
+    assert answer.dump_python(answer.validate_python(reply))["usage"] == usage
+
+
+def test_the_metrics_page_counts_in_prometheus_text() -> None:
+    prompt, cached = TOTALS.prompt, TOTALS.cached
+    TOTALS.add(120, 100)
+    page = TOTALS.render().splitlines()
+    name = "deckforge_llama_server_prompt_tokens_cached_total"
+    assert page[page.index(f"# TYPE {name} counter") + 1] == f"{name} {cached + 100}"
+    assert f"deckforge_llama_server_prompt_tokens_total {prompt + 120}" in page
+    assert not any("llamacpp:" in line for line in page)  # llama.cpp's C++ server's names, counting otherwise
 
 
 class RecordingLlama:

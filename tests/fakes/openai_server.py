@@ -130,6 +130,7 @@ class FakeOpenAIServer:
         max_model_len: int | None = None,
         strict: str | None = None,
         queue_limit: int | None = None,
+        port: int = 0,
     ):
         """`capacity`: above this many requests in flight, answer 429 (an overloaded endpoint).
         `max_model_len`: the context window /v1/models states for the model, as vLLM does.
@@ -138,7 +139,8 @@ class FakeOpenAIServer:
         `strict`: None accepts every request; "openai" or "vllm-glm" refuses what that provider refuses, with its
         status and wording (with "vllm-glm", a prompt over `max_model_len` too). `queue_limit`: with that many
         requests in flight, answer 503 as vLLM's `--max-num-queued-reqs` admission does. Refused requests are
-        recorded in `refused` as (status, message) and never reach the policy."""
+        recorded in `refused` as (status, message) and never reach the policy. `port`: 0 for a free one; a
+        stopped server's port to bring it back where its clients know it."""
         provider_rules.check_profile(strict)
         self.strict = strict
         self.queue_limit = queue_limit
@@ -159,7 +161,7 @@ class FakeOpenAIServer:
         self._loop = asyncio.new_event_loop()
         self._thread = threading.Thread(target=self._loop.run_forever, daemon=True, name="fake-openai")
         self._runner: web.AppRunner | None = None
-        self.port = 0
+        self.port = port
 
     @property
     def url(self) -> str:
@@ -181,7 +183,7 @@ class FakeOpenAIServer:
         app.router.add_get("/v1/models", self._models)
         self._runner = web.AppRunner(app, access_log=None, shutdown_timeout=0.1)
         await self._runner.setup()
-        site = web.TCPSite(self._runner, "127.0.0.1", 0)
+        site = web.TCPSite(self._runner, "127.0.0.1", self.port, reuse_address=True)
         await site.start()
         self.port = site._server.sockets[0].getsockname()[1]
 
