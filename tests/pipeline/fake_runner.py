@@ -2,7 +2,7 @@
 
 Words in the instruction: SLOW (sleeps past the wall-clock cap), CRASH (raises), FAIL
 (returns a failed rollout), DIE (kills its worker process, once per task). BrokenToolRunner is the
-real runner with a bug planted in a tool.
+real runner with a bug planted in a tool; ChattyRunner makes model calls and nothing else.
 """
 
 from __future__ import annotations
@@ -22,7 +22,8 @@ from agents.tools import ToolContext
 from agents.tools.toolsets import TOOLS
 from pipeline.runner import DeckRunner
 from core.metering import current_unit
-from core.records import Rollout, Task
+from core.models import Play, Players
+from core.records import Message, Rollout, Task
 
 
 class ScriptedRunner:
@@ -91,3 +92,26 @@ class BrokenToolRunner(DeckRunner):
         if not BROKEN:
             BROKEN.add(workspace.resolve())
         return await super().rollout(task, workspace)
+
+
+class ChattyRunner:
+    """A rollout that is `CHATS` agent turns against the configured endpoint (its fleet), each a growing conversation."""
+
+    CHATS = 4
+
+    def __init__(self, cfg: Any, run_dir: Path):
+        self.players = Players(cfg.llm, cfg.roles)
+        self.model = self.players.play("agent", Play(lambda client: client, lambda _: None))
+
+    async def start(self) -> None:
+        return None
+
+    async def rollout(self, task: Task, workspace: Path) -> Rollout:
+        messages = [Message("user", task.instruction)]
+        for turn in range(self.CHATS):
+            reply = await self.model.chat(messages)
+            messages += [Message("assistant", reply.content), Message("user", f"turn {turn} done")]
+        return Rollout(task_id=task.task_id, status="done")
+
+    async def close(self) -> None:
+        await self.players.aclose()

@@ -1,4 +1,4 @@
-"""Rollouts on a simulated multi-node Ray cluster; a node is removed mid-run."""
+"""Rollouts on a simulated multi-node Ray cluster: a node is removed mid-run; two workers share a replica's limit."""
 
 from __future__ import annotations
 
@@ -16,7 +16,10 @@ from ray.cluster_utils import Cluster
 from core.config import PROJECT_ROOT
 from core.records import Rollout, read_parquet
 from pipeline.rollouts import run_rollouts
+from tests.fakes.openai_server import FakeOpenAIServer, Reply
 from tests.pipeline.test_rollouts import RUNNER, write_tasks
+
+CHATTY = "rollouts.runner=tests.pipeline.fake_runner:ChattyRunner"
 
 
 @pytest.fixture
@@ -69,3 +72,15 @@ def test_without_ray_address_a_run_starts_its_own_instance_beside_a_cluster_on_t
     (trace,) = (tmp_path / "run" / "rollouts").glob("*/trace.txt")
     gcs = dict(line.split(" ", 1) for line in trace.read_text().splitlines())["gcs"]
     assert gcs != cluster.address
+
+
+@pytest.mark.slow
+def test_two_workers_never_put_more_calls_on_a_replica_than_its_limit(make_run, cluster) -> None:
+    """Each worker alone would allow llm.max_concurrency calls; the run's one admission view allows that many in all."""
+    with FakeOpenAIServer(lambda _: Reply("noted"), latency_s=0.1) as srv:
+        fleet = [f"llm.base_url={srv.url}", "llm.model=fake", "llm.max_concurrency=3", "llm.initial_concurrency=3"]
+        ctx = make_run(CHATTY, "ray=cluster", "ray.num_workers=2", "ray.rollouts_per_worker=8", "llm=openai", *fleet)
+        write_tasks(ctx, ["ok"] * 16)
+        figures = run_rollouts(ctx)
+    assert figures["done"] == 16 and srv.served == 16 * 4
+    assert srv.peak_in_flight == 3  # 16 rollouts in flight on 2 workers wanted 16 calls at once
