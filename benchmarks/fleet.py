@@ -31,6 +31,7 @@ import json
 import math
 import os
 import statistics
+import sys
 import time
 import uuid
 from contextlib import ExitStack
@@ -189,7 +190,7 @@ def run_local(args: argparse.Namespace) -> dict[str, Figures]:
         rounds: dict[str, list[Figures]] = {}
         for mode in order:
             figures = asyncio.run(_local_round(urls, Routing(mode), args.rollouts, args.turns))
-            print(f"  {mode}: {_line(figures)}", flush=True)
+            print(f"  {mode}: {_line(figures)}", file=sys.stderr, flush=True)  # progress; stdout is the result
             rounds.setdefault(mode, []).append(figures)
     return {mode: _pooled(results) for mode, results in rounds.items()}
 
@@ -311,7 +312,7 @@ def run_sim(args: argparse.Namespace) -> dict[str, Figures]:
                     "wall_s": time.time() - started,
                 },
             )
-            print(f"  {mode}: {_line(figures)}", flush=True)
+            print(f"  {mode}: {_line(figures)}", file=sys.stderr, flush=True)  # progress; stdout is the result
             results[mode] = figures
     finally:
         ray.shutdown()

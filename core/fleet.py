@@ -164,6 +164,7 @@ class Replica:
     peak_in_flight: int = 0
     refusals: int = 0
     waiters: deque[_Waiter] = field(default_factory=deque)
+    wake: Optional[asyncio.TimerHandle] = None  # the dispatch at the end of a pause (Retry-After)
 
     def has_room(self, now: float) -> bool:
         return self.up and now >= self.paused_until and self.in_flight < self.limit.slots
@@ -224,6 +225,7 @@ class FleetState:
         waiter = _Waiter(ticket, urls, key, routing, asyncio.get_running_loop().create_future())
         replica.waiters.append(waiter)
         self._waiting[ticket] = waiter
+        self._dispatch(replica)  # a paused replica: wake its waiters when the pause ends
         try:
             return await waiter.future
         except asyncio.CancelledError:
@@ -313,10 +315,12 @@ class FleetState:
             del self._waiting[waiter.ticket]
             if not waiter.future.done():
                 waiter.future.set_result(self._grant(replica, waiter.ticket))
-        if replica.waiters and replica.up and now < replica.paused_until:
-            asyncio.get_running_loop().call_at(
-                asyncio.get_running_loop().time() + replica.paused_until - now, self._dispatch, replica
-            )
+        if replica.waiters and replica.up and now < replica.paused_until and replica.wake is None:
+            replica.wake = asyncio.get_running_loop().call_later(replica.paused_until - now, self._wake, replica)
+
+    def _wake(self, replica: Replica) -> None:
+        replica.wake = None
+        self._dispatch(replica)
 
     def _reroute(self, replica: Replica) -> None:
         """A replica went out: its waiting calls go where their keys route now (or fail if none is up)."""
