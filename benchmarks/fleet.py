@@ -45,7 +45,8 @@ import ray
 from prometheus_client.parser import text_string_to_metric_families
 
 from core.config import AdmissionMode, LLMConfig, Routing
-from core.fleet import Fleet, Grant, Outcome, Policy, metrics_url, share
+from core.fleet import Fleet, Grant, share
+from core.replica_limit import Outcome, Policy, metrics_url
 from core.llm import ModelClient
 from core.local_server import LocalServer, ServerSpec, bundled_model
 from core.metering import Unit, unit_scope

@@ -8,7 +8,7 @@ a `core.llm.ModelClient` asks its `Fleet` for a slot on one replica and gives it
   replicas that are up: stable across processes and resumes, and when a replica leaves only its units
   move. An agent's next prompt is its last one plus a little, so the replica that served the last
   turn holds it in its prefix cache. `round_robin`: each call the next replica, as a plain balancer.
-- Admission. Each replica has a limit on calls in flight (`Limit`), shared by every client of the
+- Admission. Each replica has a limit on calls in flight (`core.replica_limit.Limit`), shared by every client of the
   process and, in a Ray run, by every rollout worker (`pipeline.fleet_admission` hosts one
   `FleetState` for all of them). It starts at `initial_concurrency`, doubles each round of
   successes until the first refusal (HTTP 429, 503, 529: a rate limit, vLLM's full queue, an
@@ -18,7 +18,9 @@ a `core.llm.ModelClient` asks its `Fleet` for a slot on one replica and gives it
   holding `target_queue` requests waiting.
 - Health. A replica that refuses connections, fails three calls in a row, or refuses ten in a row at
   a limit of one is taken out: its units route elsewhere (their next turn pays one full prefill)
-  and it is probed every `probe_interval_s` (any HTTP answer below 500 brings it back).
+  and it is probed every `probe_interval_s` (any HTTP answer below 500 brings it back). The last
+  replica up of an endpoint stays in (there is nowhere else to go): the client's retries and
+  backoff deal with it, as with a single server.
 """
 
 from __future__ import annotations
@@ -32,113 +34,24 @@ import time
 import uuid
 from collections import deque
 from dataclasses import dataclass, field
-from enum import Enum
 from pathlib import Path
 from typing import Optional, Protocol
 
 import aiohttp
-from prometheus_client.parser import text_string_to_metric_families
 
 from core.config import AdmissionMode, ConfigError, LLMConfig, Routing, replica_urls
 from core.metering import current_unit
+from core.replica_limit import KV_USAGE, WAITING, Limit, Outcome, Policy, first, gauges, metrics_url
 
 log = logging.getLogger(__name__)
 
-REFUSAL_STATUSES = frozenset({429, 503, 529})  # rate limited; vLLM's admission (a full queue); an overloaded gateway
-CUT = 0.8  # a refused limit goes to this share of the calls then in flight
-PLATEAU = 16  # near the level last refused, the limit grows this many times slower: ~one refusal per 16 rounds
 FAILS_TO_DOWN = 3  # failed calls in a row that take a replica out
 REFUSALS_TO_DOWN = 10  # refusals in a row, at a limit of one, that take a replica out
-METRICS_INTERVAL_S = 0.5
-KV_FULL = 0.95  # admission=metrics: above this KV-cache use the limit does not grow (vLLM would preempt)
-WAITING = ("vllm:num_requests_waiting", "sglang:num_queue_reqs")
-KV_USAGE = ("vllm:kv_cache_usage_perc", "vllm:gpu_cache_usage_perc", "sglang:token_usage")
+METRICS_INTERVAL_S = 0.5  # admission=metrics: how often each replica's gauges are read
 
 
 class NoReplicaUp(aiohttp.ClientConnectionError):
     """Every replica of the endpoint is out; a connection error to the client (retried with backoff)."""
-
-
-class Outcome(str, Enum):
-    """How a call ended, for its replica's limit and health."""
-
-    ok = "ok"
-    refused = "refused"  # 429, 503, 529
-    failed = "failed"  # a timeout, a 5xx, a connection cut
-    unreachable = "unreachable"  # the connection was refused: the server is gone
-    neutral = "neutral"  # the request's own fault (a 4xx) or the caller gave up: says nothing of the replica
-
-
-@dataclass(frozen=True)
-class Policy:
-    """How a replica is admitted, from the endpoint's config (the first client to register a replica sets it)."""
-
-    maximum: int
-    initial: int
-    admission: AdmissionMode = AdmissionMode.refusals
-    target_queue: int = 2
-    probe_interval_s: float = 5.0
-    max_pause_s: float = 60.0
-
-    @classmethod
-    def of(cls, cfg: LLMConfig) -> Policy:
-        return cls(
-            cfg.max_concurrency,
-            min(cfg.initial_concurrency, cfg.max_concurrency),
-            AdmissionMode(cfg.admission),
-            cfg.target_queue,
-            cfg.probe_interval_s,
-            cfg.backoff_max_s,
-        )
-
-
-class Limit:
-    """Calls one replica may hold: slow start, then a gentle cut per burst of refusals and additive growth; with
-    `follows_metrics`, after slow start, moved by the replica's queue gauges instead of by successes."""
-
-    def __init__(self, maximum: int, initial: int, follows_metrics: bool = False):
-        self.maximum = maximum
-        self.value = float(max(1, min(initial, maximum)))
-        self.ceiling: Optional[int] = None  # calls in flight at the last refusal (or overfull queue); None: slow start
-        self.cut_at = 0  # calls granted before this sequence number were sent before the last cut
-        self.follows_metrics = follows_metrics
-
-    def succeeded(self) -> None:
-        if self.ceiling is None:
-            step = 1.0  # one per success: doubles each round
-        elif self.follows_metrics:
-            return
-        elif self.value < self.ceiling - 1:
-            step = 1.0 / self.value  # one per round
-        else:
-            step = 1.0 / (PLATEAU * self.value)
-        self.value = min(float(self.maximum), self.value + step)
-
-    def refused(self, seq: int, in_flight: int, next_seq: int) -> bool:
-        """Cut once per burst: a refusal of a call sent before the last cut is the same overload. True if cut."""
-        if seq < self.cut_at:
-            return False
-        self.ceiling = in_flight
-        self.value = max(1.0, min(self.value, in_flight) * CUT)
-        self.cut_at = next_seq
-        return True
-
-    def follow(self, waiting: float, kv_usage: Optional[float], target: int) -> None:
-        """admission=metrics: half the gap between the replica's waiting requests and `target` per reading;
-        slow start ends when the queue first passes it, and the limit never grows while the KV cache is full."""
-        full = kv_usage is not None and kv_usage >= KV_FULL
-        if self.ceiling is None:
-            if waiting <= target and not full:
-                return
-            self.ceiling = int(self.value)
-        step = (target - waiting) / 2
-        if step > 0 and full:
-            return
-        self.value = min(float(self.maximum), max(1.0, self.value + step))
-
-    @property
-    def slots(self) -> int:
-        return int(self.value)
 
 
 @dataclass
@@ -164,6 +77,7 @@ class Replica:
     peak_in_flight: int = 0
     refusals: int = 0
     waiters: deque[_Waiter] = field(default_factory=deque)
+    fleets: set[tuple[str, ...]] = field(default_factory=set)  # the endpoints (replica lists) it serves in
     wake: Optional[asyncio.TimerHandle] = None  # the dispatch at the end of a pause (Retry-After)
 
     def has_room(self, now: float) -> bool:
@@ -182,26 +96,6 @@ def rendezvous(key: str, urls: list[str]) -> str:
     return max(urls, key=lambda url: hashlib.blake2b(f"{key}\x00{url}".encode(), digest_size=8).digest())
 
 
-def metrics_url(base_url: str) -> str:
-    """vLLM and SGLang serve /metrics at the server's root, beside /v1."""
-    root = base_url.rstrip("/")
-    return (root[: -len("/v1")] if root.endswith("/v1") else root) + "/metrics"
-
-
-def gauges(text: str) -> dict[str, float]:
-    """The queue gauges of a Prometheus page, summed over label sets (several models on one server)."""
-    found: dict[str, float] = {}
-    for family in text_string_to_metric_families(text):
-        for sample in family.samples:
-            if sample.name in (*WAITING, *KV_USAGE):
-                found[sample.name] = found.get(sample.name, 0.0) + sample.value
-    return found
-
-
-def _first(values: dict[str, float], names: tuple[str, ...]) -> Optional[float]:
-    return next((values[n] for n in names if n in values), None)
-
-
 class FleetState:
     """The shared view of every replica a process (or, hosted by an actor, a Ray cluster) calls: each one's limit,
     calls in flight, waiting calls and health. All its methods run on one event loop."""
@@ -218,7 +112,7 @@ class FleetState:
     async def acquire(self, urls: tuple[str, ...], policy: Policy, key: Optional[str], routing: Routing, ticket: str) -> Grant:
         """A slot on the replica this call goes to; waits while that replica is full. NoReplicaUp when all are out."""
         for url in urls:
-            self._register(url, policy)
+            self._register(url, urls, policy)
         replica = self._route(urls, key, routing)
         if replica.has_room(time.monotonic()) and not replica.waiters:
             return self._grant(replica, ticket)
@@ -276,14 +170,15 @@ class FleetState:
 
     # ------------------------------------------------------------ routing and slots
 
-    def _register(self, url: str, policy: Policy) -> None:
+    def _register(self, url: str, urls: tuple[str, ...], policy: Policy) -> None:
         replica = self.replicas.get(url)
         if replica is None:
-            self.replicas[url] = Replica(url, policy, self._limit(policy))
+            replica = self.replicas[url] = Replica(url, policy, self._limit(policy))
             if policy.admission is AdmissionMode.metrics:
                 self._watch(url, self._follow_metrics(url))
         elif policy.maximum > replica.limit.maximum:  # two roles on one server: the larger maximum
             replica.limit.maximum = policy.maximum
+        replica.fleets.add(urls)
 
     @staticmethod
     def _limit(policy: Policy) -> Limit:
@@ -363,7 +258,8 @@ class FleetState:
             self._take_out(replica, "it refused the connection")
 
     def _take_out(self, replica: Replica, why: str) -> None:
-        if not replica.up:
+        others_up = all(any(self.replicas[u].up for u in fleet if u != replica.url) for fleet in replica.fleets)
+        if not replica.up or not others_up:
             return
         replica.up = False
         log.warning(
@@ -409,12 +305,12 @@ class FleetState:
                 except (aiohttp.ClientError, asyncio.TimeoutError):
                     continue
                 found = gauges(text)
-                waiting = _first(found, WAITING)
+                waiting = first(found, WAITING)
                 if waiting is None:
                     log.warning("replica %s: no queue gauge at %s; admission follows refusals only", url, metrics_url(url))
                     replica.limit.follows_metrics = False
                     return
-                replica.limit.follow(waiting, _first(found, KV_USAGE), replica.policy.target_queue)
+                replica.limit.follow(waiting, first(found, KV_USAGE), replica.policy.target_queue)
                 self._dispatch(replica)
 
 
@@ -435,6 +331,7 @@ class Admission(Protocol):
 _shared: Optional[Admission] = None
 _local: dict[asyncio.AbstractEventLoop, FleetState] = {}
 HOLDER = f"{os.getpid()}-{uuid.uuid4().hex[:8]}"  # this process, in ticket names
+_tickets = itertools.count()  # one count for every client of the process: a ticket names one call
 
 
 def share(admission: Optional[Admission], holder: Optional[str] = None) -> None:
@@ -483,7 +380,6 @@ class Fleet:
         self.file = Path(cfg.base_urls_file).expanduser() if cfg.base_urls_file else None
         self._urls = read_urls_file(self.file) if self.file else replica_urls(cfg)
         self._file_seen = (self.file.stat().st_mtime_ns, time.monotonic()) if self.file else (0, 0.0)
-        self._tickets = itertools.count()
 
     @property
     def urls(self) -> tuple[str, ...]:
@@ -503,19 +399,8 @@ class Fleet:
     async def acquire(self) -> Grant:
         """A slot for one call, on the replica the current unit is pinned to (or the routing's next)."""
         unit = current_unit()
-        ticket = f"{HOLDER}/{next(self._tickets)}"
+        ticket = f"{HOLDER}/{next(_tickets)}"
         return await admission().acquire(self.urls, self.policy, unit.key if unit else None, self.routing, ticket)
 
     def release(self, grant: Grant, outcome: Outcome, retry_after_s: Optional[float] = None) -> None:
         admission().release(grant.ticket, outcome, retry_after_s)
-
-
-def outcome_of(status: Optional[int], unreachable: bool = False) -> Outcome:
-    """A finished attempt's outcome for its replica: by HTTP status (None: no answer, a timeout or a cut connection)."""
-    if unreachable:
-        return Outcome.unreachable
-    if status is None or (status >= 500 and status not in REFUSAL_STATUSES):
-        return Outcome.failed
-    if status in REFUSAL_STATUSES:
-        return Outcome.refused
-    return Outcome.ok if status < 300 else Outcome.neutral

@@ -33,7 +33,8 @@ from tenacity import AsyncRetrying, RetryCallState, retry_if_exception, stop_aft
 from yarl import URL
 
 from core.config import LLMConfig
-from core.fleet import Fleet, Outcome, outcome_of
+from core.fleet import Fleet
+from core.replica_limit import Outcome, outcome_of
 from core.conversation import profile_named
 from core.llm_types import ChatResult, ModelError
 from core.metering import current_unit

@@ -17,7 +17,8 @@ import ray
 from ray.exceptions import RayTaskError
 
 from core.config import Routing
-from core.fleet import FleetState, Grant, NoReplicaUp, Outcome, Policy
+from core.fleet import FleetState, Grant, NoReplicaUp
+from core.replica_limit import Outcome, Policy
 
 MAX_CALLS_WAITING = 100_000  # every call waiting for a slot is one actor call in progress
 

@@ -29,4 +29,5 @@ def test_the_simulated_fleet_benchmark_prints_one_object_with_every_mode() -> No
     assert set(result["modes"]) == {"per_process_429", "shared", "shared_metrics"}
     for figures in result["modes"].values():
         assert set(figures) == FIGURES and figures["ttft_p50_s"] is None  # the simulator does not stream
-        assert 0 < figures["capacity_share"] <= 1.05 and figures["rollouts_per_h"] > 0
+        assert 0 < figures["capacity_share"] <= 1.05  # measured at the simulated replicas
+        assert all(value is None or value >= 0 for value in figures.values())

@@ -13,7 +13,8 @@ from pathlib import Path
 import pytest
 
 from core.config import LLMConfig
-from core.fleet import Fleet, Limit, admission, rendezvous
+from core.fleet import Fleet, admission, rendezvous
+from core.replica_limit import Limit
 from core.llm import ModelClient
 from core.metering import Unit, unit_scope
 from core.records import Message
@@ -185,6 +186,23 @@ async def test_a_replica_that_dies_is_taken_out_its_units_move_and_it_rejoins_wh
             assert back.served == 4 and b.served == 4  # its units came back to it
         assert client.meter.snapshot()["agent"].replicas[a.url].errors >= 1
         await client.aclose()
+
+
+async def test_the_last_replica_up_stays_in_and_its_failures_are_retried_as_a_single_server_s() -> None:
+    with FakeOpenAIServer(ok, faults=FaultPlan(script=["500", "500", "500"])) as srv:
+        client = fleet_client([srv.url])
+        await client.chat(HELLO)  # three failures in a row would take a replica out, were there another
+        assert admission().snapshot()[srv.url]["up"] and srv.served == 4
+        await client.aclose()
+
+
+async def test_clients_of_one_process_share_each_replica_s_slots() -> None:
+    with FakeOpenAIServer(ok, latency_s=0.05) as srv:
+        agent, critic = (fleet_client([srv.url], max_concurrency=2, initial_concurrency=2) for _ in range(2))
+        await asyncio.gather(*(c.chat(HELLO) for c in (agent, critic) for _ in range(6)))
+        assert srv.served == 12 and srv.peak_in_flight == 2  # the two roles' calls together
+        await agent.aclose()
+        await critic.aclose()
 
 
 def test_a_fleet_file_is_reread_when_it_changes(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
