@@ -24,13 +24,13 @@ from core.records import CriticInjection, Message, Rollout, Step, ToolCall, Traj
 from core.failures import Failure
 from core.ledger import read_ledger
 from core.store import RunStore
-from core.usage import RoleUsage
+from core.usage import ReplicaUsage, RoleUsage
 from core.tracking import Tracker
 from pipeline.report import make_report, run_report
 from pipeline.report.data import load_run
 from pipeline.report.figures import ACCEPTED, NOT_FILTERED, compute_figures, metrics
 from pipeline.report.steps import WARNING_MARK, view
-from pipeline.spending import project_rollouts
+from pipeline.spending import project_rollouts, usage_stats
 from pipeline.synthesize import STAGES
 from tests.pipeline.report_run import JUDGE_COST, INJECTED_FINDING, RolloutSpec, add_rollout, build_run, make_task
 
@@ -238,6 +238,28 @@ def test_the_report_shows_every_stage_s_calls_and_an_unknown_price_as_unknown(sy
         and "1 calls of a model whose price is unknown" in cost
     )
     assert '<div class="big">unknown</div><div>cost per accepted trajectory</div>' in html
+
+
+def test_the_cost_page_shows_what_each_replica_of_a_fleet_did(synthetic: Path) -> None:
+    replicas = {
+        "http://gpu1:8000/v1": ReplicaUsage(40, 80_000, 72_000, 2),
+        "http://gpu2:8000/v1": ReplicaUsage(38, 76_000, 60_800),
+    }
+    usage = RoleUsage(calls=78, prompt_tokens=156_000, cached_tokens=132_800, replicas=replicas)
+    RunStore(synthetic).spent_unfinished("rollouts", "persona-00001", {"agent": usage}, "interrupted")
+    make_report(synthetic)
+    html = (synthetic / "report" / "index.html").read_text(encoding="utf-8")
+    cost = html[html.index('id="cost"') : html.index('id="throughput"')]
+    by_replica = cost[cost.index("By replica") :]
+    row = re.search(r"<code>http://gpu1:8000/v1</code></td>(.*?)</tr>", by_replica, re.S)
+    assert row and [re.sub("<[^>]+>", "", c).strip() for c in row.group(1).split("</td>")][:5] == [
+        "40",
+        "2",
+        "80,000",
+        "72,000",
+        "90%",
+    ]
+    assert usage_stats(synthetic)["total"]["replicas"]["http://gpu2:8000/v1"]["cached_tokens"] == 60_800  # stats/usage.json
 
 
 def test_thumbnails_are_made_once_and_remade_when_a_slide_changes(synthetic: Path) -> None:
