@@ -45,7 +45,7 @@ import ray
 from prometheus_client.parser import text_string_to_metric_families
 
 from core.config import AdmissionMode, LLMConfig, Routing
-from core.fleet import Fleet, Grant, share
+from core.fleet import Fleet, FleetState, Grant, admission, share
 from core.replica_limit import Outcome, Policy, metrics_url
 from core.llm import ModelClient
 from core.local_server import LocalServer, ServerSpec, bundled_model
@@ -241,6 +241,22 @@ class BenchWorker:
         self.turns: list[tuple[float, float]] = []  # (finished at, seconds)
         self.finished: list[float] = []
 
+    def ready(self) -> bool:
+        return True
+
+    async def slot_cost(self, calls: int) -> dict[str, float]:
+        """Microseconds of wall time and of this process's CPU per slot taken and given back, with no other call
+        waiting: through this worker's admission (the actor, shared modes) and through one of its own (FleetState)."""
+        fleet, costs = Fleet(self.cfg), {}
+        for name, where in (("actor", admission()), ("in_process", FleetState())):
+            wall, cpu = time.perf_counter(), time.process_time()
+            for n in range(calls):
+                grant = await where.acquire(fleet.urls, fleet.policy, f"k{n}", fleet.routing, f"overhead/{name}/{n}")
+                where.release(grant.ticket, Outcome.ok)
+            costs[f"{name}_wall_us"] = (time.perf_counter() - wall) / calls * 1e6
+            costs[f"{name}_cpu_us"] = (time.process_time() - cpu) / calls * 1e6
+        return costs
+
     async def play(self, rollouts: int, turns: int, seconds: float, name: str) -> tuple[list, list]:
         client = ModelClient(self.cfg, "agent")
         deadline = time.time() + seconds
@@ -277,10 +293,18 @@ def run_sim(args: argparse.Namespace) -> dict[str, Figures]:
 
     results = {}
     try:
+        with simulated_fleet(args.servers, spec) as fleet:
+            actor = start_fleet_actor()
+            probe = BenchWorker.remote(fleet.urls, "shared", actor, settings)
+            costs = ray.get(probe.slot_cost.remote(2000))
+            ray.kill(probe)
+            ray.kill(actor)
+        print("  a slot per model call: " + ", ".join(f"{k} {v:.0f}" for k, v in costs.items()), file=sys.stderr, flush=True)
         for mode in MODES["sim"]:
             with simulated_fleet(args.servers, spec) as fleet:
                 actor = start_fleet_actor()
                 workers = [BenchWorker.remote(fleet.urls, mode, actor, settings) for _ in range(args.workers)]
+                ray.get([w.ready.remote() for w in workers])  # their processes started: the clock starts with their rollouts
                 started = time.time()
                 plays = [
                     w.play.remote(args.rollouts_per_worker, args.turns, args.ramp_s + args.seconds, f"w{i}")
