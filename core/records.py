@@ -133,6 +133,28 @@ class Constraints:
         return self.slides_min is None and self.aspect_ratio is None and self.language is None
 
 
+class CheckClass(StrEnum):
+    """PresentBench's five classes of binary checks on a deck (docs/evaluation.md, "Checklists")."""
+
+    fundamentals = "fundamentals"  # the request's hard requirements: slide count, language, aspect, a title...
+    visual_design = "visual_design"  # visual design and layout
+    completeness = "completeness"  # the content the request and its source call for is there
+    correctness = "correctness"  # what the deck says is right
+    fidelity = "fidelity"  # each slide against the source (written per slide when the deck is judged)
+
+
+@dataclass(frozen=True)
+class Check:
+    """One yes/no question about a finished deck, answered yes, no or not applicable by the checklist judge."""
+
+    check_id: str  # unique in its task's checklist
+    cls: str  # a CheckClass
+    question: str  # phrased so that "yes" is the good answer
+    # What decides it by rule, where anything does (the offline stand-in judge answers the others "not applicable"):
+    # "slides:MIN-MAX", "language:CODE", "aspect:W:H", "mentions:TEXT" (the deck's text contains it); "" for none.
+    rule: str = ""
+
+
 @dataclass(frozen=True)
 class Task(Record):
     kind: ClassVar[str] = "task"
@@ -145,6 +167,8 @@ class Task(Record):
     provenance: dict[str, str] = field(default_factory=dict)  # source id, licence, ...
     split: Optional[str] = None  # train | eval
     origin: Origin = field(default_factory=Origin)  # the writer's and the quality gate's templates and models
+    checklist: tuple[Check, ...] = ()  # written with the task (pipeline/checklists.py); judged by eval.run
+    checklist_by: str = ""  # what wrote the checklist: "rules: ..." or the model and template
     schema_version: int = SCHEMA_VERSION
 
 

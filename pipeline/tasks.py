@@ -35,6 +35,7 @@ from pipeline.config import SynthesizeConfig, store_schema
 from pipeline.preflight import preflight
 from pipeline.sources import DOCUMENT_SOURCES, LoadReport, SourceDoc, load_source
 from pipeline.stages import require_input, run_stages
+from pipeline.checklists import RULES, rule_checklist
 from pipeline.task_writer import ROLE, LLMTaskWriter, ScriptedTaskWriter, TaskDraft, TaskWriter, WriteJob
 
 log = logging.getLogger(__name__)
@@ -201,7 +202,7 @@ def _task(cfg: SynthesizeConfig, draft: TaskDraft, gate: Verdict | None) -> Task
     rng = random.Random(f"{cfg.run.seed}:constraints:{draft.draft_id}")
     constraints = draw_constraints(rng, cfg.tasks.constraints, draft.language)
     extra = constraint_text(constraints, draft.language)
-    return Task(
+    task = Task(
         task_id=draft.draft_id,
         source=draft.source,
         instruction=f"{draft.instruction}\n\n{extra}" if extra else draft.instruction,
@@ -211,6 +212,7 @@ def _task(cfg: SynthesizeConfig, draft: TaskDraft, gate: Verdict | None) -> Task
         provenance=draft.provenance | {"writer": draft.writer, "doc_id": draft.doc_id},
         origin=draft.origin | gate.origin if gate is not None else draft.origin,
     )
+    return replace(task, checklist=rule_checklist(task), checklist_by=RULES)
 
 
 def _table(title: str, rows: Iterable[tuple[str, Callable[[Task], bool]]], train: list[Task], held_out: list[Task]) -> list[str]:

@@ -16,6 +16,7 @@ from pipeline.augment import constraint_text, draw_constraints, slide_bucket
 from pipeline.cleaning import contamination_groups, stratified_group_split
 from pipeline.config import ConstraintMix, SourceConfig
 from pipeline.sources import LoadReport, SourceError, load_source
+from pipeline.checklists import RULES
 from pipeline.tasks import run_tasks
 from tests.fakes.openai_server import FakeOpenAIServer, Reply
 
@@ -33,6 +34,11 @@ def test_scripted_stage_runs_offline_and_resumes(make_run) -> None:
     assert {t.source for t in every} == {"persona", "arxiv", "finepdfs"}
     assert all(t.provenance["writer"] == "scripted" for t in every)
     assert all(Path(a).is_file() for t in every for a in t.attachments)
+    assert all(t.checklist and t.checklist_by == RULES for t in every)  # written with the task, by rule offline
+    slide_rules = {c.rule for t in every for c in t.checklist if c.check_id == "fundamentals-slides"}
+    assert slide_rules == {
+        f"slides:{t.constraints.slides_min}-{t.constraints.slides_max}" for t in every if t.constraints.slides_min
+    }
     assert not {t.provenance["doc_id"] for t in train} & {t.provenance["doc_id"] for t in held_out}
     stats = (ctx.store.root / "tasks" / "stats.md").read_text()
     for heading in ("| Language |", "| Source |", "| Aspect ratio |", "| Slide count |", "## Cleaning funnel"):
