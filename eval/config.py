@@ -42,7 +42,8 @@ class JudgeConfig:
     endpoint: LLMConfig = field(default_factory=_scripted_judge)
     describer: RoleConfig = field(default_factory=RoleConfig)
     json_retries: int = 2  # re-asks after a malformed reply
-    max_concurrency: int = 16  # slides judged at once
+    max_concurrency: int = 16  # slides (and batches of checks) judged at once
+    checklist_batch: int = 1  # checks per call of the checklist judge (role checklist_judge); 1: a call per check
     cache_dir: Optional[str] = None  # descriptions and scores by slide image hash; None: <run dir>/judge_cache
 
 
@@ -75,7 +76,9 @@ class EvalConfig(AgentSetup):
 
     run: RunConfig = field(default_factory=lambda: RunConfig(name="eval"))
     limit: Optional[int] = None
-    tasks: str = "runs/demo"  # a tasks parquet, or a synthesis run directory (its tasks/eval.parquet)
+    # A tasks parquet, a synthesis run directory (its tasks/eval.parquet), or presentbench:PATH, a local copy of
+    # PresentBench's data (eval/presentbench.py: its cases with their own checklists).
+    tasks: str = "runs/demo"
     judge: JudgeConfig = field(default_factory=JudgeConfig)
     diversity: DiversityConfig = field(default_factory=DiversityConfig)
     report: ReportConfig = field(default_factory=ReportConfig)
@@ -89,6 +92,14 @@ def describer_config(judge: JudgeConfig) -> LLMConfig:
     return resolve_role(judge.endpoint, {"describer": judge.describer}, "describer")
 
 
+PRESENTBENCH = "presentbench:"
+
+
+def presentbench_root(tasks: str) -> Optional[Path]:
+    """The PresentBench data root `tasks=presentbench:PATH` names; None for a tasks file or run."""
+    return Path(tasks.removeprefix(PRESENTBENCH)).expanduser().resolve() if tasks.startswith(PRESENTBENCH) else None
+
+
 def tasks_file(tasks: str) -> Path:
     """`tasks=` as a parquet file: the file itself, or a synthesis run's tasks/eval.parquet."""
     path = Path(tasks).expanduser().resolve()
@@ -96,8 +107,8 @@ def tasks_file(tasks: str) -> Path:
 
 
 def validate_judge(judge: DictConfig | JudgeConfig) -> None:
-    if judge.max_concurrency < 1 or judge.json_retries < 0:
-        raise ConfigError("judge.max_concurrency must be >= 1 and judge.json_retries >= 0")
+    if judge.max_concurrency < 1 or judge.json_retries < 0 or judge.checklist_batch < 1:
+        raise ConfigError("judge.max_concurrency and judge.checklist_batch must be >= 1, judge.json_retries >= 0")
 
 
 def store_schema() -> None:
@@ -123,7 +134,10 @@ def validate(cfg: DictConfig) -> None:
                 raise ConfigError(
                     f"run.max_cost_usd is set but the {role}'s price is unknown ({price_of(endpoint).source}): give judge.endpoint.price.*"
                 )
-    if not tasks_file(cfg.tasks).is_file():
+    bench = presentbench_root(cfg.tasks)
+    if bench is not None and not bench.is_dir():
+        raise ConfigError(f"tasks={cfg.tasks}: {bench} is not a folder (a local copy of PresentBench's data)")
+    if bench is None and not tasks_file(cfg.tasks).is_file():
         raise ConfigError(
             f"tasks={cfg.tasks}: no tasks file at {tasks_file(cfg.tasks)} "
             "(give a tasks parquet or a synthesis run directory; `python -m pipeline.tasks run.name=NAME` makes one)"

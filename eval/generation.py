@@ -17,10 +17,11 @@ from core.models import check_endpoints
 from core.records import RolloutStatus, Task, read_parquet
 from core.run import RunContext
 from core.store import atomic_write_parquet
-from eval.config import EvalConfig, tasks_file
+from eval.config import EvalConfig, presentbench_root, tasks_file
 from eval.diversity import check_encoder
 from eval.judge import check_prompts
 from eval.judging import judge_endpoints
+from eval.presentbench import read_cases
 from pipeline.rollouts import play
 from pipeline.stages import require_input
 
@@ -29,15 +30,21 @@ TASKS = ("tasks", "eval.parquet")
 
 
 def endpoints(cfg: EvalConfig) -> dict[str, LLMConfig]:
-    """The endpoints a run calls, by role."""
+    """The endpoints a run calls, by role (the checklist judge calls the judge's)."""
     return {"agent": resolve_role(cfg.llm, cfg.roles, "agent")} | judge_endpoints(cfg.judge)
+
+
+def held_out(tasks: str) -> list[Task]:
+    """The tasks `tasks=` names: a parquet's, a synthesis run's eval split, or PresentBench's cases."""
+    bench = presentbench_root(tasks)
+    return [case.task for case in read_cases(bench)] if bench else read_parquet(tasks_file(tasks), Task)
 
 
 def generate(ctx: RunContext) -> dict[str, Any]:
     cfg: EvalConfig = ctx.cfg
-    split = read_parquet(tasks_file(cfg.tasks), Task)
+    split = held_out(cfg.tasks)
     tasks = split[: cfg.limit] if cfg.limit else split
-    require_input(ctx, STAGE, len(tasks), "tasks", f"{tasks_file(cfg.tasks)} holds none")
+    require_input(ctx, STAGE, len(tasks), "tasks", f"{cfg.tasks} holds none")
     atomic_write_parquet(tasks, ctx.store.path(*TASKS), Task)
     check_prompts()
     asyncio.run(check_endpoints(endpoints(cfg)))

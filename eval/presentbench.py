@@ -21,10 +21,10 @@ import yaml
 from core.config import ConfigError
 from core.language import detect_language
 from core.records import Check, CheckClass, Constraints, Task
+from eval.checklist import ClassScore, score_checklist
 
 SLIDE_COUNT = "utils.count_pages.check_slide_count"  # the one code-judged check the cases use
 DOMAINS = ("academia", "advertising", "education", "economics", "talk")  # their table's column order
-ANSWERS = ("yes", "no", "not_applicable")
 LAYOUT = (
     "<domain>/<source>/<case>/generation_task/instructions.md and judge_prompt.json, "
     "with <domain>/common_judge_prompt.json and <domain>/judge_weights.yaml"
@@ -69,14 +69,6 @@ class BenchCase:
     task: Task
     weights: dict[str, float]  # CheckClass value -> the class's weight
     total: float | None  # judge_weights.yaml's `total`, where it gives one
-
-
-@dataclass(frozen=True)
-class ClassScore:
-    yes: int
-    no: int
-    not_applicable: int
-    score: float | None  # weight * yes / (yes + no); None when no check was answered yes or no
 
 
 @dataclass(frozen=True)
@@ -242,52 +234,9 @@ def _constraints(checklist: tuple[Check, ...]) -> Constraints:
 
 
 def score_case(case: BenchCase, answers: dict[str, str], slides: int) -> CaseScore:
-    """A deck's score on `case`, as the benchmark issue defines it.
-
-    `answers` maps check_id to "yes", "no" or "not_applicable". Fidelity checks past the deck's
-    `slides` are dropped (item i is about slide i), as their `generate_checklist` does. Per class,
-    score = weight * yes / (yes + no): "not applicable" counts in neither. PresentBench's first
-    release did the same; its current code counts "not applicable" as a no in the denominator.
-    A class with no yes or no has no score and its weight leaves the denominator; the percent is
-    the class scores over the scored classes' weights (over `total` when given and every class
-    is scored) x 100.
-    """
-    if slides < 0:
-        raise ValueError(f"{case.case_id}: a deck has 0 or more slides, got {slides}")
-    known = {c.check_id for c in case.task.checklist}
-    if unknown := sorted(set(answers) - known):
-        raise ValueError(f"{case.case_id}: answers for checks it does not have: {', '.join(unknown)}")
-    kept = _kept(case.task.checklist, slides)
-    classes = {c.cls.value: _class_score(case, c.cls, [ch for ch in kept if ch.cls == c.cls], answers) for c in CLASSES}
-    return CaseScore(case.case_id, case.domain, classes, _percent(case, classes))
-
-
-def _kept(checklist: tuple[Check, ...], slides: int) -> list[Check]:
-    fidelity = [c for c in checklist if c.cls == CheckClass.fidelity]
-    return [c for c in checklist if c.cls != CheckClass.fidelity] + fidelity[:slides]
-
-
-def _class_score(case: BenchCase, cls: CheckClass, checks: list[Check], answers: dict[str, str]) -> ClassScore:
-    counts = dict.fromkeys(ANSWERS, 0)
-    for check in checks:
-        if check.check_id not in answers:
-            raise ValueError(f"{case.case_id}: no answer for check {check.check_id}")
-        answer = answers[check.check_id]
-        if answer not in counts:
-            raise ValueError(f"{case.case_id}: check {check.check_id} answered {answer!r}, not one of {ANSWERS}")
-        counts[answer] += 1
-    yes, no = counts["yes"], counts["no"]
-    score = case.weights[cls.value] * yes / (yes + no) if yes + no else None
-    return ClassScore(yes, no, counts["not_applicable"], score)
-
-
-def _percent(case: BenchCase, classes: dict[str, ClassScore]) -> float | None:
-    scored = {cls: s.score for cls, s in classes.items() if s.score is not None}
-    if len(scored) == len(classes) and case.total is not None:
-        denominator = case.total
-    else:
-        denominator = sum(case.weights[cls] for cls in scored)
-    return sum(scored.values()) / denominator * 100 if denominator else None
+    """A deck's score on `case` (eval.checklist: weight x yes / (yes + no) per class, "not applicable" left out)."""
+    scored = score_checklist(case.case_id, case.task.checklist, answers, slides, case.weights, case.total)
+    return CaseScore(case.case_id, case.domain, scored.classes, scored.percent)
 
 
 # ---------------------------------------------------------------- the summary

@@ -1,11 +1,12 @@
 """Eval stage 3: the paper's tables and Figure 6 for this run (`python -m eval.report` for several runs).
 
-Writes `<run>/report/`: table2.{md,csv}, table3.{md,csv}, domains.{md,csv},
-cost_vs_score.png and report.md (all of them on one page); logs them to wandb.
+Writes `<run>/report/`: table2.{md,csv}, table3.{md,csv}, domains.{md,csv}, checklist.{md,csv},
+cost_vs_score.png and report.md (all of them on one page, and each deck's failed checks); logs them to wandb.
 """
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any
 
@@ -13,23 +14,51 @@ from core.run import RunContext
 from core.store import atomic_write_text
 from eval.figures import cost_vs_score
 from eval.summary import RunSummary
-from eval.tables import Table, domain_table, table2, table3
+from eval.checklists import RESULTS
+from eval.scoring import SCORES
+from eval.tables import Table, checklist_table, domain_table, table2, table3
 
 STAGE = "eval/report"
 REPORT = "report"
 FIGURE = "cost_vs_score.png"
 
 
+def read_checklist(run: RunSummary) -> dict[str, Any] | None:
+    """The run's scores/checklist.json (eval.checklists), None for a run made before checklists."""
+    path = Path(run.run_dir) / SCORES / RESULTS
+    return json.loads(path.read_text(encoding="utf-8")) if path.is_file() else None
+
+
+def failed_checks(results: dict[str, Any] | None) -> str:
+    """The report's list of each deck's failed checks, with the judge's reasons."""
+    lines = ["**Failed checks**", ""]
+    for deck in (results or {}).get("decks", []):
+        failed = [a for a in deck["answers"] if a["answer"] == "no"]
+        if failed:
+            lines.append(
+                f"- {deck['task_id']} ({deck['percent']:.1f}%):" if deck["percent"] is not None else f"- {deck['task_id']}:"
+            )
+            lines += [f"  - {a['check_id']} ({a['class']}): {a['question']} — {a['reason']}" for a in failed]
+    return "\n".join(lines if len(lines) > 2 else [*lines, "None."]) + "\n"
+
+
 def write_report(runs: list[RunSummary], out: Path) -> list[Table]:
     """Every table (Markdown and CSV), Figure 6 and report.md for `runs` (the first is this run)."""
-    tables = [table2(runs), table3(runs), domain_table(runs[0])]
+    checklists = [read_checklist(run) for run in runs]
+    tables = [table2(runs), table3(runs), domain_table(runs[0]), checklist_table(runs, checklists)]
     out.mkdir(parents=True, exist_ok=True)
     for table in tables:
         atomic_write_text(out / f"{table.name}.md", table.markdown())
         atomic_write_text(out / f"{table.name}.csv", table.csv())
     cost_vs_score(runs, out / FIGURE)
     figure = f"**Figure 6: performance vs. price**\n\n![cost vs score]({FIGURE})\n"
-    page = [f"# Evaluation: {runs[0].framework} + {runs[0].label}", "", *(t.markdown() for t in tables), figure]
+    page = [
+        f"# Evaluation: {runs[0].framework} + {runs[0].label}",
+        "",
+        *(t.markdown() for t in tables),
+        figure,
+        failed_checks(checklists[0]),
+    ]
     atomic_write_text(out / "report.md", "\n".join(page))
     return tables
 

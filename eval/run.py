@@ -1,4 +1,4 @@
-"""`python -m eval.run`: held-out tasks -> decks (no critic) -> scores -> tables and Figure 6.
+"""`python -m eval.run`: held-out tasks -> decks (no critic) -> scores and checklists -> tables and Figure 6.
 
     python -m eval.run tasks=runs/demo run.name=eval-scripted            # offline: scripted policy and judge
     python -m eval.run tasks=runs/demo llm=vllm llm.base_url=http://HOST:8000/v1 llm.model=glm-sft \
@@ -14,13 +14,14 @@ from omegaconf import DictConfig, OmegaConf
 
 from agents.research.runtime import validate_tools_config
 from core.models import check_backends
-from eval import generation, reporting, scoring
+from eval import checklists, generation, reporting, scoring
 from eval.config import store_schema, validate
 from pipeline.stages import StageFn, run_stages
 
 STAGES: dict[str, StageFn] = {  # the recipe, in order
     generation.STAGE: generation.generate,  # each task -> a deck by the agents under test (no critic)
     scoring.STAGE: scoring.score,  # each deck -> constraint, content, style and diversity scores
+    checklists.STAGE: checklists.checklist,  # each deck -> its checklist answered yes / no / not applicable, scored
     reporting.STAGE: reporting.report,  # the scores -> tables and Figure 6
 }
 

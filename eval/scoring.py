@@ -74,7 +74,8 @@ def _judged(j: SlideJudgement) -> dict[str, Any]:
     return {"number": j.number, "digest": j.digest, "description": j.description.model_dump(), "scores": j.scores.model_dump()}
 
 
-def _slides(task: Task, rollout: Rollout, root: Path, render_dir: Path) -> list[SlideView]:
+def slides_of(task: Task, rollout: Rollout, root: Path, render_dir: Path) -> list[SlideView]:
+    """A rollout's deck as the judges see it (its PDF's pages rendered under `render_dir`)."""
     return load_deck(
         (root / rollout.artifacts["defects"]).parent, render_dir, task.constraints.language or task.language, task.instruction
     )
@@ -91,7 +92,7 @@ def restored(record: DeckScores, task: Task, rollout: Optional[Rollout], root: P
         for s in json.loads(record.judgements_json)
     ]
     try:
-        views = _slides(task, rollout, root, render_dir)
+        views = slides_of(task, rollout, root, render_dir)
     except (UnusablePDF, DeckUnreadable) as exc:
         log.warning("%s: scored before, but its slides are unreadable now (left out of the diversity): %s", task.task_id, exc)
         views = []
@@ -107,7 +108,7 @@ async def score_deck(task: Task, rollout: Rollout | None, root: Path, judging: S
         return ScoredDeck(unrendered(task, rollout.failure or Failure.no_deck, rollout.cost_usd, tokens), [], None)
     try:
         constraint, failed = constraint_score(root / pdf, task)
-        slides = _slides(task, rollout, root, render_dir)
+        slides = slides_of(task, rollout, root, render_dir)
     except (UnusablePDF, DeckUnreadable) as exc:
         return ScoredDeck(unrendered(task, Failure.unreadable_deck.detailed(f" {exc}"), rollout.cost_usd, tokens), [], None)
     judgement = await judging.deck(slides)

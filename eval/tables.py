@@ -12,7 +12,10 @@ import io
 from dataclasses import dataclass
 from typing import Any, Sequence
 
+from core.records import CheckClass
 from eval.summary import FULL, RunSummary
+
+CLASSES = [cls.value for cls in CheckClass]
 
 SCALES = (
     "Constraint, Content, Style and Avg. are on 0-5 (Content and Style 1-5); Diversity is the Vendi score on 0-1 "
@@ -90,3 +93,37 @@ def domain_table(run: RunSummary) -> Table:
     columns = ["Domain", "Cons.", "Content", "Style", "Avg.", "Tasks", "Rendered"]
     rows = [[d, m["constraint"], m["content"], m["style"], m["avg"], m["tasks"], m["rendered"]] for d, m in run.domains.items()]
     return Table("domains", f"Table 6: {run.framework} + {run.label} by domain", columns, rows, _judges([run]))
+
+
+def checklist_table(runs: Sequence[RunSummary], checklists: Sequence[dict[str, Any] | None]) -> Table:
+    """Each run's checklist (scores/checklist.json): per class the answers and the mean class score in percent
+    over its decks, then overall (the mean deck percent), beside the paper's average (Avg., 0-5)."""
+    columns = ["system", "class", "yes", "no", "not_applicable", "score"]
+    rows: list[list[Any]] = []
+    notes = [
+        "score: per class, the mean over decks of weight x yes / (yes + no), in percent of the weight; "
+        "overall: the mean deck percent (PresentBench's); paper_average: Constraint/Content/Style's Avg., on 0-5."
+    ]
+    for run, results in zip(runs, checklists):
+        if results is None:
+            continue
+        decks = results["decks"]
+        for cls in CLASSES:
+            counted = [d["classes"][cls] for d in decks if cls in d["classes"]]
+            percents = [c["percent"] for c in counted if c.get("percent") is not None]
+            rows.append([run.label, cls, *_counts(counted), sum(percents) / len(percents) if percents else None])
+        deck_percents = [d["percent"] for d in decks if d["percent"] is not None]
+        every = [d["classes"][cls] for d in decks for cls in d["classes"]]
+        rows.append([run.label, "overall", *_counts(every), sum(deck_percents) / len(deck_percents) if deck_percents else None])
+        rows.append([run.label, "paper_average", None, None, None, run.avg])
+        if results["stand_in"]:
+            left = sum(c["not_applicable"] for c in every)
+            notes.append(
+                f"{run.label}: judged by the offline stand-in (rules, not a model): it decides the checks with a rule "
+                f"(slide count, language, aspect, sections mentioned) and left {left} checks not applicable."
+            )
+    return Table("checklist", "Checklist scores (PresentBench's classes)", columns, rows, tuple(notes))
+
+
+def _counts(classes: list[dict[str, Any]]) -> list[int]:
+    return [sum(c[k] for c in classes) for k in ("yes", "no", "not_applicable")]

@@ -42,14 +42,24 @@ CORRECTNESS = (("correctness-facts", "The names, numbers and dates on the slides
 
 
 @cache
-def _headings(path: Path) -> tuple[str, ...]:
-    """A source document's top-level section headings, read as the agents read it (Markdown, or a PDF converted)."""
+def _markdown(path: Path) -> str:
+    """A source document as the agents read it: Markdown, or a PDF converted ("" for another kind)."""
     if path.suffix.lower() == ".pdf":
-        markdown = pdf_to_markdown(path.read_bytes(), path.stem, with_images=False).markdown
-    elif path.suffix.lower() in TEXT_SOURCES:
-        markdown = path.read_text(encoding="utf-8", errors="replace")
-    else:
-        return ()
+        return pdf_to_markdown(path.read_bytes(), path.stem, with_images=False).markdown
+    if path.suffix.lower() in TEXT_SOURCES:
+        return path.read_text(encoding="utf-8", errors="replace")
+    return ""
+
+
+def source_text(task: Task) -> str:
+    """The text of the task's source documents, in order (what the checklist judge reads for content checks)."""
+    return "\n\n".join(_markdown(Path(a)) for a in task.attachments if Path(a).is_file()).strip()
+
+
+@cache
+def _headings(path: Path) -> tuple[str, ...]:
+    """A source document's top-level section headings (its content sections, not its abstract or references)."""
+    markdown = _markdown(path)
     sections = [
         s for s in parse_document(markdown).sections if s.heading.strip() and s.heading.strip().lower() not in NOT_CONTENT
     ]

@@ -10,7 +10,8 @@ import pytest
 
 from core.config import ConfigError
 from core.records import Check, Constraints
-from eval.presentbench import BenchCase, ClassScore, read_cases, score_case, summary_table
+from eval.checklist import ClassScore
+from eval.presentbench import BenchCase, read_cases, score_case, summary_table
 
 SAMPLE = Path(__file__).parent / "presentbench_sample"
 LESSONS = SAMPLE / "education" / "sample_lessons"
