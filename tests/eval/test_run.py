@@ -18,7 +18,8 @@ from tests.eval.test_judge import (
     has_image,
     scripted_replies,
 )
-from tests.fakes.openai_server import FakeOpenAIServer
+from tests.eval.test_checklists import answering, is_checklist
+from tests.fakes.openai_server import FakeOpenAIServer, Reply
 
 TASKS = [
     Task(
@@ -86,6 +87,8 @@ def test_eval_run_offline_end_to_end(tmp_path: Path, tiny_encoder: Path) -> None
         "table3.csv",
         "domains.md",
         "domains.csv",
+        "checklist.md",
+        "checklist.csv",
         "cost_vs_score.png",
         "report.md",
     ):
@@ -97,10 +100,16 @@ def test_eval_run_offline_end_to_end(tmp_path: Path, tiny_encoder: Path) -> None
 
     # an ablation, judged by a model behind the fake OpenAI server (real HTTP): describer then judge, per slide
     ablation = tmp_path / "eval-single"
-    with FakeOpenAIServer(scripted_replies([GOOD_DESCRIPTION], [GOOD_SCORES]), model="fake-judge", strict="openai") as srv:
+    slide_judge, checklist_judge = scripted_replies([GOOD_DESCRIPTION], [GOOD_SCORES]), answering(set())
+
+    def policy(body: dict) -> Reply:
+        return (checklist_judge if is_checklist(body) else slide_judge)(body)
+
+    with FakeOpenAIServer(policy, model="fake-judge", strict="openai") as srv:
         judge = ["judge=openai", f"judge.endpoint.base_url={srv.url}", "judge.endpoint.model=fake-judge"]
         eval_run(tmp_path, f"tasks={tasks}", f"run.dir={ablation}", "limit=1", "agents=single", "reflection=none", *judge)
-        described = sum(has_image(r) for r in srv.requests)
+        slide_requests = [r for r in srv.requests if not is_checklist(r)]
+        described = sum(has_image(r) for r in slide_requests)
         assert srv.refused == []
     single = RunSummary.read(ablation)
     assert (single.judge, single.judge_scripted, single.content, single.style, single.variant) == (
@@ -110,7 +119,15 @@ def test_eval_run_offline_end_to_end(tmp_path: Path, tiny_encoder: Path) -> None
         3.0,
         "w/o Dual-Agent, w/o Grounded Reflection",
     )
-    assert described == len(srv.requests) / 2 == int(next(csv.DictReader((ablation / "scores" / "decks.csv").open()))["slides"])
+    slides = int(next(csv.DictReader((ablation / "scores" / "decks.csv").open()))["slides"])
+    assert described == len(slide_requests) / 2 == slides
+    checked = {row["class"]: row for row in csv.DictReader((ablation / "report" / "checklist.csv").open())}
+    assert float(checked["overall"]["score"]) == 100.0 and int(checked["fidelity"]["yes"]) == slides  # a check per call
+    assert (
+        len(checklist_judge.asked)
+        == len(srv.requests) - len(slide_requests)
+        == sum(int(checked["overall"][k]) for k in ("yes", "no"))
+    )
     assert report_main([str(run), str(ablation), "--out", str(tmp_path / "tables")]) == 0
     table3 = list(csv.DictReader((tmp_path / "tables" / "table3.csv").open()))
     assert [r["Configuration"] for r in table3] == ["DeepPresenter", "w/o Dual-Agent, w/o Grounded Reflection"]
