@@ -12,6 +12,10 @@ from core.config import ConfigError
 from core.records import Check, Constraints
 from eval.checklist import ClassScore
 from eval.presentbench import BenchCase, read_cases, score_case, summary_table
+from tests.eval.test_checklists import answering, is_checklist
+from tests.eval.test_judge import GOOD_DESCRIPTION, GOOD_SCORES, scripted_replies
+from tests.eval.test_run import eval_run
+from tests.fakes.openai_server import FakeOpenAIServer
 
 SAMPLE = Path(__file__).parent / "presentbench_sample"
 LESSONS = SAMPLE / "education" / "sample_lessons"
@@ -167,3 +171,24 @@ def test_a_missing_weights_file_is_refused(copy: Path):
     weights.unlink()
     with pytest.raises(ConfigError, match=f"{weights}: missing"):
         read_cases(copy)
+
+
+@pytest.mark.chromium
+@pytest.mark.slow
+def test_eval_run_scores_the_sample_cases_with_their_own_checklists(tmp_path: Path) -> None:
+    """`eval.run tasks=presentbench:...`, the decks by the scripted policy, the checks by a model judge (the fake
+    server) that answers no to three of them: each case's score and PresentBench's table, computed by hand."""
+    slide_judge = scripted_replies([GOOD_DESCRIPTION], [GOOD_SCORES])
+    checklist_judge = answering({"MI2.1", "MD1.2", "MD2.1"})
+    with FakeOpenAIServer(lambda body: (checklist_judge if is_checklist(body) else slide_judge)(body), model="fake-judge") as srv:
+        judge = ["judge=openai", f"judge.endpoint.base_url={srv.url}", "judge.endpoint.model=fake-judge"]
+        eval_run(tmp_path, f"tasks=presentbench:{SAMPLE}", f"run.dir={tmp_path / 'run'}", *judge)
+    results = {d["task_id"]: d for d in json.loads((tmp_path / "run" / "scores" / "checklist.json").read_text())["decks"]}
+    # fundamentals 4/4 yes: 20; visual design 1 of 2: 10; completeness 1 of 2: 10; fidelity all yes: 20
+    # correctness: case 01 has two checks, one answered no (10); case 02 has one, answered no (0)
+    case_01, case_02 = results["education__sample_lessons__01"], results["education__sample_lessons__02"]
+    assert case_01["percent"] == pytest.approx((20 + 10 + 10 + 10 + 20) / 100 * 100)
+    assert case_02["percent"] == pytest.approx((20 + 10 + 10 + 0 + 20) / 100 * 100)
+    assert {a["check_id"] for a in case_01["answers"]} >= {"MI1.1", "MI1.4", "MI2.2", "MD1.2", "MD2.2", "MD3.1"}
+    expected = "Arithmetic".ljust(10) + "".join(f"{v:>12}" for v in ("65.0000", "N/A", "N/A", "65.0000", "N/A", "N/A"))
+    assert (tmp_path / "run" / "scores" / "presentbench.txt").read_text().splitlines()[-1] == expected
