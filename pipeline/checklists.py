@@ -1,10 +1,12 @@
 """Each task's checklist: yes/no checks on the deck it asks for, in PresentBench's classes (core.records.CheckClass).
 
 Written with the task (`pipeline.tasks`), stored in it (`Task.checklist`, `Task.checklist_by`) and judged by
-`eval.run`. These are the checks that follow from the task itself, as plain rules: the slide count, language
-and aspect it demands (each decidable from the deck), the sections of its source document the deck should cover
-(decidable from the deck's text), and the design and correctness checks every deck gets (a judge model's). The
-per-slide fidelity checks are written when a deck is judged, one per slide it has.
+`eval.run`. `rule_checklist` writes the checks that follow from the task itself, as plain rules: the slide
+count, language and aspect it demands (each decidable from the deck), the sections of its source document the
+deck should cover (decidable from the deck's text), and the design and correctness checks every deck gets (a
+judge model's). A model task writer adds its own (`writer-NN`), written with the request from the request and
+the document (pipeline/prompts/*_task.j2). The per-slide fidelity checks are written when a deck is judged, one
+per slide it has.
 """
 
 from __future__ import annotations
@@ -18,6 +20,13 @@ from agents.workflow import ASPECT_NAMES, LANGUAGE_NAMES
 from core.records import Check, CheckClass, Task
 
 RULES = "rules: pipeline/checklists.py (the task's constraints and its source's sections)"
+
+
+def checklist_by(writer: str, wrote_checks: bool) -> str:
+    """Task.checklist_by: the rules, and the model writer whose checks were added (with its request's template)."""
+    return f"{RULES}; {writer}: with the request (pipeline/prompts/*_task.j2)" if wrote_checks else RULES
+
+
 MAX_SECTIONS = 6  # the source's top-level sections a deck should cover, at most
 TEXT_SOURCES = (".md", ".markdown", ".txt")
 NOT_CONTENT = {
@@ -79,10 +88,8 @@ def rule_checklist(task: Task) -> tuple[Check, ...]:
     checks: list[Check] = []
     if c.slides_min is not None or c.slides_max is not None:
         low, high = c.slides_min or 1, c.slides_max or c.slides_min
-        count = f"{low}" if low == high else f"between {low} and {high}"
-        checks.append(
-            Check("fundamentals-slides", CheckClass.fundamentals, f"The deck has {count} slides.", f"slides:{low}-{high}")
-        )
+        count = f"{low} slide" + ("" if low == 1 else "s") if low == high else f"between {low} and {high} slides"
+        checks.append(Check("fundamentals-slides", CheckClass.fundamentals, f"The deck has {count}.", f"slides:{low}-{high}"))
     if c.language:
         name = LANGUAGE_NAMES["en"].get(c.language, c.language)
         checks.append(

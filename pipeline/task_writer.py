@@ -23,7 +23,7 @@ from core.llm_types import ModelError
 from core.metering import note_model
 from core.prompts import render
 from core.protocols import Model
-from core.records import SCHEMA_VERSION, Message, ModelUse, Origin, Record
+from core.records import SCHEMA_VERSION, Check, CheckClass, Message, ModelUse, Origin, Record
 from core.usage import RoleUsage
 from pipeline.personas import parse_persona
 from pipeline.sources import SourceDoc
@@ -64,6 +64,7 @@ class TaskDraft(Record):
     language: str = ""
     attachments: tuple[str, ...] = ()
     provenance: dict[str, str] = field(default_factory=dict)
+    checks: tuple[Check, ...] = ()  # the checks a model writer wrote with the request (pipeline/checklists.py adds the rules')
     dropped: Optional[str] = None  # why the draft is unusable (malformed_json, model_error:..., ...)
     usage: dict[str, RoleUsage] = field(default_factory=dict)  # the writer's calls for this draft
     origin: Origin = field(default_factory=Origin)  # the writer's templates and model
@@ -103,9 +104,15 @@ class _Note(pydantic.BaseModel):
     note: str = pydantic.Field(min_length=20)
 
 
+class _CheckItem(pydantic.BaseModel):
+    cls: Literal["completeness", "correctness", "visual_design"] = pydantic.Field(alias="class")
+    question: str = pydantic.Field(min_length=8, max_length=400)
+
+
 class _Request(pydantic.BaseModel):
     language: Literal["en", "zh"]
     instruction: str = pydantic.Field(min_length=10)
+    checks: list[_CheckItem] = pydantic.Field(default_factory=list, max_length=12)  # the deck's checklist (optional)
 
 
 class _Keep(pydantic.BaseModel):
@@ -150,7 +157,10 @@ class LLMTaskWriter:
             return _draft(job, self.name, dropped=exc.reason)
         except ModelError as exc:
             return _draft(job, self.name, dropped=f"model_error:{exc.kind}")
-        return _draft(job, self.name, instruction=" ".join(reply.instruction.split()), language=reply.language)
+        checks = tuple(
+            Check(f"writer-{n:02d}", CheckClass(c.cls), " ".join(c.question.split())) for n, c in enumerate(reply.checks, 1)
+        )
+        return _draft(job, self.name, instruction=" ".join(reply.instruction.split()), language=reply.language, checks=checks)
 
     async def keep(self, instruction: str, attached: bool) -> tuple[bool, str]:
         try:

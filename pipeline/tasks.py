@@ -35,7 +35,7 @@ from pipeline.config import SynthesizeConfig, store_schema
 from pipeline.preflight import preflight
 from pipeline.sources import DOCUMENT_SOURCES, LoadReport, SourceDoc, load_source
 from pipeline.stages import require_input, run_stages
-from pipeline.checklists import RULES, rule_checklist
+from pipeline.checklists import checklist_by, rule_checklist
 from pipeline.task_writer import ROLE, LLMTaskWriter, ScriptedTaskWriter, TaskDraft, TaskWriter, WriteJob
 
 log = logging.getLogger(__name__)
@@ -212,7 +212,9 @@ def _task(cfg: SynthesizeConfig, draft: TaskDraft, gate: Verdict | None) -> Task
         provenance=draft.provenance | {"writer": draft.writer, "doc_id": draft.doc_id},
         origin=draft.origin | gate.origin if gate is not None else draft.origin,
     )
-    return replace(task, checklist=rule_checklist(task), checklist_by=RULES)
+    return replace(
+        task, checklist=rule_checklist(task) + draft.checks, checklist_by=checklist_by(draft.writer, bool(draft.checks))
+    )
 
 
 def _table(title: str, rows: Iterable[tuple[str, Callable[[Task], bool]]], train: list[Task], held_out: list[Task]) -> list[str]:

@@ -71,7 +71,8 @@ def _fake_writer(body: dict) -> Reply:
             if language == "zh"
             else f"Present the attached paper {title} to my lab, focusing on the method and experiments."
         )
-        return Reply(json.dumps({"language": language, "instruction": text}, ensure_ascii=False))
+        checks = [{"class": "completeness", "question": f"Does the deck present the method of {title}?"}]
+        return Reply(json.dumps({"language": language, "instruction": text, "checks": checks}, ensure_ascii=False))
     persona = re.search(r"The person making the request:\n(.*)", prompt).group(1)
     if "bicycle" in persona and not retry:
         return Reply('```json\n{"language": "en", "instruction": "unterminated\n```')  # malformed: re-asked
@@ -138,6 +139,15 @@ def test_llm_writer_against_the_fake_server(make_run, tmp_path: Path) -> None:
     train, held_out = tasks_of(ctx.store.root)
     assert figures["train"] + figures["eval"] == len(train) + len(held_out) == 6 and len(held_out) == 1
     assert all(t.provenance["writer"] == "model:fake" for t in train + held_out)
+    documents = [t for t in train + held_out if t.source == "arxiv"]
+    assert documents and all(
+        t.checklist[-1].check_id == "writer-01"
+        and t.checklist[-1].question.startswith("Does the deck present the method")
+        and "model:fake" in t.checklist_by
+        and t.checklist[0].cls == "fundamentals"
+        for t in documents
+    )  # the writer's checks after the rules'
+    assert all(t.checklist_by == RULES for t in train + held_out if t.source == "persona")  # it wrote none for these
     assert any("bicycle" in t.instruction for t in train + held_out)  # recovered after the re-ask
     assert read_ledger(ctx.store.root).by_role()["task_writer"].calls == len(srv.requests)
 
