@@ -148,6 +148,8 @@ def test_schema_is_stable() -> None:
         "provenance",
         "split",
         "origin",
+        "checklist",
+        "checklist_by",
         "schema_version",
     ]
     assert str(Trajectory.arrow_schema().field("steps").type).startswith("list<item: struct<index: int64")

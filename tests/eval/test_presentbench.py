@@ -192,3 +192,7 @@ def test_eval_run_scores_the_sample_cases_with_their_own_checklists(tmp_path: Pa
     assert {a["check_id"] for a in case_01["answers"]} >= {"MI1.1", "MI1.4", "MI2.2", "MD1.2", "MD2.2", "MD3.1"}
     expected = "Arithmetic".ljust(10) + "".join(f"{v:>12}" for v in ("65.0000", "N/A", "N/A", "65.0000", "N/A", "N/A"))
     assert (tmp_path / "run" / "scores" / "presentbench.txt").read_text().splitlines()[-1] == expected
+    failed = (tmp_path / "run" / "report" / "report.md").read_text().split("**Failed checks**")[1]
+    assert "- education__sample_lessons__02 (60.0%):" in failed
+    assert "  - MD2.1 (correctness): Comparing the slides with the source material: Does the deck split" in failed
+    assert failed.count("— seen") == 6  # three per case, each with the judge's reason
