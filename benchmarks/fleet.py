@@ -294,7 +294,7 @@ def run_sim(args: argparse.Namespace) -> dict[str, Figures]:
     results = {}
     try:
         with simulated_fleet(args.servers, spec) as fleet:
-            actor = start_fleet_actor()
+            actor, _ = start_fleet_actor()
             probe = BenchWorker.remote(fleet.urls, "shared", actor, settings)
             costs = ray.get(probe.slot_cost.remote(2000))
             ray.kill(probe)
@@ -302,7 +302,7 @@ def run_sim(args: argparse.Namespace) -> dict[str, Figures]:
         print("  a slot per model call: " + ", ".join(f"{k} {v:.0f}" for k, v in costs.items()), file=sys.stderr, flush=True)
         for mode in MODES["sim"]:
             with simulated_fleet(args.servers, spec) as fleet:
-                actor = start_fleet_actor()
+                actor, _ = start_fleet_actor()
                 workers = [BenchWorker.remote(fleet.urls, mode, actor, settings) for _ in range(args.workers)]
                 ray.get([w.ready.remote() for w in workers])  # their processes started: the clock starts with their rollouts
                 started = time.time()

@@ -11,6 +11,7 @@ the release is not waited for.
 from __future__ import annotations
 
 import asyncio
+import uuid
 from typing import Any, Optional
 
 import ray
@@ -43,8 +44,15 @@ class FleetActor:
         return self.state.snapshot()
 
 
-def start_fleet_actor() -> Any:
-    return FleetActor.options(max_concurrency=MAX_CALLS_WAITING).remote()
+def start_fleet_actor() -> tuple[Any, str]:
+    """The run's actor and its name: workers look it up by name (an actor handle among a restartable actor's
+    constructor arguments lives in the object store, and Ray warns that a restart could not find it)."""
+    name = f"deckforge-fleet-{uuid.uuid4().hex[:12]}"
+    return FleetActor.options(name=name, max_concurrency=MAX_CALLS_WAITING).remote(), name
+
+
+def fleet_actor(name: str) -> Any:
+    return ray.get_actor(name)
 
 
 class RemoteAdmission:

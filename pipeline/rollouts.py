@@ -43,7 +43,7 @@ from core.protocols import Runner
 from core.records import Rollout, RolloutStatus, StageDone, Task, read_parquet
 from core.run import RunContext
 from core.store import RunStore, UnitExists
-from pipeline.fleet_admission import RemoteAdmission, start_fleet_actor
+from pipeline.fleet_admission import RemoteAdmission, fleet_actor, start_fleet_actor
 from pipeline.rollout_stats import publish, summarize
 from pipeline.spending import project_rollouts
 from pipeline.stages import require_input
@@ -88,11 +88,12 @@ def set_aside(workspace: Path) -> Path | None:
 class RolloutWorker:
     """An async actor: one runner, many rollouts in flight."""
 
-    def __init__(self, cfg: Any, run_dir: str, fleet: Any):
+    def __init__(self, cfg: Any, run_dir: str, fleet_name: str):
         self.cfg = cfg
         self.store = RunStore(Path(run_dir))
         setup_logging(self.store.root / "logs" / f"worker-{os.getpid()}.log")  # beside the driver's log, not in Ray's
         holder = ray.get_runtime_context().get_actor_id()  # the same when Ray restarts this worker
+        fleet = fleet_actor(fleet_name)
         fleet.forget.remote(holder)  # slots a dead incarnation of this worker held
         share(RemoteAdmission(fleet), holder)  # every model call of the worker takes its slot from the run's one view
         self.runner = load_runner(cfg.rollouts.runner, cfg, self.store.root)
@@ -197,13 +198,13 @@ def roll_out(ctx: RunContext, tasks: list[Task], cap: SpendingCap | None = None)
     the rollouts in flight may spend past it, each up to its own cost); BudgetExhausted then."""
     cfg = ctx.cfg
     init_ray(cfg.ray)
-    fleet = start_fleet_actor()
+    fleet, fleet_name = start_fleet_actor()
     workers = [
         RolloutWorker.options(
             max_concurrency=cfg.ray.rollouts_per_worker,
             max_restarts=cfg.ray.max_worker_restarts,
             num_cpus=cfg.ray.num_cpus_per_worker,
-        ).remote(cfg, str(ctx.store.root), fleet)
+        ).remote(cfg, str(ctx.store.root), fleet_name)
         for _ in range(cfg.ray.num_workers)
     ]
     capacity = cfg.ray.num_workers * cfg.ray.rollouts_per_worker
