@@ -233,6 +233,7 @@ class ModelClient:
         meter = self._meter_of(unit)
         request = self._request(messages, tools, image_root)
         served_by = [", ".join(self.fleet.urls)]  # the replica of the last attempt, once one was admitted
+        busy = [0.0]  # this call's share of its replicas' busy time, every attempt's (a fleet priced by the hour)
 
         def before_sleep(state: RetryCallState) -> None:
             meter.record_retry(self.role)
@@ -246,7 +247,7 @@ class ModelClient:
             reraise=True,
         )
 
-        async def attempt() -> tuple[ChatResult, str, float]:
+        async def attempt() -> tuple[ChatResult, str]:
             grant = await self.fleet.acquire()
             served_by[0] = grant.url
             if turn is not None and turn.when() is None and self.cfg.turn_timeout_s is not None:
@@ -268,16 +269,16 @@ class ModelClient:
                 outcome = outcome_of(None)
                 raise
             finally:
-                busy = clock.leave(mark) if clock else 0.0
+                busy[0] += clock.leave(mark) if clock else 0.0
                 self.fleet.release(grant, outcome, hinted)
                 if outcome not in (Outcome.ok, Outcome.neutral):
                     meter.record_replica_error(self.role, grant.url)
-            return result, grant.url, busy
+            return result, grant.url
 
         turn: asyncio.Timeout | None = None
         try:
             async with asyncio.timeout(None) as turn:  # set when the first attempt holds a slot (llm.turn_timeout_s)
-                result, replica, busy = await retrying(attempt)
+                result, replica = await retrying(attempt)
         except TRANSPORT_ERRORS as exc:
             cut = turn is not None and turn.expired()
             kind = "turn_timeout" if cut else classify(exc)
@@ -287,7 +288,7 @@ class ModelClient:
             raise ModelError(kind, f"{self.role} model {self.cfg.model!r} at {served_by[0]}: {reason}", attempts) from exc
         result = replace(result, request_digest=digest(request["messages"]))
         usage = result.usage
-        cost = self.price.cost(usage.prompt_tokens, usage.completion_tokens, usage.cached_tokens, busy)
+        cost = self.price.cost(usage.prompt_tokens, usage.completion_tokens, usage.cached_tokens, busy[0])
         meter.record_call(
             self.role,
             usage.prompt_tokens,
