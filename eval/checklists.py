@@ -28,7 +28,15 @@ from core.run import RunContext
 from core.store import RunStore, atomic_write_text
 from core.usage import RoleUsage
 from eval.checklist import WEIGHTS, ChecklistScore, kept_checks, score_checklist
-from eval.checklist_judge import ChecklistJudge, DeckInView, ModelChecklistJudge, RuleJudge, fidelity_checks
+from eval.checklist_judge import (
+    CONTENT,
+    SOURCE_CHARS,
+    ChecklistJudge,
+    DeckInView,
+    ModelChecklistJudge,
+    RuleJudge,
+    fidelity_checks,
+)
 from eval.config import EvalConfig, presentbench_root
 from eval.generation import TASKS
 from eval.judging import cache_root
@@ -137,10 +145,7 @@ def project(jobs: list[tuple[DeckChecks, tuple[Check, ...]]], cfg: EvalConfig, s
     """The calls the stage will make and what they should cost, logged before any is made."""
     calls = 0 if scripted else len(jobs)
     price = price_of(cfg.judge.endpoint)
-    tokens = [
-        (len(deck.deck.instruction) + sum(len(c.question) for c in batch)) // 4 + IMAGE_TOKENS * len(deck.deck.slides)
-        for deck, batch in jobs
-    ]
+    tokens = [_prompt_tokens(deck.deck, batch, cfg.judge.endpoint.vision) for deck, batch in jobs]
     completion = [REPLY_TOKENS * len(batch) for _, batch in jobs]
     cost = None if not price.known else sum(price.cost(p, c, 0, 0.0) or 0.0 for p, c in zip(tokens, completion))
     projection = {
@@ -158,6 +163,15 @@ def project(jobs: list[tuple[DeckChecks, tuple[Check, ...]]], cfg: EvalConfig, s
     )
     log.info("checklist: %d checks to judge on %d decks, %s", projection["checks"], projection["decks"], how)
     return projection
+
+
+def _prompt_tokens(deck: DeckInView, batch: tuple[Check, ...], vision: bool) -> int:
+    """About what one call's prompt holds (~4 characters a token): the request, the checks, the slides (images, or
+    their text), and the source for the content classes."""
+    chars = len(deck.instruction) + sum(len(c.question) for c in batch) + (0 if vision else len(deck.text))
+    if deck.source and any(c.cls in CONTENT for c in batch):
+        chars += min(len(deck.source), SOURCE_CHARS)
+    return chars // 4 + (IMAGE_TOKENS * len(deck.slides) if vision else 0)
 
 
 async def judge_all(cfg: EvalConfig, decks: list[DeckChecks], store: RunStore, cap: Optional[SpendingCap]) -> None:
