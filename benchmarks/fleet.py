@@ -296,7 +296,7 @@ def run_sim(args: argparse.Namespace) -> dict[str, Figures]:
         with simulated_fleet(args.servers, spec) as fleet:
             actor, _ = start_fleet_actor()
             probe = BenchWorker.remote(fleet.urls, "shared", actor, settings)
-            costs = ray.get(probe.slot_cost.remote(2000))
+            costs = ray.get(probe.slot_cost.remote(args.slot_calls))
             ray.kill(probe)
             ray.kill(actor)
         print("  a slot per model call: " + ", ".join(f"{k} {v:.0f}" for k, v in costs.items()), file=sys.stderr, flush=True)
@@ -375,6 +375,7 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=2, help="local: rounds of each routing, interleaved")
     parser.add_argument("--seconds", type=float, default=30.0, help="sim: the measured window")
     parser.add_argument("--ramp-s", type=float, default=10.0, help="sim: seconds before the window")
+    parser.add_argument("--slot-calls", type=int, default=2000, help="sim: slots taken to time the admission actor")
     parser.add_argument("--json", action="store_true", help='print one object: {"modes": {MODE: {figures}}}')
     args = parser.parse_args()
     results = run_local(args) if args.backend == "local" else run_sim(args)

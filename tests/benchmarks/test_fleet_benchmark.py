@@ -15,7 +15,22 @@ FIGURES = {"capacity_share", "refused_share", "cached_prompt_share", "ttft_p50_s
 
 @pytest.mark.slow
 def test_the_simulated_fleet_benchmark_prints_one_object_with_every_mode() -> None:
-    small = ["--servers", "2", "--workers", "2", "--rollouts-per-worker", "4", "--turns", "2", "--ramp-s", "1", "--seconds", "2"]
+    small = [
+        "--servers",
+        "2",
+        "--workers",
+        "2",
+        "--rollouts-per-worker",
+        "4",
+        "--turns",
+        "2",
+        "--ramp-s",
+        "1",
+        "--seconds",
+        "2",
+        "--slot-calls",
+        "50",
+    ]
     done = subprocess.run(
         [sys.executable, "-m", "benchmarks.fleet", "--backend", "sim", *small, "--json"],
         cwd=PROJECT_ROOT,
