@@ -39,11 +39,13 @@ def client_of(cfg: Cfg, role: str) -> object:
     return Players(cfg.llm, cfg.roles).play(role, Play(lambda client: client, lambda _: "stand-in"))
 
 
-def servers_running() -> list[psutil.Process]:
+def servers_running(model: str) -> list[psutil.Process]:
+    """The local model servers (core.local_server starts `python -m core.llama_server`) serving `model`."""
     found = []
     for process in psutil.process_iter(["cmdline"]):
         try:
-            if "llama_cpp.server" in " ".join(process.info["cmdline"] or ()):
+            command = " ".join(process.info["cmdline"] or ())
+            if "core.llama_server" in command and model in command:
                 found.append(process)
         except psutil.Error:
             continue
@@ -119,7 +121,7 @@ def test_a_file_that_is_not_a_model_fails_fast_naming_the_log(tmp_path: Path) ->
     started = time.monotonic()
     with pytest.raises(LocalServerError, match="local_server_0.log"), serving(cfg, tmp_path):
         pass
-    assert time.monotonic() - started < 120 and not servers_running()
+    assert time.monotonic() - started < 120 and not servers_running(cfg.llm.model_path)
 
 
 def test_an_unstarted_local_endpoint_is_refused() -> None:
