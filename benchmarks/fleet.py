@@ -51,6 +51,7 @@ from core.llm import ModelClient
 from core.local_server import LocalServer, ServerSpec, bundled_model
 from core.metering import Unit, unit_scope
 from core.records import Message
+from benchmarks.endpoint import percentile
 from tests.fakes.replica_sim import SimSpec, simulated_fleet
 
 SYSTEM = (
@@ -74,8 +75,9 @@ def grow(messages: list[Message], reply: str, turn: int) -> None:
     messages += [Message("assistant", reply or "(no text)"), Message("user", TOOL_RESULT.format(n=turn + 1, m=turn + 2))]
 
 
-def percentile(values: list[float], q: float) -> Optional[float]:
-    return sorted(values)[min(len(values) - 1, int(q * len(values)))] if values else None
+def quantile(values: list[float], q: float) -> Optional[float]:
+    """benchmarks.endpoint.percentile, None where nothing was measured."""
+    return percentile(values, q) if values else None
 
 
 @dataclass
@@ -170,9 +172,9 @@ async def _local_round(urls: list[str], routing: Routing, rollouts: int, turn_co
     return Figures(
         refused_share=turns.refused / turns.calls,
         cached_prompt_share=turns.cached / turns.prompt if turns.prompt else None,
-        ttft_p50_s=percentile(turns.ttft_s, 0.5),
-        turn_p50_s=percentile(turns.wall_s, 0.5),
-        turn_p95_s=percentile(turns.wall_s, 0.95),
+        ttft_p50_s=quantile(turns.ttft_s, 0.5),
+        turn_p50_s=quantile(turns.wall_s, 0.5),
+        turn_p95_s=quantile(turns.wall_s, 0.95),
         rollouts_per_h=rollouts / elapsed * 3600,
         extra={"ttft_mean_s": statistics.fmean(turns.ttft_s), "wall_s": elapsed},
     )
@@ -328,8 +330,8 @@ def run_sim(args: argparse.Namespace) -> dict[str, Figures]:
                 capacity_share=sum(s.busy_slot_s for s in stats) / (spec.batch_slots * len(stats) * (window_to - window_from)),
                 refused_share=refused / (served + refused) if served + refused else None,
                 cached_prompt_share=cached / prompt if prompt else None,
-                turn_p50_s=percentile(turn_s, 0.5),
-                turn_p95_s=percentile(turn_s, 0.95),
+                turn_p50_s=quantile(turn_s, 0.5),
+                turn_p95_s=quantile(turn_s, 0.95),
                 rollouts_per_h=done / (window_to - window_from) * 3600,
                 extra={
                     "requests": served + refused,

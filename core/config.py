@@ -291,8 +291,9 @@ def check_price(key: str, p: PriceConfig) -> None:
 
 def check_fleet(key: str, endpoint: Any) -> None:
     """ConfigError naming `key.<field>` for an endpoint's replicas or limits that cannot work (a role's None: inherited)."""
-    url = list(endpoint.base_url) if isinstance(endpoint.base_url, ListConfig) else endpoint.base_url
-    if url is not None and (not isinstance(url, (str, list, tuple)) or not url or not all(isinstance(u, str) and u for u in url)):
+    url = endpoint.base_url
+    urls = [url] if isinstance(url, str) else list(url) if isinstance(url, (list, tuple, ListConfig)) else None
+    if url is not None and (not urls or not all(isinstance(u, str) and u for u in urls)):
         raise ConfigError(f"{key}.base_url={url}: a base URL, or a non-empty list of them")
     for name in ("max_concurrency", "initial_concurrency"):
         value = getattr(endpoint, name)

@@ -35,7 +35,7 @@ import uuid
 from collections import deque
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Optional, Protocol
+from typing import Any, Coroutine, Optional, Protocol
 
 import aiohttp
 
@@ -162,12 +162,6 @@ class FleetState:
             for url, r in self.replicas.items()
         }
 
-    async def aclose(self) -> None:
-        for task in self._watchers.values():
-            task.cancel()
-        await asyncio.gather(*self._watchers.values(), return_exceptions=True)
-        self._watchers.clear()
-
     # ------------------------------------------------------------ routing and slots
 
     def _register(self, url: str, urls: tuple[str, ...], policy: Policy) -> None:
@@ -271,9 +265,11 @@ class FleetState:
         self._reroute(replica)
         self._watch(f"probe {replica.url}", self._probe(replica))
 
-    def _watch(self, name: str, job: object) -> None:
+    def _watch(self, name: str, job: Coroutine[Any, Any, None]) -> None:
         if name not in self._watchers or self._watchers[name].done():
-            self._watchers[name] = asyncio.get_running_loop().create_task(job)  # type: ignore[arg-type]
+            self._watchers[name] = asyncio.get_running_loop().create_task(job)
+        else:
+            job.close()  # one watcher per name: this one is not needed
 
     async def _probe(self, replica: Replica) -> None:
         """Bring the replica back once it answers HTTP below 500 (a 401 is a server that is up)."""

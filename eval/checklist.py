@@ -13,7 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Mapping, Optional, Sequence
 
-from core.records import Check, CheckClass
+from core.records import Check, CheckClass, Constraints
 
 ANSWERS = ("yes", "no", "not_applicable")
 WEIGHTS = {cls.value: 20.0 for cls in CheckClass}  # PresentBench's, in each of its domains
@@ -72,3 +72,16 @@ def _class_score(name: str, checks: list[Check], answers: Mapping[str, str], wei
         counts[answer] += 1
     yes, no = counts["yes"], counts["no"]
     return ClassScore(yes, no, counts["not_applicable"], weight * yes / (yes + no) if yes + no else None)
+
+
+def rule_constraints(rule: str) -> Optional[Constraints]:
+    """The constraint a check's rule states ("slides:MIN-MAX", "language:CODE", "aspect:W:H"); None for another rule."""
+    kind, _, value = rule.partition(":")
+    if kind == "slides":
+        low, high = value.split("-")
+        return Constraints(slides_min=int(low), slides_max=int(high))
+    if kind == "language":
+        return Constraints(language=value)
+    if kind == "aspect":
+        return Constraints(aspect_ratio=value)
+    return None

@@ -21,7 +21,8 @@ from core.json_reply import ask_json
 from core.language import normalize_text
 from core.prompts import render
 from core.protocols import Model
-from core.records import Check, CheckClass, Constraints, Message, ModelUse
+from core.records import Check, CheckClass, Message, ModelUse
+from eval.checklist import rule_constraints
 from eval.slides import SlideView
 from filters.config import FiltersConfig
 from filters.constraints import check_deck
@@ -73,19 +74,15 @@ class RuleJudge:
 
     @staticmethod
     def decide(check: Check, deck: DeckInView) -> Answer:
-        kind, _, value = check.rule.partition(":")
-        constraint = {
-            "slides": lambda: Constraints(slides_min=int(value.split("-")[0]), slides_max=int(value.split("-")[1])),
-            "language": lambda: Constraints(language=value),
-            "aspect": lambda: Constraints(aspect_ratio=value),
-        }.get(kind)
+        constraint = rule_constraints(check.rule)
         if constraint is not None:
-            report = check_deck(deck.pdf, constraint(), FiltersConfig())
+            report = check_deck(deck.pdf, constraint, FiltersConfig())
             (measured,) = report.checks.values()
             verdict = "yes" if measured.ok else "no"
             return Answer(
                 check_id=check.check_id, answer=verdict, reason=f"by rule: expected {measured.expected}, got {measured.actual}"
             )
+        kind, _, value = check.rule.partition(":")
         if kind == "mentions":
             found = normalize_text(value).casefold() in normalize_text(deck.text).casefold()
             where = "in" if found else "nowhere in"

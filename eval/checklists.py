@@ -40,7 +40,7 @@ from eval.checklist_judge import (
 from eval.config import EvalConfig, presentbench_root
 from eval.generation import TASKS
 from eval.judging import cache_root
-from eval.presentbench import CaseScore, read_cases, summary_table
+from eval.presentbench import BenchCase, CaseScore, read_cases, summary_table
 from eval.scoring import SCORES, slides_of
 from eval.slides import DeckUnreadable
 from filters.constraints import UnusablePDF
@@ -76,8 +76,15 @@ class DeckChecks:
     task: Task
     deck: DeckInView
     checks: tuple[Check, ...]  # those it is judged on (fidelity past its last slide dropped)
-    weights: dict[str, float]
-    total: Optional[float]
+    case: Optional[BenchCase] = None  # the PresentBench case it plays (its class weights, its domain)
+
+    @property
+    def weights(self) -> dict[str, float]:
+        return self.case.weights if self.case else WEIGHTS
+
+    @property
+    def total(self) -> Optional[float]:
+        return self.case.total if self.case else None
 
 
 @dataclass(frozen=True)
@@ -123,17 +130,8 @@ def deck_checks(cfg: EvalConfig, tasks: list[Task], rollouts: dict[str, Rollout]
         written = task.checklist or rule_checklist(task)  # tasks written before checklists get theirs now
         own = any(c.cls == CheckClass.fidelity for c in written)
         checklist = written if own else written + fidelity_checks(len(slides))
-        case = cases.get(task.task_id)
         deck = DeckInView(task.instruction, root / rollout.artifacts["pdf"], slides, source_text(task))
-        found.append(
-            DeckChecks(
-                task,
-                deck,
-                tuple(kept_checks(checklist, len(slides))),
-                case.weights if case else WEIGHTS,
-                case.total if case else None,
-            )
-        )
+        found.append(DeckChecks(task, deck, tuple(kept_checks(checklist, len(slides))), cases.get(task.task_id)))
     return found
 
 
@@ -248,9 +246,8 @@ def checklist(ctx: RunContext) -> dict[str, Any]:
     atomic_write_text(
         out / RESULTS, json.dumps({"stand_in": scripted, "decks": [r.to_json() for r in results]}, ensure_ascii=False, indent=1)
     )
-    bench = presentbench_root(cfg.tasks)
-    if bench is not None:  # the table PresentBench's own scorer prints, for these cases
-        domains = {c.task.task_id: c.domain for c in read_cases(bench)}
+    if presentbench_root(cfg.tasks) is not None:  # the table PresentBench's own scorer prints, for these cases
+        domains = {d.task.task_id: d.case.domain for d in decks if d.case}
         table = summary_table([CaseScore(r.task_id, domains[r.task_id], r.score.classes, r.score.percent) for r in results])
         atomic_write_text(out / PRESENTBENCH_TABLE, table)
         print(table, flush=True)

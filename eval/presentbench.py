@@ -21,7 +21,7 @@ import yaml
 from core.config import ConfigError
 from core.language import detect_language
 from core.records import Check, CheckClass, Constraints, Task
-from eval.checklist import ClassScore, score_checklist
+from eval.checklist import ClassScore, rule_constraints, score_checklist
 
 SLIDE_COUNT = "utils.count_pages.check_slide_count"  # the one code-judged check the cases use
 DOMAINS = ("academia", "advertising", "education", "economics", "talk")  # their table's column order
@@ -125,28 +125,31 @@ def _case(root: Path, folder: Path, common: dict[str, Any], weights: dict[str, f
     return BenchCase(case_id, folder.parent.parent.name, task, weights, total)
 
 
-def _read_json(path: Path) -> dict[str, Any]:
+def _read_object(path: Path, missing: str, shape: str) -> dict[str, Any]:
+    """The JSON or YAML object at `path`; ConfigError saying what is `missing` or what `shape` it must have."""
     if not path.is_file():
-        raise ConfigError(f"{path}: missing; a PresentBench data root holds {LAYOUT}")
+        raise ConfigError(f"{path}: missing; {missing}")
+    text = path.read_text(encoding="utf-8")
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except json.JSONDecodeError as exc:
-        raise ConfigError(f"{path}: not valid JSON ({exc})") from exc
+        data = yaml.safe_load(text) if path.suffix == ".yaml" else json.loads(text)
+    except (json.JSONDecodeError, yaml.YAMLError) as exc:
+        raise ConfigError(f"{path}: not valid {'YAML' if path.suffix == '.yaml' else 'JSON'} ({exc})") from exc
     if not isinstance(data, dict):
-        raise ConfigError(f"{path}: must be a JSON object of prefixes and checklists")
+        raise ConfigError(f"{path}: must be {shape}")
     return data
+
+
+def _read_json(path: Path) -> dict[str, Any]:
+    return _read_object(path, f"a PresentBench data root holds {LAYOUT}", "a JSON object of prefixes and checklists")
 
 
 def _read_weights(path: Path) -> tuple[dict[str, float], float | None]:
     """Class weights by CheckClass value, and the optional `total`."""
-    if not path.is_file():
-        raise ConfigError(f"{path}: missing; each PresentBench domain has the class weights in judge_weights.yaml")
-    try:
-        data = yaml.safe_load(path.read_text(encoding="utf-8"))
-    except yaml.YAMLError as exc:
-        raise ConfigError(f"{path}: not valid YAML ({exc})") from exc
-    if not isinstance(data, dict):
-        raise ConfigError(f"{path}: must map material_independent and material_dependent to class weights")
+    data = _read_object(
+        path,
+        "each PresentBench domain has the class weights in judge_weights.yaml",
+        "a mapping of material_independent and material_dependent to class weights",
+    )
     weights = {}
     for c in CLASSES:
         section = data.get(c.section)
@@ -223,11 +226,9 @@ def _slide_range(item: dict[str, Any], path: Path, check_id: str) -> tuple[int, 
 
 
 def _constraints(checklist: tuple[Check, ...]) -> Constraints:
+    """The slide range of the case's slide-count check, its one constraint."""
     rule = next((c.rule for c in checklist if c.rule.startswith("slides:")), "")
-    if not rule:
-        return Constraints()
-    low, high = rule.removeprefix("slides:").split("-")
-    return Constraints(slides_min=int(low), slides_max=int(high))
+    return rule_constraints(rule) or Constraints()
 
 
 # ---------------------------------------------------------------- scoring
