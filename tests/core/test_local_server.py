@@ -39,13 +39,14 @@ def client_of(cfg: Cfg, role: str) -> object:
     return Players(cfg.llm, cfg.roles).play(role, Play(lambda client: client, lambda _: "stand-in"))
 
 
-def servers_running(model: str) -> list[psutil.Process]:
-    """The local model servers (core.local_server starts `python -m core.llama_server`) serving `model`."""
+def servers_running(marker: str) -> list[psutil.Process]:
+    """The local model servers (core.local_server starts `python -m core.llama_server`) whose command line holds
+    `marker`: the model's path, or `--port N ` (other tests' servers may run meanwhile)."""
     found = []
     for process in psutil.process_iter(["cmdline"]):
         try:
-            command = " ".join(process.info["cmdline"] or ())
-            if "core.llama_server" in command and model in command:
+            command = " ".join(process.info["cmdline"] or ()) + " "
+            if "core.llama_server" in command and marker in command:
                 found.append(process)
         except psutil.Error:
             continue

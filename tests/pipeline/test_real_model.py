@@ -9,6 +9,7 @@ stay valid, and that no server process outlives the command.
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -61,6 +62,14 @@ def usage_of(folder: Path) -> dict[str, dict]:
     return usage
 
 
+def no_server_left(where: Path) -> bool:
+    """No local model server the run started (each one's log, logs/local_server_N.log, names its address) still runs."""
+    texts = [p.read_text(errors="replace") for p in where.rglob("local_server_*.log")]
+    ports = {port for text in texts for port in re.findall(r"http://127\.0\.0\.1:(\d+)", text)}
+    assert ports, "the run's logs name no local server"
+    return not any(servers_running(f"--port {port} ") for port in ports)
+
+
 def test_one_deck_from_the_command_line(tmp_path: Path) -> None:
     out = tmp_path / "deck"
     done = run(
@@ -81,7 +90,7 @@ def test_one_deck_from_the_command_line(tmp_path: Path) -> None:
         assert trajectory.model == "smollm2-135m-instruct" and trajectory.policy == "model"
     assert usage_of(out)["agent"]["calls"] == sum(len(t.steps) for t in trajectories)
     assert "cost $0.0000" in done.stdout + done.stderr
-    assert not servers_running()
+    assert no_server_left(tmp_path)
 
 
 @pytest.mark.swift  # the parity check encodes with MS-SWIFT's template
@@ -114,7 +123,7 @@ def test_synthesize_with_scripted_tasks_and_judges(tmp_path: Path) -> None:
     verdicts = root / "verdicts.parquet"
     assert verdicts.is_file() and (root / "filters" / "failures.md").is_file()
     assert (root / "sft" / "train.jsonl").is_file() and (root / "report" / "index.html").is_file()
-    assert not servers_running()
+    assert no_server_left(root)
     # what SmolLM2 was sent, rebuilt from the records (the llama.cpp profile), is what its samples show, turn by turn
     parity = check_run(root, every_trajectory=True)
     assert parity.ok and parity.turns_checked > 0 and parity.requests_verified == parity.turns_checked, parity.summary()
@@ -134,4 +143,4 @@ def test_eval_on_one_task(tmp_path: Path) -> None:
         ended_properly(Trajectory.from_json(path.read_text()))
     usage_of(root)
     assert (root / "scores" / "decks.csv").is_file()
-    assert not servers_running()
+    assert no_server_left(root)
