@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Sequence
 
-from core.wire import estimate_prompt_tokens
+from core.llm.wire import estimate_prompt_tokens
 from core.records import Message, Usage
 
 CONTEXT_WARNING = (

@@ -25,7 +25,8 @@ from agents.config import GuardConfig
 from agents.tools.control import SLIDE_NAME, SLIDES, TODO_FILE
 from core.failures import Failure
 from core.records import ToolCall
-from core.steps import Observation
+from core.seams.steps import Observation
+from core.run.reader import TRAJECTORY_FILE
 
 NUDGE = "You did not call a tool. Call a tool to continue; call finalize when the work is done."
 NO_TOOL_RECOVERY = (
@@ -44,7 +45,7 @@ STALL_RECOVERY = (
 )
 # What tools and the runtime write into a workspace on their own (renders, caches, logs, saved outputs and
 # indexes in dot-folders, the trajectories), and the todo list: not the agent's progress. Top-level names.
-NOT_PROGRESS = ("renders", "previews", "tool_cache", "logs", "trajectory_", ".", TODO_FILE)
+NOT_PROGRESS = ("renders", "previews", "tool_cache", "logs", TRAJECTORY_FILE.split("{agent}")[0], ".", TODO_FILE)
 
 
 class GuardTripped(Exception):

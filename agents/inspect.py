@@ -15,13 +15,13 @@ import json
 import logging
 import sys
 from pathlib import Path
-from typing import Any
 
 from render.config import RenderConfig
 from render.inspection import SlideInspection, inspect_slide
 from core.cli import OneLineParser
 from agents.manuscript import ManuscriptConstraints, inspect_manuscript
 from render.renderer import Renderer, RenderError, RenderTimeout, aspect_size
+from core.seams.steps import ManuscriptReport
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -112,17 +112,17 @@ def _run_manuscript(args: argparse.Namespace) -> int:
     constraints = ManuscriptConstraints(slides_min=low, slides_max=high, language=args.lang)
     result = inspect_manuscript(args.file, args.workspace or args.file.resolve().parent, constraints)
     if args.json:
-        print(json.dumps(result, ensure_ascii=False))
+        print(json.dumps(result.to_dict(), ensure_ascii=False))
     else:
         print(_manuscript_report(args.file, result))
     return 0
 
 
-def _manuscript_report(path: Path, result: dict[str, Any]) -> str:
-    lines = [f"{path}: {result['slides']} slides, language {result['language']}, {len(result['issues'])} issues"]
-    for issue in result["issues"]:
-        where = f"slide {issue['slide']}" if issue["slide"] is not None else "deck"
-        lines.append(f"{where}: {issue['code']}: {issue['detail']}")
+def _manuscript_report(path: Path, result: ManuscriptReport) -> str:
+    lines = [f"{path}: {result.slides} slides, language {result.language}, {len(result.issues)} issues"]
+    for issue in result.issues:
+        where = f"slide {issue.slide}" if issue.slide is not None else "deck"
+        lines.append(f"{where}: {issue.code}: {issue.detail}")
     return "\n".join(lines)
 
 

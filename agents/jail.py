@@ -37,6 +37,7 @@ from pathlib import Path
 from agents.config import SandboxConfig
 from core.config import ConfigError
 from render.memory import MemoryCap, memory_cap
+from core.run.reader import TRAJECTORY_FILE
 
 log = logging.getLogger(__name__)
 
@@ -46,7 +47,7 @@ RECORDS = (
     ".research",
     "renders",
 )  # folders the worker keeps (tool outputs, the attachments index, renders): read-only inside, made first
-RECORD_FILES = "trajectory_*.json"  # read-only inside once they exist
+RECORD_FILES = TRAJECTORY_FILE.format(agent="*")  # read-only inside once they exist
 # Debian reserves 65000-65533; all lie within the 65,536 uids a rootless container maps.
 JAIL_UIDS = range(65000, 65534)
 SANDBOX_UID = 65534  # what a non-root worker's commands are inside their user namespace

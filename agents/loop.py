@@ -13,10 +13,10 @@ from agents.config import AgentConfig
 from agents.guards import GuardTripped, Guards
 from agents.tools.registry import ToolContext, ToolCrashed, Toolset
 from core.failures import Failure
-from core.llm_types import ModelError
+from core.llm.results import ModelError
 from core.protocols import Model, StepHook
 from core.records import CriticInjection, Message, Step, ToolCall, Trajectory, TrajectoryStatus
-from core.steps import Injection, Observation, StepState
+from core.seams.steps import Injection, Observation, StepState
 
 
 class AgentEnded(Exception):

@@ -18,6 +18,8 @@ from typing import Any
 from urllib.parse import unquote, urlparse
 
 from core.language import detect_language
+from core.defects import ManuscriptIssue
+from core.seams.steps import ManuscriptReport
 
 _MD_IMAGE = re.compile(r"!\[(?P<alt>[^\]]*)\]\(\s*(?P<src><[^>]*>|[^)\s]+)(?:\s+(?:\"[^\"]*\"|'[^']*'))?\s*\)")
 _HTML_IMAGE = re.compile(r"<img\b[^>]*>", re.IGNORECASE)
@@ -59,8 +61,8 @@ def inspect_manuscript(
     md_path: Path,
     workspace: Path,
     constraints: ManuscriptConstraints | Mapping[str, Any] | None = None,
-) -> dict[str, Any]:
-    """`{"slides": n, "language": code, "issues": [{"code", "slide", "detail"}]}` for one manuscript."""
+) -> ManuscriptReport:
+    """The slides, language and issues of one manuscript; ValueError when it cannot be read."""
     md_path = Path(md_path)
     try:
         text = md_path.read_text(encoding="utf-8")
@@ -70,7 +72,7 @@ def inspect_manuscript(
         raise ValueError(f"{md_path}: not UTF-8 text") from exc
     wanted = ManuscriptConstraints.of(constraints)
     slides = split_slides(text)
-    issues: list[dict[str, Any]] = []
+    issues: list[ManuscriptIssue] = []
     first_use: dict[str, int] = {}
     root = Path(workspace).resolve()
     for number, slide in enumerate(slides, start=1):
@@ -81,7 +83,7 @@ def inspect_manuscript(
             issues.extend(_image_issues(image, number, md_path.parent, root, first_use))
     language = detect_language(plain_text(text)).lang
     issues.extend(_constraint_issues(wanted, len(slides), language))
-    return {"slides": len(slides), "language": language, "issues": issues}
+    return ManuscriptReport(len(slides), language, tuple(issues))
 
 
 def plain_text(markdown: str) -> str:
@@ -114,7 +116,7 @@ def _images(markdown: str) -> list[_Image]:
     return [image for _, image in sorted(found, key=lambda pair: pair[0])]
 
 
-def _image_issues(image: _Image, slide: int, base: Path, root: Path, first_use: dict[str, int]) -> list[dict[str, Any]]:
+def _image_issues(image: _Image, slide: int, base: Path, root: Path, first_use: dict[str, int]) -> list[ManuscriptIssue]:
     issues = []
     src = image.src
     scheme = urlparse(src).scheme.lower()
@@ -162,7 +164,7 @@ def _local_path(src: str, base: Path) -> Path | None:
     return (base / raw).resolve()
 
 
-def _constraint_issues(wanted: ManuscriptConstraints, count: int, language: str) -> list[dict[str, Any]]:
+def _constraint_issues(wanted: ManuscriptConstraints, count: int, language: str) -> list[ManuscriptIssue]:
     issues = []
     low, high = wanted.slides_min, wanted.slides_max
     if (low is not None and count < low) or (high is not None and count > high):
@@ -184,5 +186,5 @@ def _constraint_issues(wanted: ManuscriptConstraints, count: int, language: str)
     return issues
 
 
-def _issue(code: str, slide: int | None, detail: str) -> dict[str, Any]:
-    return {"code": code, "slide": slide, "detail": detail}
+def _issue(code: str, slide: int | None, detail: str) -> ManuscriptIssue:
+    return ManuscriptIssue(code, slide, detail)

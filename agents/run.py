@@ -23,20 +23,21 @@ from omegaconf import OmegaConf
 from omegaconf.errors import OmegaConfBaseException
 
 from agents.config import GenerateConfig, store_schema
-from deck.export import page_reader
-from agents.workflow import AGENT, environment, generate_deck
-from render.renderer import SLIDE_SIZES, Renderer
-from agents.research.runtime import build_research
+from render.renderer import SLIDE_SIZES
 from core.config import PROJECT_ROOT, ConfigError
 from core.language import detect_language
-from core.ledger import Ledger
-from core.local_server import LocalServerError, serving
-from core.metering import Unit, unit_scope
-from core.models import Players
+from core.run.ledger import Ledger
+from core.llm.local_server import serving
+from core.run.metering import Unit, unit_scope
 from core.logs import console, setup_logging
 from core.records import Constraints, RolloutStatus, Task
-from core.steps import Injection, StepState
-from core.store import atomic_write_text
+from core.seams.steps import Injection, StepState
+from core.run.store import atomic_write_text
+from agents.environment import RolloutEnvironment
+from core.cli import ExitCode, OneLineParser, run_command
+
+
+PROG = "python -m agents.run"
 
 
 class ShowSteps:
@@ -53,7 +54,7 @@ class ShowSteps:
 
 
 def parse_args(argv: list[str]) -> tuple[argparse.Namespace, list[str]]:
-    parser = argparse.ArgumentParser(prog="python -m agents.run", description=__doc__.splitlines()[0])
+    parser = OneLineParser(prog=PROG, description=__doc__.splitlines()[0])
     parser.add_argument("instruction")
     parser.add_argument(
         "--attach", action="append", default=[], type=Path, metavar="FILE", help="a file to attach (repeat for more)"
@@ -93,19 +94,12 @@ def make_task(args: argparse.Namespace) -> Task:
 
 
 async def generate(task: Task, cfg: GenerateConfig, out: Path) -> int:
-    players = Players(cfg.llm, cfg.roles)
     unit = Unit()
     try:
-        research = build_research(cfg.tools, out, players)
-        model_for = players.play("agent", AGENT)
-        await players.check()  # fail fast on an unreachable endpoint
-        out.mkdir(parents=True, exist_ok=True)  # the deck's workspace: all the jailed browser sees
-        async with Renderer(cfg.render, roots=[out], read_page=page_reader(cfg.deck)) as renderer:
-            env = environment(cfg, renderer, research, model_for, lambda role: [ShowSteps(role)])
+        async with RolloutEnvironment(cfg, out, workspaces=out) as environment:  # the deck's workspace: all the browser sees
             with unit_scope(unit):
-                outcome = await generate_deck(task, out, env)
+                outcome = await environment.play(task, out, lambda role: [ShowSteps(role)])
     finally:
-        await players.aclose()
         ledger = Ledger({"generate": unit.usage()}, {"generate": 1})
         (out / "stats").mkdir(exist_ok=True)
         atomic_write_text(out / "stats" / "usage.json", json.dumps(ledger.to_json(), indent=1))
@@ -118,7 +112,7 @@ async def generate(task: Task, cfg: GenerateConfig, out: Path) -> int:
         )
     if outcome.status != RolloutStatus.done:
         console.print(f"[red]failed[/]: {outcome.failure}; trajectories in {out}")
-        return 1
+        return ExitCode.failed
     console.print(
         f"[green]deck[/]: {out / 'deck.pdf'} ({outcome.slides} slides, {outcome.defects} measured defects), {out / 'deck.pptx'}"
     )
@@ -129,20 +123,16 @@ async def generate(task: Task, cfg: GenerateConfig, out: Path) -> int:
 def main(argv: list[str] | None = None) -> int:
     args, overrides = parse_args(sys.argv[1:] if argv is None else argv)
     setup_logging()
-    try:
-        cfg = load_config(overrides)
-    except ConfigError as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return 2
+    return run_command(PROG, lambda: run(args, overrides))
+
+
+def run(args: argparse.Namespace, overrides: list[str]) -> int:
+    cfg = load_config(overrides)
     task = make_task(args)
     out = (args.out or Path("decks") / f"{task.task_id}-{time.strftime('%Y%m%d-%H%M%S')}").resolve()
     out.mkdir(parents=True, exist_ok=True)
-    try:
-        with serving(cfg, out / "logs"):
-            return asyncio.run(generate(task, cfg, out))
-    except (ConfigError, LocalServerError) as exc:  # found at startup: research tools' keys, the commands' jail, the local model
-        print(f"error: {exc}", file=sys.stderr)
-        return 2
+    with serving(cfg, out / "logs"):  # errors found at startup (research tools' keys, the jail, the local model): exit 2
+        return asyncio.run(generate(task, cfg, out))
 
 
 if __name__ == "__main__":

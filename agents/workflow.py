@@ -3,25 +3,26 @@
 Both agents share one workspace and one backbone model config; each gets its role's
 tools and system prompt (English or Chinese by the task's language). Ablations are
 switches: `reflection="none"` removes the inspect tools; `agents="single"` gives one
-agent the union of tools. Used by the synthesis runner (with the critic hooked in)
-and by `python -m agents.run` (no critic).
+agent the union of tools. `agents.environment.RolloutEnvironment` builds what a rollout plays with
+(a `GenerationEnv`) for the synthesis runner (the critic hooked in), eval and `python -m agents.run`.
 """
 
 from __future__ import annotations
 
-import json
 import logging
 import re
 import shutil
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any, Callable, Sequence
+from typing import Callable, Sequence
 
 from PIL import Image, UnidentifiedImageError
 
 from agents.config import AgentConfig, Agents, Reflection, SandboxConfig
 
-from deck.config import DeckConfig, PptxMode
+from deck.config import DeckConfig
+from core.run.reader import TRAJECTORY, TRAJECTORY_FILE
+from core.seams.deck import FILE as DECK_REPORT
 from deck.export import export_deck
 from core.failures import Failure
 from core.protocols import StepHook
@@ -29,14 +30,12 @@ from agents.loop import Agent
 from agents.manuscript import SIZE_NOTE
 from agents.brief import Brief
 from render.renderer import Renderer, aspect_size
-from agents.research.runtime import RESOURCE_KEY as RESEARCH
 from agents.sandbox import Workspace
 from agents.tools import ToolContext
 from agents.tools.toolsets import toolset_for
 from agents.tools.inspect import ASPECT, CONSTRAINTS, INSPECT_TOOLS, RENDERER, VISION
-from core.config import resolve_role
-from core.metering import part_scope
-from core.models import Play, policy_of
+from core.run.metering import part_scope
+from core.protocols import Play
 from agents.policies.scripted import ScriptedPolicy
 from core.prompts import render
 from core.protocols import Model
@@ -79,31 +78,6 @@ AGENT: Play[ModelFor] = Play(
     lambda client: lambda role, brief: client,
     lambda cfg: lambda role, brief: ScriptedPolicy(role, brief, cfg.profile),
 )
-
-
-def environment(
-    cfg: Any,
-    renderer: Renderer,
-    research: Any,
-    model_for: ModelFor,
-    hooks_for: Callable[[str], Sequence[StepHook]],
-) -> GenerationEnv:
-    """The environment a config describes (a GenerateConfig, SynthesizeConfig, ...: llm, agent, tools, agents, reflection)."""
-    agent = resolve_role(cfg.llm, cfg.roles, "agent")
-    return GenerationEnv(
-        agent=cfg.agent,
-        sandbox=cfg.tools.sandbox,
-        renderer=renderer,
-        model_for=model_for,
-        resources={RESEARCH: research},
-        removed_tools=frozenset(research.unavailable_tools()),
-        hooks_for=hooks_for,
-        agents=Agents(cfg.agents),
-        reflection=Reflection(cfg.reflection),
-        policy=policy_of(agent),
-        vision=agent.vision,
-        deck=cfg.deck,
-    )
 
 
 @dataclass
@@ -194,7 +168,7 @@ def normalise_manuscript(workspace: Path, outcome: str, target: str = "manuscrip
 
 
 def _save(workspace: Path, trajectory: Trajectory) -> None:
-    path = workspace / f"trajectory_{trajectory.agent}.json"
+    path = workspace / TRAJECTORY_FILE.format(agent=trajectory.agent)
     tmp = path.with_suffix(".json.tmp")
     tmp.write_text(trajectory.to_json(), encoding="utf-8")
     tmp.replace(path)
@@ -228,7 +202,7 @@ async def generate_deck(task: Task, workspace: Path, env: GenerationEnv) -> Deck
             )
             trajectory = replace(await agent.run(system, user), policy=env.policy, origin=part.origin())
         trajectories.append(trajectory)
-        artifacts[f"trajectory:{role}"] = f"trajectory_{role}.json"
+        artifacts[f"{TRAJECTORY}{role}"] = TRAJECTORY_FILE.format(agent=role)
         if trajectory.status != TrajectoryStatus.finalized:
             return DeckOutcome(RolloutStatus.failed, trajectory.failure or Failure.unfinished, trajectories, artifacts)
         if role == "researcher":
@@ -253,31 +227,17 @@ async def _export(
             deck=env.deck,
             manuscript=manuscript.read_text(encoding="utf-8", errors="replace") if manuscript.is_file() else "",
             text_path=workspace / "deck_text.json",
+            report_path=workspace / DECK_REPORT,
         )
     except (ValueError, RuntimeError) as exc:
         log.warning("%s: deck export failed: %s", brief.task_id, exc)
         return DeckOutcome(RolloutStatus.failed, Failure.export_failed, trajectories, artifacts)
-    slides = [
-        {
-            "file": f"slides/{Path(r.html_path).name}",
-            "png": f"previews/{Path(r.png_path).name}",
-            "defects": [d.to_dict() for d in r.defects],
-        }
-        for r in deck.results
-    ]
-    pptx: dict[str, object] = {"mode": PptxMode(env.deck.pptx_mode).value}
-    if deck.fidelity is not None:
-        pptx["fidelity"] = {k: v for k, v in deck.fidelity.items() if k not in ("pptx", "pdf", "slides")}
-        for slide, figures in zip(slides, deck.fidelity.get("slides", [])):
-            slide["pptx"] = {k: v for k, v in figures.items() if k != "slide"}
-    report = {"aspect": brief.aspect, "slides": slides, "pptx": pptx}
-    (workspace / "deck_defects.json").write_text(json.dumps(report, ensure_ascii=False, indent=1))
     artifacts |= {
         "slides": "slides",
         "pdf": "deck.pdf",
         "pptx": "deck.pptx",
         "previews": "previews",
-        "defects": "deck_defects.json",
+        "defects": DECK_REPORT,
         "deck_text": "deck_text.json",
     }
-    return DeckOutcome(RolloutStatus.done, None, trajectories, artifacts, deck.pages, sum(len(s["defects"]) for s in slides))
+    return DeckOutcome(RolloutStatus.done, None, trajectories, artifacts, deck.pages, deck.defects)

@@ -5,7 +5,7 @@
 The server runs in its own process (so it does not share our GIL). For each call
 we time `ModelClient.chat()` end to end and the HTTP request inside it; overhead =
 the difference (message conversion, retry wrapper, semaphore, parsing, metering). The
-calls run inside a unit (core.metering), as a rollout's do: they count into its meter.
+calls run inside a unit (core.run.metering), as a rollout's do: they count into its meter.
 A bare `openai` SDK call to the same server is timed too, for reference (the client
 speaks JSON over aiohttp itself: the SDK's request pipeline costs more per call).
 """
@@ -20,10 +20,10 @@ import time
 import openai
 
 from core.config import LLMConfig
-from core.conversation import DEFAULT_PROFILE, profile_named
-from core.llm import ModelClient
-from core.wire import to_wire
-from core.metering import Unit, unit_scope
+from core.llm.conversation import DEFAULT_PROFILE, profile_named
+from core.llm.client import ModelClient
+from core.llm.wire import to_wire
+from core.run.metering import Unit, unit_scope
 from core.records import Message, ToolCall
 from benchmarks.endpoint import fake_endpoint, percentile as _pct
 from tests.fakes.openai_server import Reply

@@ -31,13 +31,13 @@ from pathlib import Path
 from core.config import LLMConfig
 from core.language import detect_language
 from core.records import Constraints, Rollout, RolloutStatus, Task, write_parquet
-from core.store import RunStore
 from filters.config import FiltersConfig
 from filters.constraints import check_deck
-from core.candidate import Candidate
+from core.seams.candidate import Candidate
 from filters.quality import deck_slides, measured_rejections
 from filters.run import FilterRunConfig, judge_rollouts
 from tests.filters.decks import CHINESE, CHINESE_WITH_ENGLISH_TERMS, ENGLISH, PAGE_SIZES, write_deck
+from core.run.reader import RunReader
 
 SHAPES = ("16:9", "4:3", "A1")
 TEXTS = {"en": (ENGLISH,), "zh": (CHINESE, CHINESE_WITH_ENGLISH_TERMS)}
@@ -83,7 +83,9 @@ def _build(root: Path, count: int, rng: random.Random) -> list[Candidate]:
             task_id=task_id, source="manual", instruction="benchmark deck", language=lang, constraints=asked, split="train"
         )
         artifacts = {"pdf": f"rollouts/{task_id}/deck.pdf", "defects": f"rollouts/{task_id}/deck_defects.json"}
-        candidates.append(Candidate(task, Rollout(task_id=task_id, status=RolloutStatus.done, artifacts=artifacts), root))
+        candidates.append(
+            Candidate(task, Rollout(task_id=task_id, status=RolloutStatus.done, artifacts=artifacts), RunReader(root))
+        )
     (root / "tasks").mkdir()
     write_parquet([c.task for c in candidates], root / "tasks" / "train.parquet", Task)
     write_parquet([c.rollout for c in candidates], root / "rollouts.parquet", Rollout)
@@ -93,7 +95,7 @@ def _build(root: Path, count: int, rng: random.Random) -> list[Candidate]:
 def _timed(candidate: Candidate) -> float:
     started = time.perf_counter()
     check_deck(candidate.path("pdf"), candidate.task.constraints, CFG)
-    measured_rejections(deck_slides(candidate.defects()), CFG.quality_reject_severity.value)
+    measured_rejections(deck_slides(candidate.deck()), CFG.quality_reject_severity.value)
     return time.perf_counter() - started
 
 
@@ -136,7 +138,7 @@ def main() -> None:
 
         cfg = FilterRunConfig(FiltersConfig(gates=["constraint", "quality"]), LLMConfig(backend="scripted"))
         started = time.perf_counter()
-        figures = asyncio.run(judge_rollouts(RunStore(root), cfg))
+        figures = asyncio.run(judge_rollouts(RunReader(root), cfg))
         wall_s = time.perf_counter() - started
         print(
             f"{'filters stage (units, parquet, report)':<40} {len(candidates) / wall_s:7.1f} trajectories/s   wall {wall_s:6.2f} s   "

@@ -7,7 +7,7 @@
 one thread each) on loopback. The same synthetic rollouts (a shared system prompt, then turns that add
 the model's reply and a tool result of ~150 tokens; each round's conversations start with their own
 nonce, so no round finds another's prompts cached) are played with `routing=sticky` and
-`routing=round_robin`, interleaved (sticky, round robin, round robin, sticky, ...), through core.fleet
+`routing=round_robin`, interleaved (sticky, round robin, round robin, sticky, ...), through core.llm.fleet
 with one call at a time per server. Each turn is streamed to time its first token; the prompt tokens it
 found cached are the server's own counters (/metrics) read around it. "cached" counts the turns after
 each rollout's first.
@@ -45,11 +45,11 @@ import ray
 from prometheus_client.parser import text_string_to_metric_families
 
 from core.config import AdmissionMode, LLMConfig, Routing
-from core.fleet import Fleet, FleetState, Grant, admission, share
-from core.replica_limit import Outcome, Policy, metrics_url
-from core.llm import ModelClient
-from core.local_server import LocalServer, ServerSpec, bundled_model
-from core.metering import Unit, unit_scope
+from core.llm.fleet import Fleet, FleetState, Grant, admission, share
+from core.llm.replica_limit import CallOutcome, Policy, metrics_url
+from core.llm.client import ModelClient
+from core.llm.local_server import LocalServer, ServerSpec, bundled_model
+from core.run.metering import Unit, unit_scope
 from core.records import Message
 from benchmarks.endpoint import percentile
 from tests.fakes.replica_sim import SimSpec, simulated_fleet
@@ -101,7 +101,7 @@ class Figures:
 
 
 async def _counters(http: aiohttp.ClientSession, url: str) -> tuple[float, float]:
-    """The local server's prompt tokens and cached prompt tokens so far (core/llama_server.py's /metrics)."""
+    """The local server's prompt tokens and cached prompt tokens so far (core/llm/llama_server.py's /metrics)."""
     async with http.get(metrics_url(url)) as response:
         text = await response.text()
     values = {s.name: s.value for family in text_string_to_metric_families(text) for s in family.samples}
@@ -163,7 +163,7 @@ async def _local_round(urls: list[str], routing: Routing, rollouts: int, turn_co
                     try:
                         reply = await _stream_turn(http, grant, messages, turns, first=turn == 0)
                     finally:
-                        fleet.release(grant, Outcome.ok)
+                        fleet.release(grant, CallOutcome.ok)
                     grow(messages, reply, turn)
 
         started = time.perf_counter()
@@ -212,7 +212,7 @@ def _pooled(results: list[Figures]) -> Figures:
 
 
 class PerProcess429:
-    """The admission main had before fleets, here only to be measured (a `core.fleet.Admission`): a limit per process at
+    """The admission main had before fleets, here only to be measured (a `core.llm.fleet.Admission`): a limit per process at
     llm.max_concurrency, halved on 429 only, with calls spread round robin as a balancer would. The simulator refuses
     with 503 (vLLM's full queue), a plain server error to it: the limit never moved."""
 
@@ -225,7 +225,7 @@ class PerProcess429:
         self.turn += 1
         return Grant(urls[self.turn % len(urls)], 0, ticket)
 
-    def release(self, ticket: str, outcome: Outcome, retry_after_s: Optional[float] = None) -> None:
+    def release(self, ticket: str, outcome: CallOutcome, retry_after_s: Optional[float] = None) -> None:
         self.slots.release()
 
 
@@ -254,7 +254,7 @@ class BenchWorker:
             wall, cpu = time.perf_counter(), time.process_time()
             for n in range(calls):
                 grant = await where.acquire(fleet.urls, fleet.policy, f"k{n}", fleet.routing, f"overhead/{name}/{n}")
-                where.release(grant.ticket, Outcome.ok)
+                where.release(grant.ticket, CallOutcome.ok)
             costs[f"{name}_wall_us"] = (time.perf_counter() - wall) / calls * 1e6
             costs[f"{name}_cpu_us"] = (time.process_time() - cpu) / calls * 1e6
         return costs

@@ -2,7 +2,7 @@
 
     python -m benchmarks.local_model [--calls 8] [--model-path FILE.gguf]
 
-Starts the server as the entry points do (core.local_server.serving; SmolLM2-135M-Instruct by
+Starts the server as the entry points do (core.llm.local_server.serving; SmolLM2-135M-Instruct by
 default), then times through our ModelClient:
 - prompt processing: a ~1,500-token prompt with max_tokens=1 (tokens/s the server reads), each
   call's prompt new to it ("cold"), then the same prompt again (the server's state cache holds it:
@@ -31,8 +31,8 @@ from omegaconf import OmegaConf
 from agents.workflow import brief_for, prompts
 from agents.tools.toolsets import toolset_for
 from core.config import PROJECT_ROOT, LLMConfig
-from core.llm import ModelClient
-from core.local_server import serving
+from core.llm.client import ModelClient
+from core.llm.local_server import serving
 from core.records import Message, Task
 
 PARAGRAPH = "Coral reefs are built by colonies of tiny animals called polyps, which secrete calcium carbonate skeletons. "

@@ -33,6 +33,7 @@ from train.config import SWIFT_TEMPLATE, ExportConfig, HistoryReasoning
 from train.export import export_run
 from train.throughput import PAPER_EPOCHS, PAPER_GPU_HOURS, PAPER_ROLLOUTS
 from train.tokens import count_rows, make_counter
+from core.run.reader import RunReader
 
 SYNTHETIC = RunShape(
     tasks=40, failed=0, rejected_every=10**9, steps=8, steps_max=16, observation_chars=3000, slide_size=(1280, 720)
@@ -112,7 +113,7 @@ def main() -> None:
         if export is None:
             run = build_run(Path(tmp) / "run", SYNTHETIC)
             cfg = ExportConfig(max_length=10**9, val_fraction=0.05, history_reasoning=HistoryReasoning(args.history_reasoning))
-            export = export_run(run, cfg).out_dir
+            export = export_run(RunReader(run), cfg).out_dir
             print(f"synthetic export: {SYNTHETIC}, history_reasoning={cfg.history_reasoning.value}")
         samples, method = load(export, args.model_dir)
         print(report(samples, method, args.max_length, args.tokens_per_s, args.gpus))

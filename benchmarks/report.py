@@ -18,6 +18,7 @@ from pathlib import Path
 
 from pipeline.report import make_report
 from tests.pipeline.report_run import build_run
+from core.run.reader import RunReader
 
 
 def main() -> None:
@@ -32,7 +33,7 @@ def main() -> None:
         print(f"built a {args.rollouts}-rollout run in {time.perf_counter() - started:.1f} s at {root} ({os.cpu_count()} CPUs)")
         for label in ("cold", "warm"):
             started = time.perf_counter()
-            figures = make_report(root)
+            figures = make_report(RunReader(root))
             print(f"{label}: {time.perf_counter() - started:.1f} s  {figures}")
 
 

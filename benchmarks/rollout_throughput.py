@@ -65,12 +65,12 @@ from deck.export import export_deck, page_reader
 from render.inspection import inspect_slide
 from render.renderer import Renderer
 from core.config import PROJECT_ROOT, LLMConfig, RayConfig
-from core.llm import ModelClient
-from core.llm_types import ChatResult
+from core.llm.client import ModelClient
+from core.llm.results import ChatResult
 from core.protocols import Model
 from core.records import Constraints, Message, Rollout, RolloutStatus, Task, read_parquet
-from core.run import open_run
-from core.store import atomic_write_parquet
+from core.run.context import open_run
+from core.run.store import atomic_write_parquet
 from pipeline.config import store_schema
 from pipeline.rollouts import init_ray, run_rollouts, workspace_for
 from pipeline.runner import DeckRunner

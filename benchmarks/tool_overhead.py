@@ -35,8 +35,8 @@ from agents.sandbox import Workspace
 from agents.tools import ToolContext
 from agents.tools.toolsets import toolset_for
 from core.config import LLMConfig
-from core.llm import ModelClient
-from core.llm_types import ChatResult
+from core.llm.client import ModelClient
+from core.llm.results import ChatResult
 from core.records import Message, ToolCall, Trajectory
 from benchmarks.endpoint import fake_endpoint, percentile as _pct
 from tests.fakes.openai_server import Reply

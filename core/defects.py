@@ -7,13 +7,53 @@ A new code is one row here, and one in docs/inspection.md's table (docs/extendin
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from enum import Enum
 
 from core.tables import by_name
 
 
-class Source(str, Enum):
+class Severity(str, Enum):
+    """How bad a defect or a critic's finding is; the critic injects findings at or above `critic.min_severity`."""
+
+    critical = "critical"
+    major = "major"
+    minor = "minor"
+
+
+SEVERITY_RANK = {Severity.critical.value: 3, Severity.major.value: 2, Severity.minor.value: 1}
+
+
+@dataclass(frozen=True)
+class Defect:
+    """One defect measured in a rendered slide (render/defects/): its code in the table below, at one element."""
+
+    code: str  # overflow | text_clipped | overlap | low_contrast | broken_image | blank | size_mismatch
+    severity: str  # critical | major | minor
+    element: str  # short CSS-like selector
+    detail: str
+
+    def to_dict(self) -> dict[str, str]:
+        return asdict(self)
+
+    def line(self) -> str:
+        return f"{self.code} ({self.severity}) {self.element}: {self.detail}"
+
+
+@dataclass(frozen=True)
+class ManuscriptIssue:
+    """One issue the manuscript checks found (agents/manuscript.py): its code in the table below, at a slide
+    (None: the whole manuscript)."""
+
+    code: str
+    slide: int | None
+    detail: str
+
+    def to_dict(self) -> dict[str, str | int | None]:
+        return asdict(self)
+
+
+class DefectSource(str, Enum):
     """Who reports the code."""
 
     slide = "slide"  # inspect_slide's measurements (render/defects/)
@@ -25,7 +65,7 @@ class Source(str, Enum):
 @dataclass(frozen=True)
 class DefectCode:
     code: str
-    source: Source
+    source: DefectSource
     category: (
         str  # the critic's taxonomy: layout | render | style (slides), integrity | constraint | format (manuscripts), content
     )
@@ -44,11 +84,11 @@ def defect_code(code: str) -> DefectCode:
         ) from None
 
 
-def codes_of(source: Source) -> tuple[str, ...]:
+def codes_of(source: DefectSource) -> tuple[str, ...]:
     return tuple(c.code for c in DEFECT_CODES.values() if c.source is source)
 
 
-_S, _M, _C, _J = Source.slide, Source.manuscript, Source.content, Source.judge
+_S, _M, _C, _J = DefectSource.slide, DefectSource.manuscript, DefectSource.content, DefectSource.judge
 DEFECT_CODES: dict[str, DefectCode] = by_name(
     (
         DefectCode(

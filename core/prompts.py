@@ -2,7 +2,7 @@
 
 Each template has a stable id (its path from the project root, e.g. `critic/prompts/slide_review.j2`)
 and a content hash over its own text and every template it includes, imports or extends. `render`
-names both to the unit being worked on (`core.metering`), so each record says which template
+names both to the unit being worked on (`core.run.metering`), so each record says which template
 versions made it; `manifest` hashes a run's template folders into its config hash, so a rerun
 cannot silently mix two versions of a prompt.
 """
@@ -19,7 +19,7 @@ import jinja2
 from jinja2 import meta
 
 from core.config import PROJECT_ROOT
-from core.metering import note_template
+from core.run.metering import note_template
 
 SUFFIX = ".j2"
 

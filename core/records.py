@@ -10,31 +10,27 @@ or unknown version is a clear error.
 
 from __future__ import annotations
 
-import dataclasses
-import types
-import typing
 from dataclasses import dataclass, field
 from enum import StrEnum
 from functools import cache
 from pathlib import Path
-from typing import Any, ClassVar, Iterable, Optional, TypeVar, Union
+from typing import Any, ClassVar, Iterable, Optional, TypeVar
 
 import orjson
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from core.usage import RoleUsage
+from core.codec import RecordError, arrow_type, decode, encode, hints, init_fields, optional_inner
+from core.run.usage import RoleUsage
 
-SCHEMA_VERSION = 3
+SCHEMA_VERSION = 4
 # 2 added Origin (templates and models that made a record) and unit usage; 3 added how a trajectory's model was
-# called (Trajectory.profile, .vision) and the digest of the request each reply answered (Message.sent)
-READABLE_VERSIONS = (1, 2, 3)
+# called (Trajectory.profile, .vision) and the digest of the request each reply answered (Message.sent); 4 keeps a
+# rollout's tokens and cost in its usage alone (Rollout.prompt_tokens, .completion_tokens, .cost_usd went; a
+# scripted agent's estimated tokens are Rollout.estimated_tokens)
+READABLE_VERSIONS = (1, 2, 3, 4)
 
 R = TypeVar("R", bound="Record")
-
-
-class RecordError(ValueError):
-    """A record file or payload that does not match the expected schema."""
 
 
 @dataclass(frozen=True)
@@ -44,7 +40,7 @@ class Record:
     kind: ClassVar[str] = "record"
 
     def to_dict(self) -> dict[str, Any]:
-        return _encode(self)
+        return encode(self)
 
     def to_json(self) -> str:
         # orjson walks the dataclasses, tuples and dicts itself: a 0.85 MB trajectory (a worker
@@ -58,7 +54,13 @@ class Record:
         version = data.get("schema_version", SCHEMA_VERSION)
         if version not in READABLE_VERSIONS:
             raise RecordError(f"{cls.__name__} has schema_version {version}; this code reads {READABLE_VERSIONS}")
-        return _decode(cls, {k: v for k, v in data.items() if k != "schema_version"})  # an older one reads as current
+        fields = {k: v for k, v in data.items() if k != "schema_version"}
+        return decode(cls, cls.upgrade(fields, version) if version < SCHEMA_VERSION else fields)  # an older one reads as current
+
+    @classmethod
+    def upgrade(cls, fields: dict[str, Any], version: int) -> dict[str, Any]:
+        """The fields of a record of an older `version` as this version has them (fields added since take their defaults)."""
+        return fields
 
     @classmethod
     def from_json(cls: type[R], text: str) -> R:
@@ -210,7 +212,7 @@ class Message:
     tool_call_id: Optional[str] = None
     name: Optional[str] = None  # the tool's name on tool messages
     kind: str = "model"  # prompt | model | tool | critic | warning: who put it there
-    sent: Optional[str] = None  # a model's reply: the digest of the request it answered (core.wire.digest)
+    sent: Optional[str] = None  # a model's reply: the digest of the request it answered (core.llm.wire.digest)
 
 
 @dataclass(frozen=True)
@@ -249,7 +251,7 @@ class Trajectory(Record):
     failure: Optional[str] = None  # e.g. environment/context_overflow
     outcome: Optional[str] = None  # finalize's argument
     origin: Origin = field(default_factory=Origin)  # this agent's prompt templates and models (the critic's too)
-    # How its model was called (core.conversation): the profile its requests followed (None: written before
+    # How its model was called (core.llm.conversation): the profile its requests followed (None: written before
     # profiles; the export then uses export.profile) and whether it read images.
     profile: Optional[str] = None
     vision: bool = True
@@ -274,15 +276,45 @@ class Rollout(Record):
     tool_counts: dict[str, int] = field(default_factory=dict)
     injections: int = 0
     findings: dict[str, int] = field(default_factory=dict)  # critic findings by category (injected or not)
-    prompt_tokens: dict[str, int] = field(default_factory=dict)  # role -> tokens
-    completion_tokens: dict[str, int] = field(default_factory=dict)
-    cost_usd: float = 0.0
     wall_s: float = 0.0
     attempt: int = 1
     policy: str = "model"
-    usage: dict[str, RoleUsage] = field(default_factory=dict)  # every model call of the rollout, by role
+    usage: dict[str, RoleUsage] = field(default_factory=dict)  # every model call of the rollout, by role: its tokens, cost
+    # A scripted (rule-based) agent's turns by role: the tokens a model would have been sent and written, estimated.
+    # No call was made, so nothing is spent and the ledger never counts them.
+    estimated_tokens: dict[str, Usage] = field(default_factory=dict)
     origin: Origin = field(default_factory=Origin)
     schema_version: int = SCHEMA_VERSION
+
+    @property
+    def cost_usd(self) -> float:
+        """What its model calls cost, where priced (core.run.usage.RoleUsage.cost_usd)."""
+        return sum((u.cost_usd for u in self.usage.values()), 0.0)
+
+    def tokens_by_role(self) -> dict[str, Usage]:
+        """Prompt and completion tokens by role: the model calls' counts, and a scripted agent's estimates."""
+        counted = {role: Usage(u.prompt_tokens, u.completion_tokens) for role, u in self.usage.items()}
+        return counted | {role: u for role, u in self.estimated_tokens.items() if role not in counted}
+
+    @property
+    def tokens(self) -> int:
+        return sum(u.total for u in self.tokens_by_role().values())
+
+    @classmethod
+    def upgrade(cls, fields: dict[str, Any], version: int) -> dict[str, Any]:
+        """Before 4 a rollout kept its tokens by role and its cost beside its usage (filled from it); what it counted
+        for a role its usage does not name was a scripted agent's estimate."""
+        prompt = decode(dict[str, int], fields.pop("prompt_tokens", None))
+        completion = decode(dict[str, int], fields.pop("completion_tokens", None))
+        fields.pop("cost_usd", None)
+        usage = fields.get("usage") or ()
+        named = set(usage) if isinstance(usage, dict) else {item["key"] for item in usage}
+        fields["estimated_tokens"] = {
+            role: {"prompt_tokens": n, "completion_tokens": completion.get(role, 0)}
+            for role, n in prompt.items()
+            if role not in named
+        }
+        return fields
 
 
 @dataclass(frozen=True)
@@ -309,12 +341,12 @@ class StageDone(Record):
     schema_version: int = SCHEMA_VERSION
 
 
-# ---------------------------------------------------------------- Parquet / JSON IO
+# ---------------------------------------------------------------- Parquet IO
 
 
 def write_parquet(records: Iterable[Record], path: Path, cls: type[Record]) -> None:
-    """Write records of one class as a Parquet file (not atomic: see core.store)."""
-    table = pa.Table.from_pylist([_encode(r, arrow=True) for r in records], schema=cls.arrow_schema())
+    """Write records of one class as a Parquet file (not atomic: see core.run.store)."""
+    table = pa.Table.from_pylist([encode(r, arrow=True) for r in records], schema=cls.arrow_schema())
     pq.write_table(table, path)
 
 
@@ -326,94 +358,15 @@ def read_parquet(path: Path, cls: type[R]) -> list[R]:
     return [cls.from_dict(row) for row in table.to_pylist()]
 
 
-# ---------------------------------------------------------------- the codec
-
-
-@cache
-def _hints(cls: type) -> dict[str, Any]:
-    return typing.get_type_hints(cls)
-
-
-def _fields(cls: type) -> list[dataclasses.Field]:
-    return [f for f in dataclasses.fields(cls) if f.init]
-
-
-def _optional_inner(tp: Any) -> Any | None:
-    origin = typing.get_origin(tp)
-    if origin in (Union, types.UnionType):
-        args = [a for a in typing.get_args(tp) if a is not type(None)]
-        if len(args) == 1:
-            return args[0]
-    return None
-
-
-def _arrow_type(tp: Any) -> pa.DataType:
-    inner = _optional_inner(tp)
-    if inner is not None:
-        return _arrow_type(inner)
-    origin = typing.get_origin(tp)
-    if origin is tuple:
-        return pa.list_(_arrow_type(typing.get_args(tp)[0]))
-    if origin is dict:  # as key/value pairs: `datasets` cannot load Arrow map columns
-        key, value = typing.get_args(tp)
-        return pa.list_(pa.struct([pa.field("key", _arrow_type(key), nullable=False), pa.field("value", _arrow_type(value))]))
-    if dataclasses.is_dataclass(tp):
-        return pa.struct([pa.field(f.name, _arrow_type(_hints(tp)[f.name])) for f in _fields(tp)])
-    simple = {str: pa.string(), int: pa.int64(), float: pa.float64(), bool: pa.bool_()}
-    if tp in simple:
-        return simple[tp]
-    raise TypeError(f"no Arrow type for {tp!r}")
-
-
 @cache
 def _schema(cls: type) -> pa.Schema:
-    hints = _hints(cls)
+    types_of = hints(cls)
     fields = [
-        pa.field(f.name, _arrow_type(hints[f.name]), nullable=_optional_inner(hints[f.name]) is not None) for f in _fields(cls)
+        pa.field(f.name, arrow_type(types_of[f.name]), nullable=optional_inner(types_of[f.name]) is not None)
+        for f in init_fields(cls)
     ]
     return pa.schema(fields, metadata={"schema_version": str(SCHEMA_VERSION), "record": cls.kind})
 
 
-def _encode(value: Any, arrow: bool = False) -> Any:
-    if dataclasses.is_dataclass(value):
-        return {f.name: _encode(getattr(value, f.name), arrow) for f in _fields(type(value))}
-    if isinstance(value, tuple):
-        return [_encode(v, arrow) for v in value]
-    if isinstance(value, dict):
-        if arrow:
-            return [{"key": k, "value": _encode(v, arrow)} for k, v in value.items()]
-        return {k: _encode(v, arrow) for k, v in value.items()}
-    return value
-
-
-def decode(tp: Any, value: Any) -> Any:
-    """A record part (e.g. a RoleUsage) from its JSON form; RecordError when it does not fit."""
-    return _decode(tp, value)
-
-
-def _decode(tp: Any, value: Any) -> Any:
-    inner = _optional_inner(tp)
-    if inner is not None:
-        return None if value is None else _decode(inner, value)
-    origin = typing.get_origin(tp)
-    if origin is tuple:
-        return tuple(_decode(typing.get_args(tp)[0], v) for v in value or ())
-    if origin is dict:
-        _, vt = typing.get_args(tp)
-        if isinstance(value, dict):
-            return {k: _decode(vt, v) for k, v in value.items()}
-        return {item["key"]: _decode(vt, item["value"]) for item in value or ()}  # Arrow key/value pairs
-    if dataclasses.is_dataclass(tp):
-        if not isinstance(value, dict):
-            raise RecordError(f"{tp.__name__}: expected an object, got {type(value).__name__}")
-        hints = _hints(tp)
-        names = {f.name for f in _fields(tp)}
-        unknown = set(value) - names
-        if unknown:
-            raise RecordError(f"{tp.__name__}: unknown field(s) {sorted(unknown)}")
-        return tp(**{k: _decode(hints[k], v) for k, v in value.items()})
-    if tp is float and isinstance(value, int) and not isinstance(value, bool):
-        return float(value)
-    if tp in (str, int, float, bool) and not isinstance(value, tp):
-        raise RecordError(f"expected {tp.__name__}, got {value!r}")
-    return value
+class ArtifactError(Exception):
+    """An artifact a gate needs is missing or unreadable: an environment failure of the rollout."""

@@ -5,17 +5,13 @@ from __future__ import annotations
 from dataclasses import dataclass
 from enum import Enum
 
+from core.defects import Severity
+
 
 class CriticMode(str, Enum):
     extrinsic = "extrinsic"  # a separate model call reviews each inspection (default)
     none = "none"  # no critic: the agent's own reflection only
     rules = "rules"  # findings from measured defects alone, no model call
-
-
-class Severity(str, Enum):
-    critical = "critical"
-    major = "major"
-    minor = "minor"
 
 
 @dataclass

@@ -14,20 +14,19 @@ import json
 import logging
 from collections import Counter
 from pathlib import Path
-from typing import Any
 
-from agents.tools.inspect import INSPECT_TOOLS
-from core.json_reply import JSONReplyError, ask_json
-from core.llm_types import ModelError
-from core.metering import note_model
-from core.models import Play
+from core.llm.json_reply import JSONReplyError, ask_json
+from core.llm.results import ModelError
+from core.run.metering import note_model
+from core.protocols import Play
 from core.prompts import render
 from core.protocols import Critic, Model
 from core.records import Message, ModelUse
-from core.review import Finding, Inspection, Review
-from core.steps import Injection, StepState
+from core.seams.review import Finding, Inspection, Review
+from core.seams.steps import Injection, StepState
 from critic.config import CriticMode
 from critic.findings import at_least, findings_from_measurements, findings_json
+from core.seams.steps import Measured, SlideMeasured
 
 log = logging.getLogger(__name__)
 
@@ -45,7 +44,7 @@ class ModelCritic:
 
     def request(self, inspection: Inspection, language: str) -> list[Message]:
         source = inspection.source[:MAX_SOURCE_CHARS]
-        measured = json.dumps(inspection.measured, ensure_ascii=False, indent=1)
+        measured = json.dumps([m.to_dict() for m in inspection.measured], ensure_ascii=False, indent=1)
         details = inspection.details or {}
         if inspection.tool == "inspect_slide":
             prompt = render(
@@ -103,13 +102,14 @@ def thought(review: Review, findings: list[Finding]) -> str:
     return "\n".join(lines)
 
 
-def inspection_from(tool: str, data: dict[str, Any], workspace: Path) -> Inspection:
-    """Build the critic's view from an inspect tool's structured observation data."""
-    artifact = data["artifact"]
-    source = (workspace / artifact).read_text(encoding="utf-8", errors="replace")
-    measured = data.get("defects") if tool == "inspect_slide" else data.get("issues")
-    details = {k: data[k] for k in ("width", "height", "aspect", "constraints") if k in data}
-    return Inspection(tool, artifact, source, list(measured or ()), data.get("png"), details)
+def inspection_from(measured: Measured, workspace: Path) -> Inspection:
+    """The critic's view of what an inspect tool measured: that, and the inspected file's source."""
+    source = (workspace / measured.artifact).read_text(encoding="utf-8", errors="replace")
+    if isinstance(measured, SlideMeasured):
+        details = {"width": measured.width, "height": measured.height, "aspect": measured.aspect}
+        return Inspection("inspect_slide", measured.artifact, source, measured.defects, measured.png, details)
+    issues = measured.report.issues
+    return Inspection("inspect_manuscript", measured.artifact, source, issues, None, {"constraints": measured.constraints})
 
 
 class CriticHook:
@@ -126,9 +126,9 @@ class CriticHook:
         """One review per inspection of the step (a turn may inspect several slides: reviewed concurrently)."""
         workspace = state.workspace
         inspections = [
-            inspection_from(call.name, observation.data, workspace)
-            for call, observation in zip(state.calls, state.observations)
-            if call.name in INSPECT_TOOLS and not observation.is_error and observation.data
+            inspection_from(observation.measured, workspace)
+            for observation in state.observations
+            if observation.measured is not None and not observation.is_error
         ]
         reviews = await asyncio.gather(*(self._review(inspection, workspace) for inspection in inspections))
         injections = []

@@ -1,16 +1,17 @@
-"""How measured defects map to the critic's findings (`core.review.Finding`, the paper's defect taxonomy), and their severities."""
+"""How measured defects map to the critic's findings (`core.seams.review.Finding`, the paper's defect taxonomy), and their severities."""
 
 from __future__ import annotations
 
 import json
+from typing import Sequence
 
 from core.defects import defect_code
-from core.review import Finding
-from critic.config import Severity
+from core.seams.review import Finding
+from core.defects import SEVERITY_RANK
+from core.defects import Defect, ManuscriptIssue
 
 MANUSCRIPT_CATEGORIES = ("integrity", "constraint", "format")
 SLIDE_CATEGORIES = ("layout", "render", "style")
-SEVERITY_RANK = {Severity.critical.value: 3, Severity.major.value: 2, Severity.minor.value: 1}
 
 
 def at_least(findings: list[Finding], min_severity: str) -> list[Finding]:
@@ -18,18 +19,20 @@ def at_least(findings: list[Finding], min_severity: str) -> list[Finding]:
     return [f for f in findings if SEVERITY_RANK[f.severity] >= floor]
 
 
-def findings_from_measurements(measured: list[dict]) -> list[Finding]:
+def findings_from_measurements(measured: Sequence[Defect | ManuscriptIssue]) -> list[Finding]:
     """The rules critic: one finding per measured defect or manuscript issue."""
     findings = []
     for item in measured:
-        code = item["code"]
-        entry = defect_code(code)  # core/defects.py: an unknown code is an error, never a silent "format"
-        where = item.get("element") or (f"slide {item['slide']}" if item.get("slide") else "")
+        entry = defect_code(item.code)  # core/defects.py: an unknown code is an error, never a silent "format"
+        if isinstance(item, Defect):
+            severity, where = item.severity, item.element
+        else:
+            severity, where = entry.severity, f"slide {item.slide}" if item.slide else ""
         findings.append(
             Finding(
                 category=entry.category,
-                severity=item.get("severity", entry.severity),
-                evidence=f"{code}{' at ' + where if where else ''}: {item.get('detail', '')}".strip(),
+                severity=severity,
+                evidence=f"{item.code}{' at ' + where if where else ''}: {item.detail}".strip(),
                 fix=entry.fix,
             )
         )

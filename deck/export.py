@@ -23,6 +23,7 @@ from typing import Any, Sequence
 from core.pdf import pymupdf
 from playwright.async_api import CDPSession, Page
 
+from core.seams.deck import DeckPptx, DeckReport, DeckSlide
 from deck.config import DeckConfig, PptxMode
 
 from render.config import RenderConfig
@@ -51,6 +52,7 @@ class DeckExport:
     results: tuple[RenderResult, ...] = ()
     fidelity: dict[str, Any] | None = None  # the PPTX's fidelity check (deck/fidelity.py), when it ran
     text: Path | None = None  # deck_text.json (deck/text.py), when asked for
+    report: DeckReport | None = None  # per slide: measured defects and PPTX fidelity (core.seams.deck)
 
 
 @dataclass(frozen=True)
@@ -94,11 +96,12 @@ async def export_deck(
     deck: DeckConfig | None = None,
     manuscript: str = "",
     text_path: Path | None = None,
+    report_path: Path | None = None,
 ) -> DeckExport:
     """Render every slide once (PNG + PDF page) and write the merged PDF and, if asked, the PPTX
     (its notes: the `manuscript` section of each slide, where known) and the deck's text as a reader
-    reads it (`text_path`, deck/text.py). Assets may live anywhere under `workspace` (default: the
-    slides folder's parent). An editable PPTX and the text need a renderer that reads them (`page_reader`)."""
+    reads it (`text_path`, deck/text.py), and what was measured per slide (`report_path`, a deck_defects.json).
+    Assets may live anywhere under `workspace` (default: the slides folder's parent). An editable PPTX and the text need a renderer that reads them (`page_reader`)."""
     deck = deck or DeckConfig()
     size = aspect_size(aspect)
     files = slide_files(slides_dir)
@@ -124,6 +127,9 @@ async def export_deck(
         await asyncio.to_thread(write_pptx, sources, size, pptx_path, root)
         if deck.check:
             fidelity = await asyncio.to_thread(_fidelity, pptx_path, pdf_path, deck)
+    report = deck_report(results, aspect, root, PptxMode(deck.pptx_mode), fidelity)
+    if report_path is not None:
+        report.write(report_path)
     return DeckExport(
         pdf=pdf_path,
         pptx=pptx_path,
@@ -133,7 +139,31 @@ async def export_deck(
         results=tuple(results),
         fidelity=fidelity,
         text=text_path,
+        report=report,
     )
+
+
+def deck_report(
+    results: Sequence[RenderResult], aspect: str, root: Path, mode: PptxMode, fidelity: dict[str, Any] | None
+) -> DeckReport:
+    """What the export measured, per slide (paths relative to `root`, the workspace), and the PPTX's fidelity."""
+    per_slide = (fidelity or {}).get("slides", [])
+    slides = [
+        DeckSlide(
+            _relative(r.html_path, root),
+            _relative(r.png_path, root),
+            r.defects,
+            {k: v for k, v in per_slide[i].items() if k != "slide"} if i < len(per_slide) else None,
+        )
+        for i, r in enumerate(results)
+    ]
+    figures = None if fidelity is None else {k: v for k, v in fidelity.items() if k not in ("pptx", "pdf", "slides")}
+    return DeckReport(aspect, tuple(slides), DeckPptx(mode.value, figures))
+
+
+def _relative(path: Path, root: Path) -> str:
+    path, root = path.resolve(), root.resolve()
+    return path.relative_to(root).as_posix() if path.is_relative_to(root) else path.as_posix()
 
 
 def pptx_sources(results: Sequence[RenderResult], mode: PptxMode, manuscript: str = "") -> list[SlideSource]:

@@ -28,14 +28,15 @@ from omegaconf.errors import OmegaConfBaseException
 
 from core.cli import OneLineParser
 from core.config import PROJECT_ROOT, ConfigError
-from core.llm_types import ModelError
+from core.llm.results import ModelError
 from core.logs import setup_logging
-from core.store import atomic_write_text
+from core.run.store import atomic_write_text
 from eval.agreement import Agreement, agreement
 from eval.config import JudgeConfig, store_schema, validate_judge
-from core.models import Players, check_endpoints
-from eval.judging import build_judging, judge_endpoints
-from eval.slides import DeckUnreadable, SlideView, load_deck
+from core.llm.players import Players, check_endpoints
+from eval.slide_judge import build_judging, judge_endpoints
+from eval.slides import DeckUnreadable, load_deck
+from core.seams.judging import SlideView
 from eval.tables import Table
 
 DIMENSIONS = ("content", "style")

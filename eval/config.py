@@ -21,7 +21,7 @@ from core.config import (
     store_config,
     validate_common,
 )
-from core.prices import check_caps, price_of
+from core.llm.prices import check_caps, price_of
 from pipeline.config import RolloutsConfig
 
 

@@ -17,7 +17,7 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from eval.slides import SlideView
+from core.seams.judging import SlideView
 
 
 def _unit_rows(features: np.ndarray) -> np.ndarray:

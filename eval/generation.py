@@ -13,20 +13,20 @@ import asyncio
 from typing import Any
 
 from core.config import LLMConfig, resolve_role
-from core.models import check_endpoints
+from core.llm.players import check_endpoints
 from core.records import RolloutStatus, Task, read_parquet
-from core.run import RunContext
-from core.store import atomic_write_parquet
+from core.run.context import RunContext
+from core.run.store import atomic_write_parquet
 from eval.config import EvalConfig, presentbench_root, tasks_file
 from eval.diversity import check_encoder
-from eval.judge import check_prompts
-from eval.judging import judge_endpoints
+from eval.slide_judge import check_prompts
+from eval.slide_judge import judge_endpoints
 from eval.presentbench import read_cases
 from pipeline.rollouts import play
 from pipeline.stages import require_input
 
 STAGE = "eval/generate"
-TASKS = ("tasks", "eval.parquet")
+EVAL_SPLIT = "eval"  # the held-out tasks are written to <run>/tasks/eval.parquet
 
 
 def endpoints(cfg: EvalConfig) -> dict[str, LLMConfig]:
@@ -45,7 +45,7 @@ def generate(ctx: RunContext) -> dict[str, Any]:
     split = held_out(cfg.tasks)
     tasks = split[: cfg.limit] if cfg.limit else split
     require_input(ctx, STAGE, len(tasks), "tasks", f"{cfg.tasks} holds none")
-    atomic_write_parquet(tasks, ctx.store.path(*TASKS), Task)
+    atomic_write_parquet(tasks, ctx.store.path("tasks", f"{EVAL_SPLIT}.parquet"), Task)
     check_prompts()
     asyncio.run(check_endpoints(endpoints(cfg)))
     if cfg.diversity.encoder:

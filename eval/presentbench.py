@@ -21,7 +21,7 @@ import yaml
 from core.config import ConfigError
 from core.language import detect_language
 from core.records import Check, CheckClass, Constraints, Task
-from eval.checklist import ClassScore, rule_constraints, score_checklist
+from eval.checklist.score import ClassScore, rule_constraints, score_checklist
 
 SLIDE_COUNT = "utils.count_pages.check_slide_count"  # the one code-judged check the cases use
 DOMAINS = ("academia", "advertising", "education", "economics", "talk")  # their table's column order
@@ -235,7 +235,7 @@ def _constraints(checklist: tuple[Check, ...]) -> Constraints:
 
 
 def score_case(case: BenchCase, answers: dict[str, str], slides: int) -> CaseScore:
-    """A deck's score on `case` (eval.checklist: weight x yes / (yes + no) per class, "not applicable" left out)."""
+    """A deck's score on `case` (eval.checklist.score: weight x yes / (yes + no) per class, "not applicable" left out)."""
     scored = score_checklist(case.case_id, case.task.checklist, answers, slides, case.weights, case.total)
     return CaseScore(case.case_id, case.domain, scored.classes, scored.percent)
 

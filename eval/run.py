@@ -13,16 +13,17 @@ import hydra
 from omegaconf import DictConfig, OmegaConf
 
 from agents.research.runtime import validate_tools_config
-from core.models import check_backends
-from eval import checklists, generation, reporting, scoring
+from core.llm.players import check_backends
+from eval import generation, report, scoring
+from eval.checklist import stage as checklist
 from eval.config import store_schema, validate
 from pipeline.stages import StageFn, run_stages
 
 STAGES: dict[str, StageFn] = {  # the recipe, in order
     generation.STAGE: generation.generate,  # each task -> a deck by the agents under test (no critic)
     scoring.STAGE: scoring.score,  # each deck -> constraint, content, style and diversity scores
-    checklists.STAGE: checklists.checklist,  # each deck -> its checklist answered yes / no / not applicable, scored
-    reporting.STAGE: reporting.report,  # the scores -> tables and Figure 6
+    checklist.STAGE: checklist.checklist,  # each deck -> its checklist answered yes / no / not applicable, scored
+    report.STAGE: report.report,  # the scores -> tables and Figure 6
 }
 
 

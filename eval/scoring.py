@@ -22,22 +22,24 @@ from typing import Any, ClassVar, Optional
 
 from core.config import resolve_role
 from core.failures import Failure
-from core.ledger import SpendingCap, play_unit, read_ledger, spending_cap
-from core.models import Players, StandIns, policy_of
-from core.records import Origin, Record, Rollout, RolloutStatus, SCHEMA_VERSION, Task, read_parquet
-from core.run import RunContext
-from core.store import RunStore, atomic_write_text
-from core.usage import RoleUsage, total
+from core.run.ledger import SpendingCap, play_unit, read_ledger, spending_cap
+from core.llm.players import Players, StandIns, policy_of
+from core.records import Origin, Record, Rollout, RolloutStatus, SCHEMA_VERSION, Task
+from core.run.context import RunContext
+from core.run.store import RunStore, atomic_write_text
+from core.run.usage import RoleUsage, total
 from eval.config import EvalConfig, describer_config
 from eval.diversity import ImageEncoder, deck_diversity
-from eval.generation import TASKS
-from eval.judge import DeckJudgement, SlideDescription, SlideJudgement, SlideJudging, SlideScores
-from eval.judging import build_judging, cache_root
+from eval.generation import EVAL_SPLIT
+from eval.slide_judge import DeckJudgement, SlideJudgement, SlideJudging
+from core.seams.judging import SlideDescription, SlideScores
+from eval.slide_judge import build_judging, cache_root
 from eval.metrics import DeckScore, aggregate, by_domain, constraint_score, unrendered
-from eval.slides import DeckUnreadable, SlideView, load_deck
+from eval.slides import DeckUnreadable, load_deck
+from core.seams.judging import SlideView
 from eval.summary import ABLATIONS, RunSummary
 from filters.constraints import UnusablePDF
-from pipeline.rollouts import STAGE as ROLLOUTS
+from core.run.reader import RunReader
 
 log = logging.getLogger(__name__)
 
@@ -102,7 +104,7 @@ def restored(record: DeckScores, task: Task, rollout: Optional[Rollout], root: P
 async def score_deck(task: Task, rollout: Rollout | None, root: Path, judging: SlideJudging, render_dir: Path) -> ScoredDeck:
     if rollout is None:
         return ScoredDeck(unrendered(task, "not generated", 0.0, 0), [], None)
-    tokens = sum(rollout.prompt_tokens.values()) + sum(rollout.completion_tokens.values())
+    tokens = rollout.tokens
     pdf, defects = rollout.artifacts.get("pdf"), rollout.artifacts.get("defects")
     if rollout.status != RolloutStatus.done or pdf is None or defects is None:
         return ScoredDeck(unrendered(task, rollout.failure or Failure.no_deck, rollout.cost_usd, tokens), [], None)
@@ -221,8 +223,9 @@ def summarize(
 def score(ctx: RunContext) -> dict[str, Any]:
     cfg: EvalConfig = ctx.cfg
     root = ctx.store.root
-    tasks = read_parquet(ctx.store.path(*TASKS), Task)
-    rollouts = ctx.store.load_map(ROLLOUTS, Rollout)
+    run = RunReader(ctx.store.root)
+    tasks = run.split(EVAL_SPLIT)
+    rollouts = {r.task_id: r for r in run.rollouts()}
     decks = asyncio.run(score_all(cfg, tasks, rollouts, ctx.store, spending_cap(cfg.run, root)))
     diversity: tuple[float | None, float | None] = (None, None)
     if cfg.diversity.encoder:

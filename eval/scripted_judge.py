@@ -20,8 +20,8 @@ import numpy as np
 from PIL import Image
 
 from core.records import ModelUse
-from eval.judge import Score, SlideDescription, SlideScores
-from eval.slides import SlideView
+from core.seams.judging import Score, SlideDescription, SlideScores
+from core.seams.judging import SlideView
 
 LABEL = "scripted judge: rule-based measurements, not a model"
 RULES_VERSION = "2"
@@ -67,7 +67,7 @@ def measure(slide: SlideView) -> SlideMeasures:
         ink=ink,
         colours=int((counts >= 0.01 * len(bins)).sum()),
         colourfulness=colourfulness,
-        defects=tuple((str(d.get("code")), str(d.get("severity"))) for d in slide.defects),
+        defects=tuple((d.code, d.severity) for d in slide.defects),
         content=slide.content,
     )
 

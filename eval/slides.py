@@ -12,48 +12,26 @@ judge sees it too.
 from __future__ import annotations
 
 import hashlib
-import json
-from dataclasses import dataclass, replace
-from functools import cached_property
+from dataclasses import replace
 from pathlib import Path
-from typing import Any
 
 from core.pdf import pymupdf
 
 from core.language import normalize_text
 from filters.config import FiltersConfig
 from filters.content import check_deck
-from core.candidate import ArtifactError
+from core.records import ArtifactError
 from filters.quality import deck_slides
+from core.seams.deck import FILE as DEFECTS_FILE, DeckReport
+from core.seams.judging import PageFacts, SlideView
 
 IMAGE_SUFFIXES = (".png", ".jpg", ".jpeg", ".webp")
-DEFECTS_FILE = "deck_defects.json"
 TEXT_FILE = "deck_text.json"  # the deck's text as the content gate reads it (deck/text.py), when the export wrote it
 CSS_PX_PER_PT = 96 / 72  # Chromium prints 1280 px as 960 pt: pages render back at their CSS size
 
 
 class DeckUnreadable(ValueError):
     """A deck path that holds no slides this module can read."""
-
-
-@dataclass(frozen=True)
-class PageFacts:
-    text: str  # the page's text layer, NFKC-normalised
-    images: int  # raster images placed on the page
-
-
-@dataclass(frozen=True)
-class SlideView:
-    number: int  # from 1
-    png: Path
-    page: PageFacts | None = None  # None: no PDF (bare images)
-    defects: tuple[dict[str, Any], ...] = ()  # {code, severity, element, detail} measured by the renderer
-    content: tuple[str, ...] = ()  # the content checks that fail on this slide (filters.content codes)
-
-    @cached_property
-    def digest(self) -> str:
-        """SHA-256 of the slide image: the key of every cached description, score and feature."""
-        return hashlib.sha256(self.png.read_bytes()).hexdigest()
 
 
 def pdf_pages(pdf: Path) -> list[PageFacts]:
@@ -93,9 +71,9 @@ def _with_content(
 
 def _workspace(folder: Path) -> list[SlideView]:
     try:
-        slides = deck_slides(json.loads((folder / DEFECTS_FILE).read_text(encoding="utf-8")))
-    except (ArtifactError, json.JSONDecodeError, KeyError, TypeError) as exc:
-        raise DeckUnreadable(f"{folder / DEFECTS_FILE}: {exc}") from exc
+        slides = deck_slides(DeckReport.read(folder / DEFECTS_FILE))
+    except ArtifactError as exc:
+        raise DeckUnreadable(str(exc)) from exc
     pdf = folder / "deck.pdf"
     pages = pdf_pages(pdf) if pdf.is_file() else []
     missing = [s.png for s in slides if not (folder / s.png).is_file()]

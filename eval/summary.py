@@ -7,7 +7,7 @@ from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
-from core.store import atomic_write_text
+from core.run.store import atomic_write_text
 
 SUMMARY = Path("scores") / "summary.json"
 FULL = "full"

@@ -14,12 +14,10 @@ from __future__ import annotations
 
 from collections import defaultdict
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any, Sequence
 
-import yaml
-
 from core.records import Rollout, RolloutStatus, Verdict
+from core.run.reader import RunReader
 from filters.config import DEFAULT_GATES
 from filters.registry import GATES
 
@@ -28,7 +26,7 @@ UNDECIDED = "undecided"  # a configured gate has no verdict (its judge failed): 
 
 
 @dataclass(frozen=True)
-class Outcome:
+class Acceptance:
     task_id: str
     category: str | None  # None: accepted; else a failure category (environment, a gate's category) or undecided
     reasons: tuple[str, ...]
@@ -48,11 +46,14 @@ def configured_gates(config: dict[str, Any]) -> list[str]:
     return list(filters["gates"]) if "gates" in filters else list(DEFAULT_GATES)
 
 
-def run_gates(root: Path) -> list[str]:
-    """The gates configured for the run at `root`, from its config.yaml (the defaults when there is none)."""
-    path = root / "config.yaml"
-    config = yaml.safe_load(path.read_text(encoding="utf-8")) if path.is_file() else None
-    return configured_gates(config or {})
+def run_gates(run: RunReader) -> list[str]:
+    """The gates configured for `run` (its config.yaml; the defaults when there is none)."""
+    return configured_gates(run.config())
+
+
+def judged(run: RunReader) -> list[Acceptance]:
+    """Each of the run's rollouts' fate under its own gates (before the filters ran: every finished one undecided)."""
+    return outcomes(run.rollouts(), run.verdicts() or [], run_gates(run))
 
 
 def category_order(gates: Sequence[str]) -> list[str]:
@@ -63,7 +64,7 @@ def category_order(gates: Sequence[str]) -> list[str]:
     return order
 
 
-def outcomes(rollouts: Sequence[Rollout], verdicts: Sequence[Verdict], gates: Sequence[str]) -> list[Outcome]:
+def outcomes(rollouts: Sequence[Rollout], verdicts: Sequence[Verdict], gates: Sequence[str]) -> list[Acceptance]:
     """Each rollout's fate under `gates` (see the module docstring), in the rollouts' order."""
     by_task: dict[str, list[Verdict]] = defaultdict(list)
     for v in verdicts:
@@ -75,14 +76,14 @@ def outcomes(rollouts: Sequence[Rollout], verdicts: Sequence[Verdict], gates: Se
         mine = [v for v in by_task[rollout.task_id] if v.gate in counted]
         failed = sorted((v for v in mine if not v.passed), key=lambda v: _rank(order, v.category or v.gate))
         if failed:
-            found.append(Outcome(rollout.task_id, failed[0].category or failed[0].gate, failed[0].reasons))
+            found.append(Acceptance(rollout.task_id, failed[0].category or failed[0].gate, failed[0].reasons))
         elif rollout.status != RolloutStatus.done:
-            found.append(Outcome(rollout.task_id, ENVIRONMENT, (rollout.failure or "the rollout did not finish",)))
+            found.append(Acceptance(rollout.task_id, ENVIRONMENT, (rollout.failure or "the rollout did not finish",)))
         elif set(gates) - {v.gate for v in mine}:
             missing = sorted(set(gates) - {v.gate for v in mine}, key=list(gates).index)
-            found.append(Outcome(rollout.task_id, UNDECIDED, (f"no verdict from: {', '.join(missing)}",)))
+            found.append(Acceptance(rollout.task_id, UNDECIDED, (f"no verdict from: {', '.join(missing)}",)))
         else:
-            found.append(Outcome(rollout.task_id, None, ()))
+            found.append(Acceptance(rollout.task_id, None, ()))
     return found
 
 

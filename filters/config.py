@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from core.config import ConfigError
-from critic.config import Severity
+from core.defects import Severity
 
 # The built-in gates, in pipeline order: the default of `filters.gates` (filters.registry.GATES registers every gate).
 DEFAULT_GATES = ("constraint", "content", "consistency", "quality")

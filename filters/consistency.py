@@ -11,7 +11,7 @@ statuses must agree to pass: "passed": true beside an ignored finding rejects (t
 finding is named, so it decides); "passed": false with every finding addressed names
 nothing to reject for, so the reply is refused and the judge asked again.
 
-With llm=scripted the judge is `RuleJudge`, a rule-based stand-in labelled as such in
+With llm=scripted the judge is `RuleRevisionJudge`, a rule-based stand-in labelled as such in
 every verdict: a finding counts as addressed when the reviewed artifact changed after
 the injection and, where the finding names elements (`#id`, `.class`, or a bare HTML
 tag, as the measured evidence "<code> at <element>: ..." gives them), a changed line of
@@ -24,21 +24,23 @@ from __future__ import annotations
 import asyncio
 import re
 from pathlib import Path
-from typing import ClassVar, Literal, Protocol
+from typing import ClassVar, Literal
 
 import pydantic
 
-from core.json_reply import ask_json
-from core.models import Play
+from core.llm.json_reply import ask_json
+from core.protocols import Play
 from core.prompts import render
 from core.protocols import Gate
 from core.protocols import Model
 from core.records import Message, Verdict
-from core.candidate import Candidate
-from core.review import Finding
+from core.seams.candidate import Candidate
+from core.seams.review import Finding
 from filters.config import FiltersConfig
 from filters.gates import SCRIPTED_LABEL, GateSpec
-from filters.revisions import Revision, revisions
+from filters.revisions import revisions
+from core.seams.revision import Revision
+from core.protocols import RevisionJudge
 
 GATE = "consistency"
 PROMPTS = Path(__file__).parent / "prompts"
@@ -76,14 +78,6 @@ def reply_schema(findings: int) -> type[ConsistencyReply]:
     return type(f"ConsistencyReply{findings}", (ConsistencyReply,), {"expected": findings})
 
 
-class RevisionJudge(Protocol):
-    label: str | None  # a note every verdict carries (the scripted stand-in's)
-
-    async def check(self, revision: Revision, language: str) -> list[str]:
-        """One reason per finding the revision does not address; empty when it addresses them all."""
-        ...
-
-
 def _where(revision: Revision) -> str:
     return f"{revision.agent} step {revision.injection.step} ({revision.artifact})"
 
@@ -93,7 +87,7 @@ def _finding(number: int, finding: Finding) -> str:
     return f"finding {number} [{finding.category}/{finding.severity}] {evidence[:160]}"
 
 
-class ModelJudge:
+class ModelRevisionJudge:
     label: str | None = None
 
     def __init__(self, model: Model, cfg: FiltersConfig):
@@ -126,7 +120,7 @@ class ModelJudge:
         return failures
 
 
-class RuleJudge:
+class RuleRevisionJudge:
     label: str | None = SCRIPTED_LABEL
 
     async def check(self, revision: Revision, language: str) -> list[str]:
@@ -187,7 +181,7 @@ class ConsistencyGate:
 
 def _players(cfg: FiltersConfig) -> Play[Gate]:
     """Judged by the role's model, or (scripted) by the rules: a finding's evidence must reach the artifact."""
-    return Play(lambda client: ConsistencyGate(ModelJudge(client, cfg)), lambda _: ConsistencyGate(RuleJudge()))
+    return Play(lambda client: ConsistencyGate(ModelRevisionJudge(client, cfg)), lambda _: ConsistencyGate(RuleRevisionJudge()))
 
 
 SPEC = GateSpec(GATE, role="judge", players=_players)

@@ -29,7 +29,8 @@ from core.cli import OneLineParser
 from core.language import detect_language
 from core.records import Constraints, Verdict
 from filters.config import FiltersConfig
-from core.candidate import ArtifactError, Candidate
+from core.seams.candidate import Candidate
+from core.records import ArtifactError
 from filters.gates import GateSpec, environment_verdict
 
 GATE = "constraint"
@@ -47,7 +48,7 @@ class UnusablePDF(ArtifactError):
 
 
 @dataclass(frozen=True)
-class Check:
+class ConstraintCheck:
     ok: bool
     expected: int | str
     actual: int | str
@@ -56,7 +57,7 @@ class Check:
 @dataclass(frozen=True)
 class ConstraintReport:
     pages: int
-    checks: dict[str, Check]  # slide_count | aspect_ratio | language, only those constrained
+    checks: dict[str, ConstraintCheck]  # slide_count | aspect_ratio | language, only those constrained
     score: float  # fraction of checks that are ok; 1.0 with none
     min_score: float
 
@@ -93,7 +94,7 @@ class _Deck:
 def check_deck(pdf_path: Path, constraints: Constraints, cfg: FiltersConfig) -> ConstraintReport:
     """Check `pdf_path` against `constraints`; raises UnusablePDF if it cannot be read."""
     deck = _read(pdf_path)
-    checks: dict[str, Check] = {}
+    checks: dict[str, ConstraintCheck] = {}
     if constraints.slides_min is not None or constraints.slides_max is not None:
         checks["slide_count"] = _slide_count(len(deck.sizes), constraints.slides_min, constraints.slides_max)
     if constraints.aspect_ratio is not None:
@@ -127,7 +128,7 @@ def _read(pdf_path: Path) -> _Deck:
     )
 
 
-def _slide_count(pages: int, low: int | None, high: int | None) -> Check:
+def _slide_count(pages: int, low: int | None, high: int | None) -> ConstraintCheck:
     if low is not None and low == high:
         expected: int | str = low
     elif high is None:
@@ -137,10 +138,10 @@ def _slide_count(pages: int, low: int | None, high: int | None) -> Check:
     else:
         expected = f"{low}-{high}"
     ok = (low is None or pages >= low) and (high is None or pages <= high)
-    return Check(ok, expected, pages)
+    return ConstraintCheck(ok, expected, pages)
 
 
-def _aspect(sizes: list[tuple[float, float]], expected: str, tolerance: float) -> Check:
+def _aspect(sizes: list[tuple[float, float]], expected: str, tolerance: float) -> ConstraintCheck:
     if expected not in ASPECTS:
         raise ValueError(f"unknown aspect ratio {expected!r}; known: {', '.join(ASPECTS)}")
     target = ASPECTS[expected]
@@ -149,9 +150,9 @@ def _aspect(sizes: list[tuple[float, float]], expected: str, tolerance: float) -
     for number, (w, h) in enumerate(sizes, start=1):
         groups.setdefault(_describe(w, h, tolerance), []).append(number)
     if len(groups) == 1:
-        return Check(ok, expected, next(iter(groups)))
+        return ConstraintCheck(ok, expected, next(iter(groups)))
     actual = "; ".join(f"{desc} on {_page_list(numbers)}" for desc, numbers in groups.items())
-    return Check(ok, expected, f"mixed: {actual}")
+    return ConstraintCheck(ok, expected, f"mixed: {actual}")
 
 
 def _describe(width: float, height: float, tolerance: float) -> str:
@@ -175,10 +176,10 @@ def _page_list(numbers: list[int]) -> str:
     return f"page {spans}" if len(numbers) == 1 else f"pages {spans}"
 
 
-def _language(text: str, expected: str, threshold: float) -> Check:
+def _language(text: str, expected: str, threshold: float) -> ConstraintCheck:
     guess = detect_language(text, threshold)
     wanted = expected.split("-")[0].lower()
-    return Check(guess.lang == wanted, expected, guess.lang)
+    return ConstraintCheck(guess.lang == wanted, expected, guess.lang)
 
 
 # ---------------------------------------------------------------- the gate

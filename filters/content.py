@@ -43,18 +43,18 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Sequence
 
-from core.defects import Source, codes_of
+from core.defects import DefectSource, codes_of
 from core.language import normalize_text
 from core.records import Verdict
 from filters.config import FiltersConfig
 from core.cli import OneLineParser
 from filters.constraints import print_report
-from core.candidate import Candidate
+from core.seams.candidate import Candidate
 from filters.content_reading import CJK, CJK_CHAR, SlideText, layout_pages, pdf_pages, slides_of
 from filters.gates import GateSpec
 
 GATE = "content"
-CODES = codes_of(Source.content)  # core/defects.py, in the order the checks run
+CODES = codes_of(DefectSource.content)  # core/defects.py, in the order the checks run
 CJK_LANGUAGES = ("zh", "ja", "ko")
 SHOWN = 3  # instances named per failed check
 TEXT_ARTIFACT = "deck_text"  # the rollout's deck_text.json (deck/text.py), when its export wrote one
@@ -94,7 +94,7 @@ _CLOSING = re.compile(r"(?:thank(?:s| you)|(?:any )?questions|q\s*&\s*a|the end|
 
 
 @dataclass(frozen=True)
-class Check:
+class ContentCheck:
     ok: bool
     detail: str
     slides: tuple[int, ...] = ()  # the slides at fault
@@ -103,7 +103,7 @@ class Check:
 @dataclass(frozen=True)
 class ContentReport:
     slides: int
-    checks: dict[str, Check]  # every code of CODES, in that order
+    checks: dict[str, ContentCheck]  # every code of CODES, in that order
 
     @property
     def passed(self) -> bool:
@@ -176,10 +176,10 @@ def check_deck(
     return check_content(slides_of(pages), cfg, language, request)
 
 
-def _failed(found: Sequence[tuple[tuple[int, ...], str]], what: str) -> Check:
+def _failed(found: Sequence[tuple[tuple[int, ...], str]], what: str) -> ContentCheck:
     slides = tuple(sorted({n for numbers, _ in found for n in numbers}))
     shown = "; ".join(text for _, text in found[:SHOWN]) + (f"; and {len(found) - SHOWN} more" if len(found) > SHOWN else "")
-    return Check(False, f"{what}: {shown}", slides)
+    return ContentCheck(False, f"{what}: {shown}", slides)
 
 
 def _quote(text: str, chars: int = 60) -> str:
@@ -195,7 +195,7 @@ def _jaccard(a: set, b: set) -> float:
     return len(a & b) / len(a | b) if a and b else 0.0
 
 
-def _duplicates(slides: Sequence[SlideText], threshold: float) -> Check:
+def _duplicates(slides: Sequence[SlideText], threshold: float) -> ContentCheck:
     whole = [_shingles(s.text) for s in slides]
     bodies = [_shingles(s.body) if len(tokens(s.body)) >= 4 else set() for s in slides]
     shown = [_shingles(" ".join(s.figures)) for s in slides]
@@ -206,10 +206,10 @@ def _duplicates(slides: Sequence[SlideText], threshold: float) -> Check:
         if similarity >= threshold and same_figures:
             a, b = slides[i].number, slides[j].number
             found.append(((a, b), f"slides {a} and {b} ({similarity:.0%} alike)"))
-    return _failed(found, "near-same slides") if found else Check(True, "no two slides alike")
+    return _failed(found, "near-same slides") if found else ContentCheck(True, "no two slides alike")
 
 
-def _repeats(slides: Sequence[SlideText], min_tokens: int) -> Check:
+def _repeats(slides: Sequence[SlideText], min_tokens: int) -> ContentCheck:
     found: list[tuple[tuple[int, ...], str]] = []
     where: dict[tuple[str, ...], set[int]] = defaultdict(set)
     text_of: dict[tuple[str, ...], str] = {}
@@ -228,7 +228,7 @@ def _repeats(slides: Sequence[SlideText], min_tokens: int) -> Check:
         numbers = sorted(where[key] | others)
         if len(numbers) > 1 and (len(where[key]) > 1 or others - where[key]):
             found.append((tuple(numbers), f"{_quote(text_of[key])} on slides {', '.join(map(str, numbers))}"))
-    return _failed(found, "repeated") if found else Check(True, "no bullet or sentence repeated")
+    return _failed(found, "repeated") if found else ContentCheck(True, "no bullet or sentence repeated")
 
 
 def _cut(item: str) -> bool:
@@ -243,7 +243,7 @@ def _cut(item: str) -> bool:
     )
 
 
-def _truncated(slides: Sequence[SlideText]) -> Check:
+def _truncated(slides: Sequence[SlideText]) -> ContentCheck:
     found = [
         ((s.number,), f"slide {s.number}: {_quote(item[-60:] if len(item) > 60 else item)}")
         for s in slides
@@ -251,10 +251,10 @@ def _truncated(slides: Sequence[SlideText]) -> Check:
         if _cut(item)
     ]
     found += [((s.number,), f"slide {s.number} heading {_quote(s.heading)}") for s in slides if _ELLIPSIS_END.search(s.heading)]
-    return _failed(found, "cut text") if found else Check(True, "no text cut mid-sentence")
+    return _failed(found, "cut text") if found else ContentCheck(True, "no text cut mid-sentence")
 
 
-def _placeholders(slides: Sequence[SlideText]) -> Check:
+def _placeholders(slides: Sequence[SlideText]) -> ContentCheck:
     bare_headings = Counter(s.heading.strip().lower() for s in slides if _GENERIC_BARE.match(s.heading.strip()))
     found = []
     for s in slides:
@@ -269,16 +269,16 @@ def _placeholders(slides: Sequence[SlideText]) -> Check:
             for item in s.items
             if _GENERIC_NUMBERED.match(item.strip()) or _GENERIC_BARE.match(item.strip())
         ]
-    return _failed(found, "placeholder or generic text") if found else Check(True, "no placeholder or generic heading")
+    return _failed(found, "placeholder or generic text") if found else ContentCheck(True, "no placeholder or generic heading")
 
 
 def _ngrams(words: Sequence[str], n: int) -> set[tuple[str, ...]]:
     return {tuple(words[i : i + n]) for i in range(len(words) - n + 1)}
 
 
-def _echo(slides: Sequence[SlideText], request: str | None, n: int) -> Check:
+def _echo(slides: Sequence[SlideText], request: str | None, n: int) -> ContentCheck:
     if not request:
-        return Check(True, "no request given: not checked")
+        return ContentCheck(True, "no request given: not checked")
     said = {g for part in _QUOTED.split(normalize_text(request)) for g in _ngrams(tokens(part), n)}
     found = []
     for s in slides:
@@ -290,7 +290,7 @@ def _echo(slides: Sequence[SlideText], request: str | None, n: int) -> Check:
     return (
         _failed(found, f"request text (a run of {n}+ of its words) on slides")
         if found
-        else Check(True, "no request text on the slides")
+        else ContentCheck(True, "no request text on the slides")
     )
 
 
@@ -305,17 +305,17 @@ def _foreign(item: str, language: str) -> bool:
     return letters > 0 and len(_OTHER_SCRIPT.findall(item)) > letters / 2
 
 
-def _language_mix(slides: Sequence[SlideText], language: str | None, threshold: float) -> Check:
+def _language_mix(slides: Sequence[SlideText], language: str | None, threshold: float) -> ContentCheck:
     if not language:
-        return Check(True, "no language given: not checked")
+        return ContentCheck(True, "no language given: not checked")
     language = language.split("-")[0].lower()
     per_slide = {s.number: (sum(len(i) for i in s.items if _foreign(i, language)), sum(len(i) for i in s.items)) for s in slides}
     foreign, total = sum(f for f, _ in per_slide.values()), sum(t for _, t in per_slide.values())
     share = foreign / total if total else 0.0
     if share <= threshold:
-        return Check(True, f"{share:.0%} of the body text is not in {language}")
+        return ContentCheck(True, f"{share:.0%} of the body text is not in {language}")
     worst = tuple(n for n, (f, t) in per_slide.items() if t and f / t > threshold)
-    return Check(False, f"{share:.0%} of the body text is not in {language} (slides {', '.join(map(str, worst))})", worst)
+    return ContentCheck(False, f"{share:.0%} of the body text is not in {language} (slides {', '.join(map(str, worst))})", worst)
 
 
 def _has_content(slide: SlideText) -> bool:
@@ -330,13 +330,13 @@ def _bare_but_accepted(slides: Sequence[SlideText], k: int) -> bool:
     return k == 0 or (bool(_SECTION.match(heading)) and _has_content(slides[k + 1]))
 
 
-def _empty(slides: Sequence[SlideText]) -> Check:
+def _empty(slides: Sequence[SlideText]) -> ContentCheck:
     found = [
         ((s.number,), f"slide {s.number} ({_quote(s.heading) if s.heading else 'no text'})")
         for k, s in enumerate(slides)
         if not _has_content(s) and not _bare_but_accepted(slides, k)
     ]
-    return _failed(found, "a heading and nothing else") if found else Check(True, "every content slide has content")
+    return _failed(found, "a heading and nothing else") if found else ContentCheck(True, "every content slide has content")
 
 
 # ---------------------------------------------------------------- the gate

@@ -26,7 +26,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Sequence
 
-from core.candidate import ArtifactError
+from core.records import ArtifactError
 from core.language import normalize_text
 from core.pdf import pymupdf
 from filters.constraints import read_pdf

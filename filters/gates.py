@@ -2,8 +2,8 @@
 
 Each gate module ends with its `SPEC`; `filters.registry.GATES` lists them, and
 `filters.run` builds every gate named in `filters.gates` from that list. A gate
-judges a `core.candidate.Candidate` and returns one Verdict; when an artifact it
-needs is missing or unreadable it raises `core.candidate.ArtifactError`, which
+judges a `core.seams.candidate.Candidate` and returns one Verdict; when an artifact it
+needs is missing or unreadable it raises `core.seams.candidate.ArtifactError`, which
 becomes an `environment` verdict.
 """
 
@@ -12,7 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Callable
 
-from core.models import Play
+from core.protocols import Play
 from core.protocols import Gate
 from core.records import Verdict
 from filters.config import FiltersConfig

@@ -17,20 +17,22 @@ from __future__ import annotations
 import asyncio
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, ClassVar, Literal
+from typing import ClassVar, Literal
 
 import pydantic
 
-from core.defects import Source, codes_of, defect_code
-from core.json_reply import ask_json
-from core.models import Play
+from core.defects import Defect, DefectSource, codes_of, defect_code
+from core.llm.json_reply import ask_json
+from core.protocols import Play
 from core.prompts import render
 from core.protocols import Gate
 from core.protocols import Model
 from core.records import Message, Verdict
-from critic.findings import SEVERITY_RANK
+from core.defects import SEVERITY_RANK
 from filters.config import FiltersConfig
-from core.candidate import ArtifactError, Candidate
+from core.seams.candidate import Candidate
+from core.seams.deck import DeckReport
+from core.records import ArtifactError
 from filters.gates import SCRIPTED_LABEL, GateSpec
 
 GATE = "quality"
@@ -42,26 +44,16 @@ class Slide:
     number: int
     file: str  # workspace-relative HTML
     png: str  # workspace-relative preview
-    measured: tuple[dict[str, Any], ...]  # {code, severity, element, detail}
+    measured: tuple[Defect, ...]
 
 
-def deck_slides(defects: dict[str, Any]) -> list[Slide]:
-    """The slides of a deck_defects.json, numbered from 1 in file order."""
-    slides = []
-    for number, entry in enumerate(defects["slides"], start=1):
-        if not isinstance(entry, dict) or not isinstance(entry.get("png"), str):
-            raise ArtifactError(f"deck_defects.json: slide {number} has no 'png' preview")
-        measured = entry.get("defects") or []
-        if not all(isinstance(d, dict) and d.get("severity") in SEVERITY_RANK and d.get("code") for d in measured):
-            raise ArtifactError(f"deck_defects.json: slide {number} has defects without a known code or severity")
-        slides.append(Slide(number, str(entry.get("file", entry["png"])), entry["png"], tuple(measured)))
-    if not slides:
-        raise ArtifactError("deck_defects.json lists no slides")
-    return slides
+def deck_slides(deck: DeckReport) -> list[Slide]:
+    """The deck's slides, numbered from 1 in file order."""
+    return [Slide(number, s.file, s.png, s.defects) for number, s in enumerate(deck.slides, start=1)]
 
 
-def measured_line(defect: dict[str, Any]) -> str:
-    return f"{defect['code']} ({defect['severity']}) {defect.get('element', '')}: {defect.get('detail', '')}".replace(" :", ":")
+def measured_line(defect: Defect) -> str:
+    return defect.line().replace(" :", ":")
 
 
 def measured_rejections(slides: list[Slide], min_severity: str) -> list[tuple[int, str]]:
@@ -71,11 +63,11 @@ def measured_rejections(slides: list[Slide], min_severity: str) -> list[tuple[in
         (s.number, f"slide {s.number} ({s.file}): measured {measured_line(d)}")
         for s in slides
         for d in s.measured
-        if SEVERITY_RANK[d["severity"]] >= floor
+        if SEVERITY_RANK[d.severity] >= floor
     ]
 
 
-JUDGED = (*codes_of(Source.slide), *codes_of(Source.judge))  # what the judge may name (core/defects.py)
+JUDGED = (*codes_of(DefectSource.slide), *codes_of(DefectSource.judge))  # what the judge may name (core/defects.py)
 
 
 class SlideDefect(pydantic.BaseModel):
@@ -139,9 +131,9 @@ class QualityGate:
 
     async def judge(self, candidate: Candidate) -> Verdict:
         task_id = candidate.task.task_id
-        data = candidate.defects()
+        deck = candidate.deck()
         workspace = candidate.path("defects").parent
-        slides = deck_slides(data)
+        slides = deck_slides(deck)
         measured = measured_rejections(slides, self.cfg.quality_reject_severity.value)
         if measured:
             reasons = (*(reason for _, reason in measured), "rejected on measured defects; no judge call")
@@ -158,7 +150,7 @@ class QualityGate:
         missing = [s.png for s in slides if not (workspace / s.png).is_file()]
         if missing:
             raise ArtifactError(f"{workspace}: slide preview(s) missing: {', '.join(missing)}")
-        found = await self.vision.critical(slides, workspace, str(data.get("aspect") or "free"), candidate.language)
+        found = await self.vision.critical(slides, workspace, deck.aspect or "free", candidate.language)
         files = {s.number: s.file for s in slides}
         reasons = tuple(f"slide {d.slide} ({files[d.slide]}): {d.kind}: {' '.join(d.detail.split())}" for d in found)
         return self._verdict(task_id, slides, {d.slide for d in found}, reasons)

@@ -9,7 +9,6 @@ failures.png, defects.png.
 
 from __future__ import annotations
 
-import json
 from collections import Counter
 from pathlib import Path
 from typing import Sequence
@@ -18,11 +17,13 @@ from matplotlib.figure import Figure
 from matplotlib.ticker import MaxNLocator
 
 from core.records import Rollout, RolloutStatus, Verdict
-from core.store import atomic_write_text
-from critic.findings import SEVERITY_RANK
-from filters.acceptance import ENVIRONMENT, UNDECIDED, Outcome, category_order, outcomes
+from core.run.store import atomic_write_text
+from core.defects import SEVERITY_RANK
+from filters.acceptance import ENVIRONMENT, UNDECIDED, Acceptance, category_order, outcomes
 from filters.content import CODES as CONTENT_CODES
 from filters.content import GATE as CONTENT_GATE
+from core.run.reader import RunReader
+from core.records import ArtifactError
 
 PAPER_SHARES = {"quality": 43.0, "environment": 32.3, "constraint": 13.5, "consistency": 11.2}  # Figure 5, % of failures
 SEVERITIES = sorted(SEVERITY_RANK, key=SEVERITY_RANK.__getitem__, reverse=True)  # critical, major, minor
@@ -30,26 +31,23 @@ _SEVERITY_COLOURS = {"critical": "#c0392b", "major": "#e67e22", "minor": "#f1c40
 _REASON_CHARS = 200
 
 
-def defect_counts(root: Path, rollouts: Sequence[Rollout]) -> Counter[tuple[str, str]]:
-    """(code, severity) -> count over the deck_defects.json of finished rollouts (missing or unreadable files are skipped)."""
+def defect_counts(run: RunReader, rollouts: Sequence[Rollout]) -> Counter[tuple[str, str]]:
+    """(code, severity) -> count over the deck_defects.json of finished rollouts (missing or unreadable ones are skipped:
+    the quality gate gave those an environment verdict)."""
     counts: Counter[tuple[str, str]] = Counter()
     for rollout in rollouts:
-        relative = rollout.artifacts.get("defects")
-        if rollout.status != RolloutStatus.done or relative is None:
+        if rollout.status != RolloutStatus.done or "defects" not in rollout.artifacts:
             continue
         try:
-            data = json.loads((root / relative).read_text(encoding="utf-8"))
-        except (OSError, UnicodeDecodeError, json.JSONDecodeError):
-            continue  # the quality gate gave this rollout an environment verdict
-        slides = data.get("slides") if isinstance(data, dict) else None
-        for slide in slides if isinstance(slides, list) else ():
-            defects = slide.get("defects") if isinstance(slide, dict) else None
-            counts.update((d.get("code", "?"), d.get("severity", "?")) for d in defects or () if isinstance(d, dict))
+            deck = run.deck(rollout)
+        except ArtifactError:
+            continue
+        counts.update((d.code, d.severity) for slide in deck.slides for d in slide.defects)
     return counts
 
 
 def markdown(
-    found: Sequence[Outcome], verdicts: Sequence[Verdict], gates: Sequence[str], defects: Counter[tuple[str, str]]
+    found: Sequence[Acceptance], verdicts: Sequence[Verdict], gates: Sequence[str], defects: Counter[tuple[str, str]]
 ) -> str:
     total = len(found)
     accepted = sum(o.accepted for o in found)
@@ -111,7 +109,7 @@ def markdown(
     return "\n".join(lines) + "\n"
 
 
-def failures_chart(found: Sequence[Outcome], gates: Sequence[str], path: Path) -> None:
+def failures_chart(found: Sequence[Acceptance], gates: Sequence[str], path: Path) -> None:
     rejected = Counter(o.category for o in found if o.rejected)
     categories = _categories(gates, rejected)
     total = sum(rejected.values())
@@ -150,12 +148,14 @@ def defects_chart(defects: Counter[tuple[str, str]], path: Path) -> None:
     fig.savefig(path, dpi=120)
 
 
-def write_report(root: Path, rollouts: Sequence[Rollout], verdicts: Sequence[Verdict], gates: Sequence[str]) -> list[Outcome]:
+def write_report(
+    run: RunReader, rollouts: Sequence[Rollout], verdicts: Sequence[Verdict], gates: Sequence[str]
+) -> list[Acceptance]:
     """Write RUN_DIR/filters/{failures.md, failures.png, defects.png}; returns each rollout's outcome."""
-    folder = root / "filters"
+    folder = run.path("filters")
     folder.mkdir(exist_ok=True)
     found = outcomes(rollouts, verdicts, gates)
-    defects = defect_counts(root, rollouts)
+    defects = defect_counts(run, rollouts)
     atomic_write_text(folder / "failures.md", markdown(found, verdicts, gates, defects))
     failures_chart(found, gates, folder / "failures.png")
     defects_chart(defects, folder / "defects.png")

@@ -28,28 +28,30 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Sequence
 
-import yaml
 from omegaconf import OmegaConf
 from omegaconf.errors import OmegaConfBaseException
 
 from core.config import ConfigError, LLMConfig, RoleConfig, RunConfig
-from core.json_reply import JSONReplyError
-from core.ledger import BudgetExhausted, play_unit, spending_cap
-from core.llm_types import ModelError
-from core.local_server import LocalServerError, serving
+from core.llm.json_reply import JSONReplyError
+from core.run.ledger import play_unit, spending_cap
+from core.llm.results import ModelError
+from core.llm.local_server import serving
 from core.logs import setup_logging
-from core.metering import note_model
-from core.models import Play, Players
-from core.records import ModelUse, Rollout, RolloutStatus, Task, Verdict, read_parquet
-from core.store import RunStore
+from core.run.metering import note_model
+from core.llm.players import Players
+from core.protocols import Play
+from core.records import ModelUse, Rollout, RolloutStatus, Task, Verdict
 from filters.acceptance import ENVIRONMENT, UNDECIDED
 from filters.config import FiltersConfig, validate_filters
-from core.cli import OneLineParser
+from core.cli import OneLineParser, run_command
 from core.protocols import Gate
-from core.candidate import ArtifactError, Candidate
+from core.seams.candidate import Candidate
+from core.records import ArtifactError
 from filters.gates import GateSpec, environment_verdict
 from filters.registry import GATES
 from filters.report import write_report
+from core.run.reader import RunReader
+from core.cli import InputError
 
 log = logging.getLogger(__name__)
 
@@ -67,7 +69,7 @@ class FilterRunConfig:
     run: RunConfig = field(default_factory=RunConfig)  # its spending caps
 
 
-class RunIncomplete(RuntimeError):
+class RunIncomplete(InputError):
     """The run directory lacks what the filters read (tasks, rollouts)."""
 
 
@@ -75,19 +77,17 @@ def unit_id(task_id: str, gate: str) -> str:
     return f"{task_id}__{gate}"
 
 
-def load_config(root: Path, overrides: Sequence[str] = ()) -> FilterRunConfig:
-    """RUN_DIR/config.yaml's filters, llm, roles and run (defaults where absent), then `overrides`."""
-    path = root / "config.yaml"
-    saved = yaml.safe_load(path.read_text(encoding="utf-8")) if path.is_file() else {}
+def load_config(run: RunReader, overrides: Sequence[str] = ()) -> FilterRunConfig:
+    """The run's filters, llm, roles and run config (defaults where absent), then `overrides`."""
     try:
         merged = OmegaConf.merge(
             OmegaConf.structured(FilterRunConfig),
-            {k: v for k, v in (saved or {}).items() if k in ("filters", "llm", "roles", "run")},
+            {k: v for k, v in run.config().items() if k in ("filters", "llm", "roles", "run")},
             OmegaConf.from_dotlist(list(overrides)),
         )
         cfg = OmegaConf.to_object(merged)
     except OmegaConfBaseException as exc:
-        raise ConfigError(f"{path}: {exc}".replace("\n", "; ")) from exc
+        raise ConfigError(f"{run.path('config.yaml')}: {exc}".replace("\n", "; ")) from exc
     assert isinstance(cfg, FilterRunConfig)
     validate_filters(cfg.filters)
     check_gates(cfg.filters.gates)
@@ -101,16 +101,14 @@ def check_gates(names: Sequence[str]) -> None:
         raise ConfigError(f"filters.gates={list(names)}: unknown {unknown}; registered: {list(GATES)}")
 
 
-def load_inputs(store: RunStore) -> tuple[dict[str, Task], list[Rollout]]:
-    rollouts_path = store.path("rollouts.parquet")
-    if not rollouts_path.is_file():
-        raise RunIncomplete(f"{rollouts_path} is missing: run the rollouts stage first")
-    task_files = sorted(store.path("tasks").glob("*.parquet"))
-    tasks = {t.task_id: t for f in task_files for t in read_parquet(f, Task)}
-    rollouts = read_parquet(rollouts_path, Rollout)
+def load_inputs(run: RunReader) -> tuple[dict[str, Task], list[Rollout]]:
+    """The run's tasks and its compacted rollouts (RunIncomplete before the rollouts stage has finished)."""
+    if not run.path("rollouts.parquet").is_file():
+        raise RunIncomplete(f"{run.path('rollouts.parquet')} is missing: run the rollouts stage first")
+    tasks, rollouts = run.tasks(), run.rollouts()
     orphans = [r.task_id for r in rollouts if r.task_id not in tasks]
     if orphans:
-        raise RunIncomplete(f"rollouts of unknown tasks (not in {store.path('tasks')}/*.parquet): {orphans[:5]}")
+        raise RunIncomplete(f"rollouts of unknown tasks (not in {run.path('tasks')}/*.parquet): {orphans[:5]}")
     return tasks, rollouts
 
 
@@ -150,11 +148,12 @@ async def _verdict(built: BuiltGate, candidate: Candidate) -> Verdict:
         return environment_verdict(candidate.task.task_id, built.gate.name, str(exc))
 
 
-async def judge_rollouts(store: RunStore, cfg: FilterRunConfig) -> dict[str, Any]:
+async def judge_rollouts(run: RunReader, cfg: FilterRunConfig) -> dict[str, Any]:
     """Each rollout's missing verdicts: rule gates first; a rollout a rule gate rejects gets no judge call."""
     validate_filters(cfg.filters)
     check_gates(cfg.filters.gates)
-    tasks, rollouts = load_inputs(store)
+    store = run.store
+    tasks, rollouts = load_inputs(run)
     names = list(cfg.filters.gates)
     committed = store.load_map(STAGE, Verdict)
     pending = {
@@ -175,7 +174,7 @@ async def judge_rollouts(store: RunStore, cfg: FilterRunConfig) -> dict[str, Any
             return environment_verdict(rollout.task_id, ENVIRONMENT, rollout.failure or "the rollout failed")
         async with slots:
             try:
-                return await _verdict(gates[gate_name], Candidate(tasks[rollout.task_id], rollout, store.root))
+                return await _verdict(gates[gate_name], Candidate(tasks[rollout.task_id], rollout, run))
             except (ModelError, JSONReplyError) as exc:
                 undecided[gate_name] += 1
                 log.warning("%s: the %s judge gave no verdict (left for a rerun): %s", rollout.task_id, gate_name, exc)
@@ -207,7 +206,7 @@ async def judge_rollouts(store: RunStore, cfg: FilterRunConfig) -> dict[str, Any
         await asyncio.gather(*(rollout_verdicts(gates, r) for r in rollouts))
     held_back = cap.held_back if cap is not None else 0
     written = sum(map(len, pending.values())) - sum(undecided.values()) - sum(skipped.values()) - held_back
-    figures = _summarise(store, rollouts, names, written, undecided, skipped)
+    figures = _summarise(run, rollouts, names, written, undecided, skipped)
     if held_back:
         assert cap is not None
         raise cap.stop("filters")
@@ -215,12 +214,13 @@ async def judge_rollouts(store: RunStore, cfg: FilterRunConfig) -> dict[str, Any
 
 
 def _summarise(
-    store: RunStore, rollouts: list[Rollout], gates: list[str], judged: int, undecided: Counter[str], skipped: Counter[str]
+    run: RunReader, rollouts: list[Rollout], gates: list[str], judged: int, undecided: Counter[str], skipped: Counter[str]
 ) -> dict[str, Any]:
+    store = run.store
     store.compact(STAGE, Verdict)
     ids = {r.task_id for r in rollouts}
     verdicts = [v for v in store.load(STAGE, Verdict) if v.task_id in ids]
-    found = write_report(store.root, rollouts, verdicts, gates)
+    found = write_report(run, rollouts, verdicts, gates)
     categories = Counter(o.category for o in found)
     figures: dict[str, Any] = {
         "rollouts": len(rollouts),
@@ -244,21 +244,16 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("run_dir", type=Path, help="the run directory (holds config.yaml, tasks/, rollouts.parquet)")
     parser.add_argument("overrides", nargs="*", metavar="KEY=VALUE", help="config overrides, e.g. filters.gates=[constraint]")
     args = parser.parse_args(argv)
-    root = args.run_dir.resolve()
-    if not root.is_dir():
-        parser.error(f"{root}: not a directory")
-    try:
-        cfg = load_config(root, args.overrides)
-        setup_logging(root / "logs" / "filters.log")
-        with serving(cfg, root / "logs"):
-            figures = asyncio.run(judge_rollouts(RunStore(root), cfg))
-    except BudgetExhausted as exc:
-        print(f"{parser.prog}: stopped: {exc}", file=sys.stderr)
-        return 3
-    except (ConfigError, RunIncomplete, ModelError, LocalServerError) as exc:
-        print(f"{parser.prog}: error: {exc}", file=sys.stderr)
-        return 2
-    print(root.joinpath("filters", "failures.md").read_text(encoding="utf-8"))
+    return run_command(parser.prog, lambda: filter_run(args.run_dir, args.overrides))
+
+
+def filter_run(run_dir: Path, overrides: Sequence[str]) -> int:
+    run = RunReader.open(run_dir)
+    cfg = load_config(run, overrides)
+    setup_logging(run.path("logs", "filters.log"))
+    with serving(cfg, run.path("logs")):
+        figures = asyncio.run(judge_rollouts(run, cfg))
+    print(run.path("filters", "failures.md").read_text(encoding="utf-8"))
     print(" ".join(f"{k}={v}" for k, v in figures.items()))
     return 0
 

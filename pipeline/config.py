@@ -19,7 +19,7 @@ from core.config import (
     store_config,
     validate_common,
 )
-from core.prices import check_caps
+from core.llm.prices import check_caps
 from critic.config import CriticConfig
 from filters.config import FiltersConfig, validate_filters
 from train.config import ExportConfig, validate_export

@@ -1,8 +1,8 @@
-"""One admission view of the fleet for every rollout worker of a Ray run (core/fleet.py).
+"""One admission view of the fleet for every rollout worker of a Ray run (core/llm/fleet.py).
 
 Each worker process would otherwise count its own calls in flight: 16 workers at
 `llm.max_concurrency=64` can put 1,024 requests on one replica. The rollouts stage starts one
-`FleetActor` (an async actor holding a `core.fleet.FleetState`) before its workers, hands it to
+`FleetActor` (an async actor holding a `core.llm.fleet.FleetState`) before its workers, hands it to
 each, and every model call of every worker takes its slot there and gives it back with its outcome.
 A slot costs two actor calls per model call (benchmarks/README.md, "A fleet of model servers");
 the release is not waited for.
@@ -18,8 +18,8 @@ import ray
 from ray.exceptions import RayTaskError
 
 from core.config import Routing
-from core.fleet import FleetState, Grant, NoReplicaUp
-from core.replica_limit import Outcome, Policy
+from core.llm.fleet import FleetState, Grant, NoReplicaUp
+from core.llm.replica_limit import CallOutcome, Policy
 
 MAX_CALLS_WAITING = 100_000  # every call waiting for a slot is one actor call in progress
 
@@ -34,7 +34,7 @@ class FleetActor:
     async def acquire(self, urls: tuple[str, ...], policy: Policy, key: Optional[str], routing: Routing, ticket: str) -> Grant:
         return await self.state.acquire(urls, policy, key, routing, ticket)
 
-    def release(self, ticket: str, outcome: Outcome, retry_after_s: Optional[float] = None) -> None:
+    def release(self, ticket: str, outcome: CallOutcome, retry_after_s: Optional[float] = None) -> None:
         self.state.release(ticket, outcome, retry_after_s)
 
     def forget(self, holder: str) -> None:
@@ -56,7 +56,7 @@ def fleet_actor(name: str) -> Any:
 
 
 class RemoteAdmission:
-    """A worker's side of the actor: a `core.fleet.Admission`."""
+    """A worker's side of the actor: a `core.llm.fleet.Admission`."""
 
     def __init__(self, actor: Any):
         self.actor = actor
@@ -69,8 +69,8 @@ class RemoteAdmission:
                 raise exc.cause from None
             raise
         except asyncio.CancelledError:  # given up while waiting (or just granted): the actor frees what it holds
-            self.release(ticket, Outcome.neutral)
+            self.release(ticket, CallOutcome.neutral)
             raise
 
-    def release(self, ticket: str, outcome: Outcome, retry_after_s: Optional[float] = None) -> None:
+    def release(self, ticket: str, outcome: CallOutcome, retry_after_s: Optional[float] = None) -> None:
         self.actor.release.remote(ticket, outcome, retry_after_s)

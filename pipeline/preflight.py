@@ -1,6 +1,6 @@
 """Before any work of `python -m pipeline.synthesize` (or `pipeline.tasks`): the config checked
 (`pipeline.config.validate`), then what it names checked against this install, which the config layer
-cannot see: the model backends (core.models.BACKENDS), the gates (filters.registry.GATES), the research
+cannot see: the model backends (core.llm.players.BACKENDS), the gates (filters.registry.GATES), the research
 tools' backends and keys and the commands' jail (agents.research.runtime). Each failure is a ConfigError
 naming the key: the run exits 2 before it starts."""
 
@@ -9,7 +9,7 @@ from __future__ import annotations
 from omegaconf import DictConfig, OmegaConf
 
 from agents.research.runtime import validate_tools_config
-from core.models import check_backends
+from core.llm.players import check_backends
 from filters.run import check_gates
 from pipeline.config import validate
 

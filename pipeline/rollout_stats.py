@@ -10,8 +10,8 @@ from typing import Any
 
 from core.failures import Failure, category_of
 from core.records import Rollout, RolloutStatus
-from core.run import RunContext
-from core.store import atomic_write_text
+from core.run.context import RunContext
+from core.run.store import atomic_write_text
 
 
 def summarize(
@@ -21,10 +21,9 @@ def summarize(
     failures = Counter(r.failure or "unknown" for r in records if r.status != RolloutStatus.done)
     tokens: Counter = Counter()
     for r in records:
-        for role, n in r.prompt_tokens.items():
-            tokens[f"{role}/prompt"] += n
-        for role, n in r.completion_tokens.items():
-            tokens[f"{role}/completion"] += n
+        by_role = r.tokens_by_role()
+        tokens.update({f"{role}/prompt": u.prompt_tokens for role, u in by_role.items()})
+        tokens.update({f"{role}/completion": u.completion_tokens for role, u in by_role.items()})
     cost = sum(r.cost_usd for r in records)
     return {
         "tasks": tasks,

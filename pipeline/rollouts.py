@@ -8,7 +8,7 @@ worker publishes each finished rollout through the run store exactly once, so a
 resubmitted or ghost rollout can never write twice. A rerun skips finished
 rollouts; the workspace of one that was in flight is moved aside.
 
-Each rollout is a unit (core.metering): its record carries every model call it made, so
+Each rollout is a unit (core.run.metering): its record carries every model call it made, so
 the ledger counts it once. Before the stage plays anything it logs the projected cost
 (pipeline.spending); once the run's spending cap is reached no rollout starts, those in
 flight finish or are cancelled (`run.budget_in_flight`), and the stage stops with one line.
@@ -35,19 +35,21 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from agents.jail import describe
 from core.config import PROJECT_ROOT, ConfigError, RayConfig
 from core.failures import Failure
-from core.fleet import share
-from core.ledger import SpendingCap, spending_cap
+from core.llm.fleet import share
+from core.run.ledger import SpendingCap, spending_cap
 from core.logs import console, setup_logging
-from core.metering import Unit, stamped, unit_scope
+from core.run.metering import Unit, stamped, unit_scope
 from core.protocols import Runner
-from core.records import Rollout, RolloutStatus, StageDone, Task, read_parquet
-from core.run import RunContext
-from core.store import RunStore, UnitExists
+from core.records import Rollout, RolloutStatus, Task
+from core.run.context import RunContext
+from core.run.store import RunStore, UnitExists
 from pipeline.fleet_admission import RemoteAdmission, fleet_actor, start_fleet_actor
 from pipeline.rollout_stats import publish, summarize
 from pipeline.spending import project_rollouts
 from pipeline.stages import require_input
 from pipeline.worker_process import bound_threads, settle_gc
+from core.run.reader import RunReader
+from core.cli import InputError
 
 log = logging.getLogger(__name__)
 
@@ -150,15 +152,8 @@ class RolloutWorker:
 
 
 def _finish(rollout: Rollout, attempt: int, wall_s: float) -> Rollout:
-    """The attempt and wall time; a record made without its calls' figures (a timeout, a crash) gets them from its usage."""
-    counted: dict[str, Any] = {}
-    if rollout.usage and not rollout.prompt_tokens:
-        counted = {
-            "prompt_tokens": {role: u.prompt_tokens for role, u in rollout.usage.items()},
-            "completion_tokens": {role: u.completion_tokens for role, u in rollout.usage.items()},
-            "cost_usd": sum(u.cost_usd for u in rollout.usage.values()),
-        }
-    return replace(rollout, attempt=attempt, wall_s=rollout.wall_s or wall_s, **counted)
+    """The attempt and wall time."""
+    return replace(rollout, attempt=attempt, wall_s=rollout.wall_s or wall_s)
 
 
 def init_ray(cfg: RayConfig) -> None:
@@ -374,18 +369,18 @@ def _close(worker: Any) -> None:
         log.warning("could not close a worker: %s", exc)
 
 
-def split_tasks(ctx: RunContext) -> list[Task]:
+def split_tasks(ctx: RunContext, run: RunReader) -> list[Task]:
     """Every task of the split the stage plays (`limit` not applied)."""
-    path = ctx.store.path("tasks", f"{ctx.cfg.rollouts.split}.parquet")
+    path = run.path("tasks", f"{ctx.cfg.rollouts.split}.parquet")
     if not path.exists():
-        raise FileNotFoundError(f"{path} is missing: run the tasks stage first (stages=[tasks,rollouts])")
-    return read_parquet(path, Task)
+        raise InputError(f"{path} is missing: run the tasks stage first (stages=[tasks,rollouts])")
+    return run.split(ctx.cfg.rollouts.split)
 
 
-def full_size(ctx: RunContext, split: list[Task]) -> int:
+def full_size(ctx: RunContext, run: RunReader, split: list[Task]) -> int:
     """How many tasks the split would hold in a run without `limit`: a `limit=N` pilot's tasks stage wrote N of
     `tasks.count` drafts, so its split is scaled up by their ratio."""
-    done = ctx.store.load_map("stages", StageDone).get("tasks")
+    done = run.stage_done("tasks")
     figures = json.loads(done.figures_json) if done else {}
     return (
         round(len(split) * ctx.cfg.tasks.count / figures["written"])
@@ -413,11 +408,12 @@ def play(ctx: RunContext, tasks: list[Task], full: int) -> tuple[Feed, list[Roll
 
 
 def run_rollouts(ctx: RunContext) -> dict[str, Any]:
-    split = split_tasks(ctx)
+    run = RunReader(ctx.store.root)
+    split = split_tasks(ctx, run)
     tasks = split[: ctx.cfg.limit] if ctx.cfg.limit else split
     why = f"the tasks stage kept none for split {ctx.cfg.rollouts.split}; reasons in {ctx.store.path('tasks', 'stats.md')}"
     require_input(ctx, STAGE, len(tasks), "tasks", why)
-    feed, records, elapsed = play(ctx, tasks, full_size(ctx, split))
+    feed, records, elapsed = play(ctx, tasks, full_size(ctx, run, split))
     stats = summarize(
         records, len(tasks), len(feed.finished), elapsed, str(ctx.cfg.critic.mode.value), describe(ctx.cfg.tools.sandbox)
     )

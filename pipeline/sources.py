@@ -21,6 +21,7 @@ from core.pdf import pymupdf
 
 from core.language import detect_language, normalize_text
 from pipeline.config import SourceConfig
+from core.seams.drafts import SourceDoc
 
 log = logging.getLogger(__name__)
 
@@ -30,17 +31,6 @@ DOCUMENT_SOURCES = ("arxiv", "finepdfs")
 
 class SourceError(ValueError):
     """A task source that cannot be used; the message names it."""
-
-
-@dataclass(frozen=True)
-class SourceDoc:
-    source: str  # persona | arxiv | finepdfs
-    doc_id: str
-    text: str  # the persona, or an excerpt of the document
-    title: str = ""
-    language: str = "en"
-    path: str | None = None  # the file to attach (documents)
-    provenance: dict[str, str] = field(default_factory=dict)
 
 
 @dataclass

@@ -1,6 +1,6 @@
 """What a run spent, on disk: `stats/usage.json` and the rollouts stage's projected cost.
 
-`stats/usage.json` is the ledger (core.ledger: every finished unit's model calls by stage and
+`stats/usage.json` is the ledger (core.run.ledger: every finished unit's model calls by stage and
 role, and what attempts that left no unit spent) with what it bought: cost and tokens per accepted
 rollout (filters.acceptance) and per million SFT tokens (the export's count). `pipeline.stages`
 rewrites it after every stage; the report and the dataset card read the ledger themselves.
@@ -17,11 +17,11 @@ import time
 from pathlib import Path
 from typing import Any, Optional
 
-from core.ledger import Ledger, SpendingCap, read_ledger
-from core.records import Rollout, Verdict, read_parquet
-from core.store import RunStore, atomic_write_text
-from core.tracking import Tracker
-from filters.acceptance import outcomes, run_gates
+from core.run.ledger import Ledger, SpendingCap, read_ledger
+from core.run.store import atomic_write_text
+from core.run.tracking import Tracker
+from filters.acceptance import judged
+from core.run.reader import RunReader
 
 log = logging.getLogger(__name__)
 
@@ -34,17 +34,9 @@ def _ratio(numerator: Optional[float], denominator: Optional[float]) -> Optional
     return numerator / denominator if numerator is not None and denominator else None
 
 
-def accepted_rollouts(root: Path) -> Optional[int]:
+def accepted_rollouts(run: RunReader) -> Optional[int]:
     """Rollouts filters.acceptance accepts; None before the filters have run."""
-    store = RunStore(root)
-    if store.done("verdicts"):
-        verdicts = store.load("verdicts", Verdict)
-    elif store.path("verdicts.parquet").is_file():
-        verdicts = read_parquet(store.path("verdicts.parquet"), Verdict)
-    else:
-        return None
-    rollouts = store.load("rollouts", Rollout)
-    return sum(o.accepted for o in outcomes(rollouts, verdicts, run_gates(root)))
+    return None if run.verdicts() is None else sum(o.accepted for o in judged(run))
 
 
 def sft_tokens(root: Path) -> Optional[int]:
@@ -55,7 +47,8 @@ def sft_tokens(root: Path) -> Optional[int]:
 
 def usage_stats(root: Path) -> dict[str, Any]:
     """stats/usage.json of the run at `root`, as it stands."""
-    return spending(read_ledger(root), accepted_rollouts(root), sft_tokens(root))
+    run = RunReader(root)
+    return spending(run.ledger(), accepted_rollouts(run), sft_tokens(root))
 
 
 def spending(ledger: Ledger, accepted: Optional[int], tokens: Optional[int]) -> dict[str, Any]:

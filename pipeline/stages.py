@@ -1,4 +1,4 @@
-"""The runner shared by the entry points that run stages (`pipeline.synthesize`, `eval.run`), and their contract.
+"""How the entry points that run stages (`pipeline.synthesize`, `eval.run`) run them, and their contract.
 
 A stage is a function of the run (`RunContext`) that returns its figures; an entry point
 runs an ordered mapping of them (its recipe), or the part of it `stages=[...]` names.
@@ -13,18 +13,17 @@ from typing import Any, Callable, Mapping, Sequence
 from omegaconf import DictConfig
 
 from core.config import ConfigError
-from core.ledger import BudgetExhausted
-from core.local_server import LocalServerError, serving
-from core.run import RunContext, open_run
-from core.store import ConfigMismatch
+from core.llm.local_server import serving
+from core.run.context import RunContext, open_run
 from pipeline.spending import publish_usage
+from core.cli import CommandError, Failed, Stopped, main_prog, report
 
 StageFn = Callable[[RunContext], dict[str, Any]]
 
 log = logging.getLogger(__name__)
 
 
-class EmptyStage(RuntimeError):
+class EmptyStage(Failed, RuntimeError):
     """A stage received nothing to work on: everything upstream was dropped or failed."""
 
 
@@ -58,17 +57,16 @@ def run_stages(
     names: Sequence[str] | None = None,
 ) -> None:
     """Validate, open the run, then run the stages of `recipe` that `names` picks (None: all), in order,
-    rewriting stats/usage.json after each.
-
-    Exits with one line: 2 for a config error (also one a stage finds as it starts), 1 for a stage
-    that received nothing, 3 when the run's spending cap stopped a stage."""
+    rewriting stats/usage.json after each. Exits as every command does (core.cli): 2 for bad input (a config
+    error, also one a stage finds as it starts), 1 for a stage that received nothing, 3 when the run's spending
+    cap stopped a stage; each with one line on stderr."""
+    prog = main_prog(job_type)
     try:
         validate(cfg)
         stages = chosen(recipe, names)
         ctx = open_run(cfg, job_type=job_type)
-    except (ConfigError, ConfigMismatch) as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        sys.exit(2)
+    except CommandError as exc:
+        sys.exit(report(prog, exc))
     try:
         with serving(ctx.cfg, ctx.store.path("logs")):  # llm=local: the model servers live as long as the stages
             for name, run in stages.items():
@@ -76,15 +74,9 @@ def run_stages(
                 ctx.tracker.log({f"{name}/{k}": v for k, v in figures.items() if isinstance(v, (int, float))})
                 log.info("stage %s: %s", name, figures)
                 publish_usage(ctx.store.root)
-    except BudgetExhausted as exc:
-        log.warning("%s", exc)
-        print(f"stopped: {exc}", file=sys.stderr)
-        sys.exit(3)
-    # ConfigError: found as a stage starts (e.g. a worker on a node that cannot run the commands' jail, a missing model file)
-    except (ConfigError, LocalServerError, EmptyStage) as exc:
-        log.error("%s", exc)
-        print(f"error: {exc}", file=sys.stderr)
-        sys.exit(1 if isinstance(exc, EmptyStage) else 2)
+    except CommandError as exc:  # e.g. a worker on a node that cannot run the commands' jail, a missing model file
+        log.log(logging.WARNING if isinstance(exc, Stopped) else logging.ERROR, "%s", exc)
+        sys.exit(report(prog, exc))
     finally:
         publish_usage(ctx.store.root, ctx.tracker)
         ctx.close()

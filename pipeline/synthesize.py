@@ -12,8 +12,9 @@ from typing import Any
 import hydra
 from omegaconf import DictConfig
 
-from core.records import Rollout, RolloutStatus, read_parquet
-from core.run import RunContext
+from core.records import RolloutStatus
+from core.run.reader import RunReader
+from core.run.context import RunContext
 from filters.run import FilterRunConfig, judge_rollouts
 from pipeline.config import store_schema
 from pipeline.preflight import preflight
@@ -26,18 +27,18 @@ from train.export import export_run
 
 def run_filters(ctx: RunContext) -> dict[str, Any]:
     """Every gate of `filters.gates` over every finished rollout, one verdict per (rollout, gate)."""
-    rollouts = ctx.store.path("rollouts.parquet")
-    if rollouts.is_file():  # else judge_rollouts says the rollouts stage must run first
-        finished = [r for r in read_parquet(rollouts, Rollout) if r.status == RolloutStatus.done]
-        why = f"every rollout failed; failures by category in {ctx.store.path('stats', 'rollouts.json')} and the report"
+    run = RunReader(ctx.store.root)
+    if run.path("rollouts.parquet").is_file():  # else judge_rollouts says the rollouts stage must run first
+        finished = [r for r in run.rollouts() if r.status == RolloutStatus.done]
+        why = f"every rollout failed; failures by category in {run.path('stats', 'rollouts.json')} and the report"
         require_input(ctx, "filters", len(finished), "finished rollouts", why)
     cfg = FilterRunConfig(ctx.cfg.filters, ctx.cfg.llm, ctx.cfg.roles, ctx.cfg.run)
-    return asyncio.run(judge_rollouts(ctx.store, cfg))
+    return asyncio.run(judge_rollouts(run, cfg))
 
 
 def run_export(ctx: RunContext) -> dict[str, Any]:
     """The accepted trajectories as MS-SWIFT agent-format JSONL in <run>/sft (train/export.py)."""
-    figures = export_run(ctx.store.root, ctx.cfg.export).figures()
+    figures = export_run(RunReader(ctx.store.root), ctx.cfg.export).figures()
     why = f"none of {figures['rollouts']} rollouts was accepted; reasons in {ctx.store.path('filters', 'failures.md')}"
     require_input(ctx, "export", figures["accepted"], "accepted rollouts", why)
     return figures

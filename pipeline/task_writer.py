@@ -12,21 +12,21 @@ from __future__ import annotations
 
 import hashlib
 import re
-from dataclasses import dataclass, field, replace
+from dataclasses import replace
 from pathlib import Path
-from typing import ClassVar, Literal, Optional, Protocol, Sequence
+from typing import Literal, Sequence
 
 import pydantic
 
-from core.json_reply import JSONReplyError, ask_json
-from core.llm_types import ModelError
-from core.metering import note_model
+from core.llm.json_reply import JSONReplyError, ask_json
+from core.llm.results import ModelError
+from core.run.metering import note_model
 from core.prompts import render
 from core.protocols import Model
-from core.records import SCHEMA_VERSION, Check, CheckClass, Message, ModelUse, Origin, Record
-from core.usage import RoleUsage
+from core.records import Check, CheckClass, Message, ModelUse
 from pipeline.personas import parse_persona
-from pipeline.sources import SourceDoc
+from core.seams.drafts import SourceDoc
+from core.seams.drafts import TaskDraft, WriteJob
 
 PROMPTS = Path(__file__).parent / "prompts"
 ROLE = "task_writer"
@@ -38,47 +38,6 @@ ZH_AUDIENCES = {
     "peer researchers": "同行研究者",
 }
 ZH_SCENARIOS = {"lecture": "讲座", "seminar": "研讨会报告", "defense": "答辩", "conference talk": "学术会议报告"}
-
-
-@dataclass(frozen=True)
-class WriteJob:
-    draft_id: str
-    doc: SourceDoc
-    mode: str  # knowledge | open | document
-    language: str  # the language asked for (persona tasks: a hint the LLM may override)
-    audience: str = ""
-    scenario: str = ""
-
-
-@dataclass(frozen=True)
-class TaskDraft(Record):
-    """A written request before cleaning; stored as a unit so a rerun never rewrites it."""
-
-    kind: ClassVar[str] = "task_draft"
-    draft_id: str
-    source: str
-    doc_id: str
-    mode: str
-    writer: str  # "model:<id>" or "scripted"
-    instruction: str = ""
-    language: str = ""
-    attachments: tuple[str, ...] = ()
-    provenance: dict[str, str] = field(default_factory=dict)
-    checks: tuple[Check, ...] = ()  # the checks a model writer wrote with the request (pipeline/checklists.py adds the rules')
-    dropped: Optional[str] = None  # why the draft is unusable (malformed_json, model_error:..., ...)
-    usage: dict[str, RoleUsage] = field(default_factory=dict)  # the writer's calls for this draft
-    origin: Origin = field(default_factory=Origin)  # the writer's templates and model
-    schema_version: int = SCHEMA_VERSION
-
-
-class TaskWriter(Protocol):
-    name: str
-
-    async def write(self, job: WriteJob) -> TaskDraft: ...
-
-    async def keep(self, instruction: str, attached: bool) -> tuple[bool, str]:
-        """The quality gate: keep the task? and why."""
-        ...
 
 
 def _draft(job: WriteJob, writer: str, **fields: object) -> TaskDraft:

@@ -16,7 +16,8 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from render.defects import EDGE_TOLERANCE_PX, Defect
+from render.defects import EDGE_TOLERANCE_PX
+from core.defects import Defect
 from render.defects.contrast import low_contrast, read_runs
 from render.defects.decoration import Items, ghost_items
 from render.defects.geometry import blank, broken_images, overflow, size_mismatch, text_clipped

@@ -16,7 +16,7 @@
 #
 # A fleet: run this on each GPU host and give the pipeline every replica, e.g.
 #   python -m pipeline.synthesize llm=vllm llm.base_url=[http://gpu1:8000/v1,http://gpu2:8000/v1] llm.admission=metrics
-# The client's admission (core/fleet.py) holds each replica's calls under a limit it learns: it grows while calls
+# The client's admission (core/llm/fleet.py) holds each replica's calls under a limit it learns: it grows while calls
 # succeed and is cut by each burst of 503s, so set MAX_QUEUED (about 2 x MAX_NUM_SEQS: a full batch plus as many
 # waiting) to have vLLM refuse before its queue grows without bound; and vLLM renders a multimodal request before it
 # refuses it, so refusals cost it seconds each: llm.admission=metrics keeps them rare by reading this server's

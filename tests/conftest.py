@@ -14,7 +14,7 @@ import ray  # noqa: E402
 from hydra import compose, initialize_config_dir  # noqa: E402
 
 from core.config import PROJECT_ROOT  # noqa: E402
-from core.run import RunContext, open_run  # noqa: E402
+from core.run.context import RunContext, open_run  # noqa: E402
 from pipeline.config import store_schema  # noqa: E402
 from pipeline.preflight import preflight  # noqa: E402
 

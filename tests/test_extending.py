@@ -16,19 +16,19 @@ import pytest
 from hydra import compose, initialize_config_dir
 
 from agents.config import SandboxConfig, ToolsConfig
-from agents.research.backends import Backend
-from agents.research.records import SearchHit
+from agents.research.backends import ResearchBackend
+from core.seams.research import SearchHit
 from agents.research.runtime import RESOURCE_KEY, Research, build_research, validate_tools_config
 from agents.research.search import SEARCH
 from agents.sandbox import Workspace
 from agents.tools import Tool, ToolContext
 from agents.tools.toolsets import TOOLS, toolset_for
 from core.config import PROJECT_ROOT, ConfigError, LLMConfig
-from core.defects import DEFECT_CODES, DefectCode, Source
-from core.models import BACKENDS, Chat, check_backends
+from core.defects import DEFECT_CODES, DefectCode, DefectSource
+from core.llm.players import BACKENDS, Chat, check_backends
 from core.records import Constraints, Task, ToolCall
-from core.run import RunContext
-from core.review import Inspection
+from core.run.context import RunContext
+from core.seams.review import Inspection
 from critic.critic import RulesCritic
 from agents.run import generate
 from agents.run import load_config as load_generate_config
@@ -42,6 +42,8 @@ from pipeline.stages import run_stages
 from pipeline.synthesize import STAGES
 from tests.filters.rundir import Spec, build_workspace, export_fake, write_run
 from tests.pipeline.report_run import build_run
+from core.run.reader import RunReader
+from core.defects import Defect
 
 
 def synthesize_config(*overrides: str):
@@ -52,9 +54,11 @@ def synthesize_config(*overrides: str):
 
 def test_a_new_defect_code_reaches_the_critic_and_the_report(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     monkeypatch.setitem(
-        DEFECT_CODES, "glare", DefectCode("glare", Source.slide, "style", "minor", "a white box glares", "tone the box down")
+        DEFECT_CODES,
+        "glare",
+        DefectCode("glare", DefectSource.slide, "style", "minor", "a white box glares", "tone the box down"),
     )
-    measured = [{"code": "glare", "element": "div.box", "detail": "98% white"}]
+    measured = (Defect("glare", "minor", "div.box", "98% white"),)
     review = asyncio.run(RulesCritic().review(Inspection("inspect_slide", "slides/slide_01.html", "", measured), tmp_path, "en"))
     assert [(f.category, f.severity, f.fix) for f in review.findings] == [("style", "minor", "tone the box down")]
 
@@ -63,7 +67,7 @@ def test_a_new_defect_code_reaches_the_critic_and_the_report(monkeypatch: pytest
     deck = json.loads(defects_file.read_text())
     deck["slides"][0]["defects"].append({"code": "glare", "severity": "minor", "element": "div.box"})
     defects_file.write_text(json.dumps(deck))
-    make_report(tmp_path)
+    make_report(RunReader(tmp_path))
     assert "glare" in (tmp_path / "report" / "index.html").read_text()
 
 
@@ -102,7 +106,7 @@ async def search_echo(research: Research, query: str, max_results: int, time_ran
 
 
 def test_a_new_research_backend_is_picked_by_config(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
-    monkeypatch.setitem(SEARCH, "echo", Backend(search_echo))  # its line in SEARCH
+    monkeypatch.setitem(SEARCH, "echo", ResearchBackend(search_echo))  # its line in SEARCH
     config = ToolsConfig(search_backend="echo", cache="off", sandbox=SandboxConfig(jail="none"))
     ctx = ToolContext(Workspace(tmp_path), "researcher", {RESOURCE_KEY: build_research(config, tmp_path)})
     call = ToolCall("call_1", "search_web", json.dumps({"query": "tides", "max_results": 2}))
@@ -111,7 +115,7 @@ def test_a_new_research_backend_is_picked_by_config(monkeypatch: pytest.MonkeyPa
     with pytest.raises(ConfigError, match=r"tools.search_backend='ekko': unknown; known: \[.*'echo'"):
         validate_tools_config(ToolsConfig(search_backend="ekko"))
 
-    monkeypatch.setitem(SEARCH, "echo", Backend(search_echo, key_of="tavily"))  # a backend that needs a service's key
+    monkeypatch.setitem(SEARCH, "echo", ResearchBackend(search_echo, key_of="tavily"))  # a backend that needs a service's key
     monkeypatch.delenv(config.services["tavily"].api_key_env, raising=False)
     with pytest.raises(ConfigError, match="tools.search_backend='echo' needs an API key"):
         validate_tools_config(config)

@@ -21,8 +21,21 @@ PACKAGES = ("core", "render", "deck", "agents", "critic", "filters", "pipeline",
 ABOVE_CORE = frozenset(PACKAGES) - {"core"}
 CONFIG_MODULES = frozenset(f"{p}.config" for p in PACKAGES if (PROJECT_ROOT / p / "config.py").is_file())
 # What a config module may import besides config modules: small, pure (no clients, no I/O at import, no Ray, no Playwright).
-PURE_CORE = frozenset({"core.conversation", "core.records", "core.usage", "core.prices"})
-CONFIG_LAYER = CONFIG_MODULES | PURE_CORE | frozenset(PACKAGES)  # a package's __init__ runs before its modules
+PURE_CORE = frozenset(
+    {
+        "core.llm.conversation",
+        "core.records",
+        "core.codec",
+        "core.run.usage",
+        "core.llm.prices",
+        "core.defects",
+        "core.tables",
+        "core.cli",
+    }
+)
+# A package's __init__ runs before its modules: the top-level packages' and core's rooms' (each empty)
+CORE_ROOMS = frozenset(f"core.{p.name}" for p in (PROJECT_ROOT / "core").iterdir() if (p / "__init__.py").is_file())
+CONFIG_LAYER = CONFIG_MODULES | PURE_CORE | frozenset(PACKAGES) | CORE_ROOMS
 NOT_SCANNED = {".venv", "runs", "data", "docs", "configs"}
 
 
@@ -169,3 +182,12 @@ def test_the_import_scan_sees_every_kind_of_import() -> None:
 )
 def test_the_store_scan_tells_import_time_from_call_time(source: str, stores: bool) -> None:
     assert bool(stores_on_import(source)) is stores
+
+
+def test_core_rooms_run_nothing_on_import() -> None:
+    """The rooms of core (core/llm, core/run, core/seams) have empty __init__s: importing one of their modules
+    from the config layer runs nothing else."""
+    assert CORE_ROOMS >= {"core.llm", "core.run", "core.seams"}
+    assert {room: (PROJECT_ROOT / room.replace(".", "/") / "__init__.py").read_text().strip() for room in CORE_ROOMS} == {
+        room: "" for room in CORE_ROOMS
+    }

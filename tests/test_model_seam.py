@@ -1,4 +1,4 @@
-"""One model seam: every role gets its player through `core.models` (a client around a backend's transport,
+"""One model seam: every role gets its player through `core.llm.players` (a client around a backend's transport,
 or the scripted backend's stand-in), so no other product module builds a client or asks for the backend."""
 
 from __future__ import annotations
@@ -9,9 +9,9 @@ from pathlib import Path
 from core.config import PROJECT_ROOT
 
 PACKAGES = ("core", "agents", "render", "deck", "critic", "filters", "pipeline", "train", "eval")
-SEAM = {"core/models.py", "core/llm.py"}  # the table, and the client it wraps around transports
+SEAM = {"core/llm/players.py", "core/llm/client.py"}  # the table, and the client it wraps around transports
 # the backends' names, what a stand-in costs (nothing), and the servers the local backend starts
-BACKEND_AWARE = {"core/config.py", "core/prices.py", "core/local_server.py"}
+BACKEND_AWARE = {"core/config.py", "core/llm/prices.py", "core/llm/local_server.py"}
 FORBIDDEN = {
     "a client built outside the seam": re.compile(r"\bModelClient\("),
     "a backend compared by a caller": re.compile(r"\.backend\s*[!=]=|[!=]=\s*Backend\.\w"),

@@ -9,11 +9,11 @@ from itertools import pairwise
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from core.ledger import read_ledger
 from core.prompts import render
-from core.provenance import breakdown, table
-from core.usage import RoleUsage
+from core.run.provenance import breakdown, table
+from core.run.usage import RoleUsage
 from train.throughput import PAPER_EPOCHS, PAPER_GPUS, TOKENS_PER_S_PER_GPU, TOKENS_PER_S_SOURCE
+from core.run.reader import RunReader
 
 if TYPE_CHECKING:
     from train.export import Exported, ExportReport
@@ -84,9 +84,9 @@ def _usd(value: float | None) -> str:
     return "unknown" if value is None else f"${value:,.4f}"
 
 
-def spending(report: ExportReport, run_dir: Path) -> dict[str, Any]:
+def spending(report: ExportReport, run: RunReader) -> dict[str, Any]:
     """What the run spent (its ledger: every stage's model calls), per accepted rollout and per million exported tokens."""
-    ledger = read_ledger(run_dir)
+    ledger = run.ledger()
     total: RoleUsage = ledger.total()
     tokens = sum(e.tokens.total for e in report.samples)
     rows = [
@@ -119,20 +119,19 @@ def spending(report: ExportReport, run_dir: Path) -> dict[str, Any]:
     }
 
 
-def render_card(report: ExportReport, run_dir: Path) -> str:
+def render_card(report: ExportReport, run: RunReader) -> str:
     samples = report.samples
     lengths = [e.tokens.total for e in samples]
     tokens = sum(lengths)
     trained = sum(e.tokens.trained for e in samples)
     languages = sorted({report.tasks[e.sample.task_id].language for e in samples if e.sample.task_id in report.tasks})
-    config_file, hash_file = run_dir / "config.yaml", run_dir / "config.hash"
     skipped = [f"{s.task_id}/{s.agent}: {s.reason}" for s in report.skipped]
     if len(skipped) > MAX_SKIPPED_LINES:
         skipped = skipped[:MAX_SKIPPED_LINES] + [f"... and {len(skipped) - MAX_SKIPPED_LINES} more"]
     return render(
         TEMPLATES,
         "dataset_card.md.j2",
-        run_name=run_dir.name,
+        run_name=run.root.name,
         languages=languages or ["en"],
         splits=[_split("train.jsonl", report.train), _split("val.jsonl", report.val)],
         rollouts=report.rollouts,
@@ -159,10 +158,8 @@ def render_card(report: ExportReport, run_dir: Path) -> str:
         histogram=histogram(lengths, report.max_length),
         sources=_sources(report),
         training=training_estimate(report),
-        cost=spending(report, run_dir),
+        cost=spending(report, run),
         provenance=table(breakdown([report.origin(e) for e in samples])) if samples else "",
-        config_hash=hash_file.read_text().strip() if hash_file.is_file() else "unknown",
-        config_yaml=config_file.read_text(encoding="utf-8").strip()
-        if config_file.is_file()
-        else "# no config.yaml in the run directory",
+        config_hash=run.config_hash() or "unknown",
+        config_yaml=run.config_text().strip() or "# no config.yaml in the run directory",
     )

@@ -7,7 +7,7 @@ from enum import Enum
 from typing import Any, Optional
 
 
-from core.conversation import DEFAULT_PROFILE
+from core.llm.conversation import DEFAULT_PROFILE
 from core.config import ConfigError, LLMConfig, RunConfig, TrackingConfig, store_config, validate_common
 
 

@@ -30,22 +30,26 @@ from functools import partial
 from pathlib import Path
 from typing import Any, Iterator, Optional
 
-from core.conversation import PROFILES
+from core.llm.conversation import PROFILES
 from core.logs import setup_logging
-from core.records import Origin, RecordError, Rollout, Task, Trajectory, TrajectoryStatus, Verdict, read_parquet
-from core.store import RunStore, atomic_write_text
-from filters.acceptance import UNDECIDED, outcomes, run_gates
+from core.records import Origin, Rollout, Task, Trajectory, TrajectoryStatus
+from core.run.store import atomic_write_text
+from filters.acceptance import UNDECIDED, run_gates
 from train.card import render_card
 from train.config import ExportConfig, HistoryReasoning, ParityMode, Truncation, validate_export
 from train.hub import push_to_hub
 from train.parity import Parity, ParityReport
 from train.samples import Sample, SampleError, to_samples
-from train.tokens import TokenCount, TokenCounter, make_counter
+from train.tokens import make_counter
+from core.seams.tokens import TokenCount
+from core.protocols import TokenCounter
 from train.validate import validate_file
+from core.run.reader import RunReader, TrajectoryFile
+from filters.acceptance import judged
+from core.records import ArtifactError
+from core.cli import ExitCode, OneLineParser, run_command
 
 log = logging.getLogger(__name__)
-
-TRAJECTORY_PREFIX = "trajectory:"
 
 
 @dataclass(frozen=True)
@@ -57,12 +61,18 @@ class Skipped:
 
 
 @dataclass(frozen=True)
-class Source:
+class SampleSource:
     """A sample with the trajectory and workspace it was made from."""
 
     sample: Sample
     trajectory: Trajectory
     workspace: Path
+
+
+@dataclass(frozen=True)
+class TrajectoryRead:
+    file: TrajectoryFile
+    trajectory: Trajectory
 
 
 @dataclass(frozen=True)
@@ -119,26 +129,9 @@ class ExportReport:
 # ---------------------------------------------------------------- reading the run
 
 
-def load_tasks(run_dir: Path) -> dict[str, Task]:
-    tasks: dict[str, Task] = {}
-    for split in ("train", "eval"):
-        path = run_dir / "tasks" / f"{split}.parquet"
-        if path.is_file():
-            tasks.update((t.task_id, t) for t in read_parquet(path, Task))
-    return tasks
-
-
-def load_rollouts(run_dir: Path) -> list[Rollout]:
-    path = run_dir / "rollouts.parquet"
-    if path.is_file():
-        return read_parquet(path, Rollout)
-    return RunStore(run_dir).load("rollouts", Rollout)  # not compacted yet: the published units
-
-
-def accepted_rollouts(
-    rollouts: list[Rollout], verdicts: Optional[list[Verdict]], gates: list[str], include_undecided: bool, report: ExportReport
-) -> list[Rollout]:
+def accepted_rollouts(run: RunReader, include_undecided: bool, report: ExportReport) -> list[Rollout]:
     """The rollouts filters.acceptance accepts under the run's gates (and, if asked, the undecided ones)."""
+    gates, verdicts = run_gates(run), run.verdicts()
     if gates and verdicts is None:
         report.acceptance = (
             f"no verdicts.parquet: the gates ({', '.join(gates)}) have not run, so every finished rollout is undecided"
@@ -149,9 +142,9 @@ def accepted_rollouts(
         report.acceptance = "no gates configured: every finished rollout is accepted (unfiltered)"
     if include_undecided:
         report.acceptance += "; undecided rollouts included (--include-undecided)"
-    by_id = {r.task_id: r for r in rollouts}
+    by_id = {r.task_id: r for r in run.rollouts()}
     accepted = []
-    for outcome in outcomes(rollouts, verdicts or [], gates):
+    for outcome in judged(run):
         if outcome.accepted or (include_undecided and outcome.category == UNDECIDED):
             accepted.append(by_id[outcome.task_id])
         else:
@@ -159,54 +152,47 @@ def accepted_rollouts(
     return accepted
 
 
-def _trajectories(
-    run_dir: Path, rollout: Rollout, report: ExportReport, finalized: bool = True
-) -> Iterator[tuple[Path, Trajectory]]:
-    """The trajectory artifacts of the rollout (file, record), only finalized ones unless told; what cannot be read is
-    reported."""
-    artifacts = [
-        (name.removeprefix(TRAJECTORY_PREFIX), rel)
-        for name, rel in sorted(rollout.artifacts.items())
-        if name.startswith(TRAJECTORY_PREFIX)
-    ]
-    if not artifacts:
+def _trajectories(run: RunReader, rollout: Rollout, report: ExportReport, finalized: bool = True) -> Iterator[TrajectoryRead]:
+    """The rollout's trajectories (only finalized ones unless told); what cannot be read is reported."""
+    files = run.trajectory_files(rollout)
+    if not files:
         report.skipped.append(Skipped(rollout.task_id, "-", "no trajectory artifact"))
-    for agent, rel in artifacts:
-        path = run_dir / rel
+    for file in files:
         try:
-            trajectory = Trajectory.from_json(path.read_text(encoding="utf-8"))
+            trajectory = run.trajectory(file)
             if finalized and trajectory.status != TrajectoryStatus.finalized:
                 raise SampleError(f"trajectory status is {trajectory.status!r}, not finalized")
-        except (OSError, json.JSONDecodeError, RecordError, SampleError) as exc:
-            report.skipped.append(Skipped(rollout.task_id, agent, f"{path.name}: {exc}"))
+        except (ArtifactError, SampleError) as exc:
+            report.skipped.append(Skipped(rollout.task_id, file.agent, f"{file.path.name}: {_reason(exc, file)}"))
             continue
-        yield path, trajectory
+        yield TrajectoryRead(file, trajectory)
+
+
+def _reason(exc: Exception, file: TrajectoryFile) -> str:
+    return str(exc).removeprefix(f"{file.path}: ")
 
 
 def trajectory_samples(
-    run_dir: Path, rollout: Rollout, cfg: ExportConfig, report: ExportReport, finalized: bool = True
-) -> list[Source]:
+    run: RunReader, rollout: Rollout, cfg: ExportConfig, report: ExportReport, finalized: bool = True
+) -> list[SampleSource]:
     """The samples of each trajectory of the rollout, each with what it was made from."""
     out = []
     keep = HistoryReasoning(cfg.history_reasoning) is HistoryReasoning.keep
-    for path, trajectory in _trajectories(run_dir, rollout, report, finalized):
+    for read in _trajectories(run, rollout, report, finalized):
         try:
-            samples = to_samples(trajectory, path.parent, cfg.mask_critic, cfg.profile, keep)
-            out += [Source(s, trajectory, path.parent) for s in samples]
+            samples = to_samples(read.trajectory, read.file.workspace, cfg.mask_critic, cfg.profile, keep)
+            out += [SampleSource(s, read.trajectory, read.file.workspace) for s in samples]
         except SampleError as exc:
-            report.skipped.append(Skipped(rollout.task_id, trajectory.agent, f"{path.name}: {exc}"))
+            report.skipped.append(Skipped(rollout.task_id, read.trajectory.agent, f"{read.file.path.name}: {exc}"))
     return out
 
 
-def training_sources(run_dir: Path, cfg: ExportConfig, report: ExportReport) -> list[Source]:
+def training_sources(run: RunReader, cfg: ExportConfig, report: ExportReport) -> list[SampleSource]:
     """The samples of the accepted rollouts of training tasks (eval tasks are never trained on)."""
-    rollouts = load_rollouts(run_dir)
-    verdicts_path = run_dir / "verdicts.parquet"
-    verdicts = read_parquet(verdicts_path, Verdict) if verdicts_path.is_file() else None
-    report.rollouts = len(rollouts)
-    for verdict in verdicts or ():
+    report.rollouts = len(run.rollouts())
+    for verdict in run.verdicts() or ():
         report.judged[verdict.task_id] = report.judged.get(verdict.task_id, Origin()) | verdict.origin
-    accepted = accepted_rollouts(rollouts, verdicts, run_gates(run_dir), cfg.include_undecided, report)
+    accepted = accepted_rollouts(run, cfg.include_undecided, report)
     report.accepted = len(accepted)
     sources = []
     for rollout in sorted(accepted, key=lambda r: r.task_id):
@@ -214,19 +200,18 @@ def training_sources(run_dir: Path, cfg: ExportConfig, report: ExportReport) -> 
         if task is not None and task.split == "eval":
             report.skipped.append(Skipped(rollout.task_id, "-", "an eval task: never trained on", "eval_task"))
             continue
-        sources += trajectory_samples(run_dir, rollout, cfg, report)
+        sources += trajectory_samples(run, rollout, cfg, report)
     return sources
 
 
-def parity_inputs(run_dir: Path, cfg: ExportConfig, every_trajectory: bool = False) -> list[Source]:
+def parity_inputs(run: RunReader, cfg: ExportConfig, every_trajectory: bool = False) -> list[SampleSource]:
     """What train.parity checks: the samples the export makes of the run, or with `every_trajectory` the samples
     of every trajectory of every rollout, accepted, failed or unfinished (what the run's models were sent)."""
-    run_dir = Path(run_dir).resolve()
-    report = ExportReport(run_dir / "sft", "", "", cfg.max_length, cfg.mask_critic, tasks=load_tasks(run_dir))
+    report = ExportReport(run.path("sft"), "", "", cfg.max_length, cfg.mask_critic, tasks=run.tasks())
     if not every_trajectory:
-        return training_sources(run_dir, cfg, report)
-    rollouts = sorted(load_rollouts(run_dir), key=lambda r: r.task_id)
-    return [source for r in rollouts for source in trajectory_samples(run_dir, r, cfg, report, finalized=False)]
+        return training_sources(run, cfg, report)
+    rollouts = sorted(run.rollouts(), key=lambda r: r.task_id)
+    return [source for r in rollouts for source in trajectory_samples(run, r, cfg, report, finalized=False)]
 
 
 # ---------------------------------------------------------------- lengths
@@ -297,17 +282,16 @@ def write_split(exported: list[Exported], out_dir: Path, name: str, rollouts_dir
     return path
 
 
-def export_run(run_dir: Path, cfg: ExportConfig) -> ExportReport:
-    """Export the accepted trajectories of `run_dir` to `cfg.out_dir` (default <run>/sft)."""
+def export_run(run: RunReader, cfg: ExportConfig) -> ExportReport:
+    """Export the accepted trajectories of `run` to `cfg.out_dir` (default <run>/sft)."""
     validate_export(cfg)
-    run_dir = Path(run_dir).resolve()
-    out_dir = Path(cfg.out_dir).resolve() if cfg.out_dir else run_dir / "sft"
+    out_dir = Path(cfg.out_dir).resolve() if cfg.out_dir else run.path("sft")
     counter = make_counter(cfg.model_dir, cfg.template, cfg.agent_template)
-    report = ExportReport(out_dir, counter.method, "", cfg.max_length, cfg.mask_critic, tasks=load_tasks(run_dir))
+    report = ExportReport(out_dir, counter.method, "", cfg.max_length, cfg.mask_critic, tasks=run.tasks())
     exported: list[Exported] = []
     mode = ParityMode(cfg.parity)
     parity = Parity(cfg) if mode is not ParityMode.off else None
-    for source in training_sources(run_dir, cfg, report):
+    for source in training_sources(run, cfg, report):
         sample = source.sample
         differs = parity.difference(sample, source.trajectory, source.workspace) if parity is not None else None
         if differs is not None and mode is ParityMode.refuse:
@@ -324,12 +308,12 @@ def export_run(run_dir: Path, cfg: ExportConfig) -> ExportReport:
     report.val = [e for e in exported if e.sample.task_id in held_out]
     out_dir.mkdir(parents=True, exist_ok=True)
     shutil.rmtree(out_dir / "images", ignore_errors=True)  # images of an earlier export
-    rollouts_dir = run_dir / "rollouts"
+    rollouts_dir = run.path("rollouts")
     write_split(report.train, out_dir, "train.jsonl", rollouts_dir, cfg.link_images)
     write_split(report.val, out_dir, "val.jsonl", rollouts_dir, cfg.link_images)
-    atomic_write_text(out_dir / "README.md", render_card(report, run_dir))
-    (run_dir / "stats").mkdir(exist_ok=True)  # the run's cost per SFT token reads it (stats/usage.json)
-    atomic_write_text(run_dir / "stats" / "export.json", json.dumps(report.figures() | {"out_dir": str(out_dir)}, indent=1))
+    atomic_write_text(out_dir / "README.md", render_card(report, run))
+    run.path("stats").mkdir(exist_ok=True)  # the run's cost per SFT token reads it (stats/usage.json)
+    atomic_write_text(run.path("stats", "export.json"), json.dumps(report.figures() | {"out_dir": str(out_dir)}, indent=1))
     log.info("exported %s to %s", report.figures(), out_dir)
     if cfg.push_to_hub:
         push_to_hub(out_dir, cfg.push_to_hub, cfg.hub_private)
@@ -339,9 +323,9 @@ def export_run(run_dir: Path, cfg: ExportConfig) -> ExportReport:
 # ---------------------------------------------------------------- CLI
 
 
-def _parser() -> argparse.ArgumentParser:
+def _parser() -> OneLineParser:
     defaults = ExportConfig()
-    parser = argparse.ArgumentParser(
+    parser = OneLineParser(
         prog="python -m train.export", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
     parser.add_argument("run_dir", nargs="?", type=Path, help="the run directory to export")
@@ -379,14 +363,21 @@ def _parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Optional[list[str]] = None) -> int:
-    args = _parser().parse_args(argv)
+    parser = _parser()
+    args = parser.parse_args(argv)
+    if args.validate is None and args.run_dir is None:
+        parser.error("give RUN_DIR to export, or --validate FILE")
     setup_logging()
-    if args.validate:
-        report = validate_file(args.validate, args.model_dir, args.template, args.agent_template)
-        print(report.summary())
-        return 0 if report.ok else 1
-    if args.run_dir is None:
-        _parser().error("give RUN_DIR to export, or --validate FILE")
+    return run_command(parser.prog, lambda: validate(args) if args.validate else export(args))
+
+
+def validate(args: argparse.Namespace) -> int:
+    report = validate_file(args.validate, args.model_dir, args.template, args.agent_template)
+    print(report.summary())
+    return ExitCode.done if report.ok else ExitCode.failed
+
+
+def export(args: argparse.Namespace) -> int:
     cfg = ExportConfig(
         out_dir=str(args.out) if args.out else None,
         max_length=args.max_length,
@@ -404,7 +395,7 @@ def main(argv: Optional[list[str]] = None) -> int:
         parity=ParityMode(args.parity),
         history_reasoning=HistoryReasoning(args.history_reasoning),
     )
-    report = export_run(args.run_dir, cfg)
+    report = export_run(RunReader.open(args.run_dir), cfg)
     figures = report.figures()
     print(f"exported {figures['train_samples']} train / {figures['val_samples']} val samples to {report.out_dir}")
     print(f"accepted {report.accepted} of {report.rollouts} rollouts ({report.acceptance}); tokens: {report.token_method}")
@@ -412,7 +403,7 @@ def main(argv: Optional[list[str]] = None) -> int:
         print(report.parity.summary())
     for skipped in report.skipped:
         print(f"  skipped {skipped.task_id}/{skipped.agent}: {skipped.reason}")
-    return 0
+    return ExitCode.done
 
 
 if __name__ == "__main__":

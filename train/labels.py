@@ -44,13 +44,13 @@ EMPTY_THINK = re.compile(r"<think>\s*</think>\s*")
 
 
 @dataclass
-class Turn:
+class LabelledTurn:
     kind: str  # system | user | assistant | observation
     messages: list[int] = field(default_factory=list)  # indices into the row's messages
 
 
 @dataclass(frozen=True)
-class Segment:
+class TokenSegment:
     kind: str
     start: int  # the role token
     end: int  # exclusive: the next role token, or the end of the ids
@@ -64,9 +64,9 @@ def _name(messages: Sequence[dict[str, Any]], indices: Sequence[int]) -> str:
     return f"{where} ({', '.join(roles)})"
 
 
-def expected_turns(row: dict[str, Any]) -> list[Turn]:
+def expected_turns(row: dict[str, Any]) -> list[LabelledTurn]:
     """The role segments the template renders for the row's messages (unknown roles raise KeyError)."""
-    turns: list[Turn] = []
+    turns: list[LabelledTurn] = []
     for i, message in enumerate(row["messages"]):
         kind = KIND[message["role"]]
         last = turns[-1] if turns else None
@@ -74,12 +74,12 @@ def expected_turns(row: dict[str, Any]) -> list[Turn]:
             last.messages.append(i)
             continue
         if kind != "observation" and last is not None and last.kind == "assistant" and _calls(row, last):
-            turns.append(Turn("observation"))  # the <|observation|> that ends a tool-calling turn, no response after it
-        turns.append(Turn(kind, [i]))
+            turns.append(LabelledTurn("observation"))  # the <|observation|> that ends a tool-calling turn, no response after it
+        turns.append(LabelledTurn(kind, [i]))
     if turns and turns[-1].kind == "assistant" and _calls(row, turns[-1]):
-        turns.append(Turn("observation"))
+        turns.append(LabelledTurn("observation"))
     if turns and turns[0].kind != "system" and has_tools(row):
-        turns.insert(0, Turn("system"))  # the tool descriptions are a system prompt of their own
+        turns.insert(0, LabelledTurn("system"))  # the tool descriptions are a system prompt of their own
     return turns
 
 
@@ -88,21 +88,21 @@ def has_tools(row: dict[str, Any]) -> bool:
     return bool(json.loads(tools) if isinstance(tools, str) and tools.strip() else tools)
 
 
-def _calls(row: dict[str, Any], turn: Turn) -> list[int]:
+def _calls(row: dict[str, Any], turn: LabelledTurn) -> list[int]:
     return [i for i in turn.messages if row["messages"][i]["role"] == "tool_call"]
 
 
-def segments(ids: Sequence[int], role_ids: dict[int, str]) -> list[Segment]:
+def segments(ids: Sequence[int], role_ids: dict[int, str]) -> list[TokenSegment]:
     """Role segments of the ids; the leading `<|system|>` ones (tools, then the system prompt) as one."""
     starts = [p for p, t in enumerate(ids) if t in role_ids]
-    out: list[Segment] = []
+    out: list[TokenSegment] = []
     for n, start in enumerate(starts):
         end = starts[n + 1] if n + 1 < len(starts) else len(ids)
         kind = role_ids[ids[start]]
         if kind == "system" and out and out[-1].kind == "system" and len(out) == 1:
-            out[-1] = Segment("system", out[-1].start, end)
+            out[-1] = TokenSegment("system", out[-1].start, end)
         else:
-            out.append(Segment(kind, start, end))
+            out.append(TokenSegment(kind, start, end))
     return out
 
 
@@ -142,7 +142,7 @@ class LabelCheck:
         if segs and segs[0].start and self.trained(0, segs[0].start):
             self.problems.append(f"{self.trained(0, segs[0].start)} tokens before the first role token carry loss")
         if len(segs) == len(turns) + 1 and segs[-1].kind == "user" and segs[-1].end - segs[-1].start == 1:
-            turns.append(Turn("user"))  # the <|user|> that ends a final answer (the template's suffix)
+            turns.append(LabelledTurn("user"))  # the <|user|> that ends a final answer (the template's suffix)
         for n, (seg, turn) in enumerate(zip(segs, turns)):
             if seg.kind != turn.kind:
                 what = f"the ids hold <|{seg.kind}|> where the messages give a {turn.kind} turn"
@@ -180,7 +180,7 @@ class LabelCheck:
             if self.trained(begin, end + 1):
                 self.problem(tags, f"image {n}: {self.trained(begin, end + 1)} image tokens carry loss")
 
-    def check_untrained(self, turn: Turn, seg: Segment, ends_a_turn: bool) -> None:
+    def check_untrained(self, turn: LabelledTurn, seg: TokenSegment, ends_a_turn: bool) -> None:
         trained = self.trained(seg.start + ends_a_turn, seg.end)  # a role token that ends an assistant turn is its own
         if trained:
             what = "the tool descriptions" if not turn.messages else _name(self.messages, turn.messages)
@@ -188,7 +188,7 @@ class LabelCheck:
                 what += " and the tool descriptions"
             self.problems.append(f"{what}: {trained} trained tokens in a {seg.kind} turn, which must carry no loss")
 
-    def check_assistant(self, turn: Turn, seg: Segment, nxt: Segment | None) -> None:
+    def check_assistant(self, turn: LabelledTurn, seg: TokenSegment, nxt: TokenSegment | None) -> None:
         if self.is_trained(seg.start):
             self.problem(turn.messages, "its <|assistant|> role token carries loss")
         opens = [p for p in range(seg.start, seg.end) if self.ids[p] == self.tok["<tool_call>"]]

@@ -7,7 +7,7 @@
 
 For every sample the export makes of the run (`train.export`'s own selection) and every
 trained turn k of the teacher's: (a) the sample cut after turn k, and (b) the request the
-client sent for turn k (`core.wire.to_wire` over the records before it, the code the client
+client sent for turn k (`core.llm.wire.to_wire` over the records before it, the code the client
 runs), read the way MS-SWIFT reads an OpenAI request (its own converter: `tool_calls`,
 `image_url` parts), plus turn k, are both encoded by the `glm4_5v` template in training
 mode, and their token ids compared. The only rule added to MS-SWIFT's reading is the GLM
@@ -29,12 +29,15 @@ from pathlib import Path
 from typing import Any, Callable, Optional
 
 from core.config import PROJECT_ROOT
-from core.conversation import PROFILES, PastReasoning
+from core.llm.conversation import PROFILES, PastReasoning
 from core.records import Trajectory
-from core.wire import digest, to_wire
+from core.llm.wire import digest, to_wire
 from train.config import ExportConfig, HistoryReasoning
 from train.samples import Sample, SwiftMessage, assistant_text, defuse_tags, profile_of
 from train.tokens import TemplateCounter, has_processor
+from core.cli import ExitCode, OneLineParser, run_command
+from core.run.reader import RunReader
+from core.cli import InputError
 
 NAMED_DIFFERENCES = {
     "defused_tags": "literal MS-SWIFT media tags in text (`<image>`, `<video>`...) read `<image >` in the sample, "
@@ -224,7 +227,7 @@ class Parity:
 
 
 def check_run(
-    run_dir: Path,
+    run: RunReader,
     profile: Optional[str] = None,
     model_dir: Optional[Path] = None,
     every_trajectory: bool = False,
@@ -236,13 +239,15 @@ def check_run(
     if profile:
         cfg.profile = profile
     parity = Parity(cfg)
-    for source in parity_inputs(Path(run_dir), cfg, every_trajectory):
+    if not run.rollouts():
+        raise InputError(f"{run.root}: not a run directory with rollouts (no rollouts.parquet, no units/rollouts/)")
+    for source in parity_inputs(run, cfg, every_trajectory):
         parity.difference(source.sample, source.trajectory, source.workspace)
     return parity.report
 
 
 def main(argv: Optional[list[str]] = None) -> int:
-    parser = argparse.ArgumentParser(
+    parser = OneLineParser(
         prog="python -m train.parity", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
     parser.add_argument("run_dir", type=Path)
@@ -261,11 +266,15 @@ def main(argv: Optional[list[str]] = None) -> int:
         help="how the export was made (train.export --history-reasoning)",
     )
     args = parser.parse_args(argv)
-    if not ((args.run_dir / "rollouts.parquet").is_file() or (args.run_dir / "units" / "rollouts").is_dir()):
-        parser.error(f"{args.run_dir}: not a run directory with rollouts (no rollouts.parquet, no units/rollouts/)")
-    report = check_run(args.run_dir, args.profile, args.model_dir, args.all, HistoryReasoning(args.history_reasoning))
-    print(json.dumps(report.to_json(), ensure_ascii=False) if args.json else report.summary())
-    return 0 if report.ok else 1
+
+    def work() -> int:
+        report = check_run(
+            RunReader.open(args.run_dir), args.profile, args.model_dir, args.all, HistoryReasoning(args.history_reasoning)
+        )
+        print(json.dumps(report.to_json(), ensure_ascii=False) if args.json else report.summary())
+        return ExitCode.done if report.ok else ExitCode.failed
+
+    return run_command(parser.prog, work)
 
 
 if __name__ == "__main__":

@@ -1,6 +1,6 @@
 """One agent trajectory -> MS-SWIFT agent-format samples that show the model what it was shown.
 
-The trajectory's records become the conversation its model read (`core.conversation`, under
+The trajectory's records become the conversation its model read (`core.llm.conversation`, under
 the profile its requests followed), and that conversation becomes the sample, so each
 trained turn's context is the request the teacher answered (`python -m train.parity`
 checks it token by token). MS-SWIFT keeps only role, content and loss of each message, so:
@@ -29,7 +29,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Callable, Optional
 
-from core.conversation import (
+from core.llm.conversation import (
     DEFAULT_PROFILE,
     PastReasoning,
     Profile,

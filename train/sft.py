@@ -20,7 +20,7 @@ from omegaconf import DictConfig, OmegaConf
 
 from core.config import PROJECT_ROOT, ConfigError, run_dir
 from core.logs import setup_logging
-from core.models import check_backends
+from core.llm.players import check_backends
 from train.config import ModelSpec, SFTConfig, store_schema, validate_sft
 from train.launch import LaunchPlan, build_plan
 from train.tokens import has_processor

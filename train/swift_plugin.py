@@ -1,7 +1,7 @@
 """MS-SWIFT's GLM-4.5V template, able to read a user message right after tool results (an `--external_plugins` file).
 
 Servers that refuse images in tool messages (vLLM, OpenAI) get a tool's images in a `user`
-message right after the tool results (core/conversation.py), and GLM's chat template renders
+message right after the tool results (core/llm/conversation.py), and GLM's chat template renders
 that message between the observation and the next assistant turn:
 `...</tool_response><|user|>\\n...images...<|assistant|>`. MS-SWIFT's own `glm4_5v` template
 encodes a conversation in (user or tool, assistant) pairs and refuses a user message there.

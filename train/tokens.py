@@ -17,13 +17,14 @@ import logging
 import math
 import os
 from contextlib import contextmanager
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Iterator, Optional, Protocol
+from typing import Any, Iterator, Optional
 
 from PIL import Image
 
 from train.config import SWIFT_TEMPLATE
+from core.protocols import TokenCounter
+from core.seams.tokens import TokenCount
 
 ASCII_CHARS_PER_TOKEN = 4.0
 OTHER_CHARS_PER_TOKEN = 1.5
@@ -32,19 +33,6 @@ LOSS_SCALE = "default+ignore_empty_think"  # what `swift sft` uses for the GLM t
 PROCESSOR_FILES = ("tokenizer.json", "tokenizer_config.json")
 
 log = logging.getLogger(__name__)
-
-
-@dataclass(frozen=True)
-class TokenCount:
-    total: int
-    trained: int  # tokens that carry loss
-    image_tokens: int
-
-
-class TokenCounter(Protocol):
-    method: str  # how the counts are made, for reports
-
-    def count(self, row: dict[str, Any]) -> TokenCount: ...
 
 
 def has_processor(model_dir: Optional[str | Path]) -> bool:

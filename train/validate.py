@@ -24,7 +24,8 @@ from typing import Any, Optional
 from train.labels import check_labels
 from train.samples import IMAGE_TAG
 from train.config import SWIFT_TEMPLATE
-from train.tokens import TemplateCounter, TokenCount, has_processor, image_root
+from train.tokens import TemplateCounter, has_processor, image_root
+from core.seams.tokens import TokenCount
 
 
 class ValidationError(RuntimeError):

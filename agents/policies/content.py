@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 
 from agents.manuscript import SIZE_NOTE
 from core.markdown_slides import split_slides
-from agents.policies.extract import CJK, Document, Figure, Section, key_sentences, parse_document, plain, section_sentences
+from agents.policies.extract import CJK, ParsedDocument, Figure, Section, key_sentences, parse_document, plain, section_sentences
 
 BULLETS = 3  # per content slide; one fewer beside a figure
 SUBTITLE_CHARS = 180
@@ -82,7 +82,7 @@ def _spread(units: list[_Unit], slots: int) -> list[_Unit]:
     return [units[round(i * step)] for i in range(slots)] if slots > 1 else units[:1]
 
 
-def _units(doc: Document, language: str, slots: int, acronyms: set[str]) -> list[_Unit]:
+def _units(doc: ParsedDocument, language: str, slots: int, acronyms: set[str]) -> list[_Unit]:
     body = tuple(s for s in doc.sections if not _ABSTRACT.match(s.heading) and not _CLOSING.match(s.heading))
     if not body:
         return []
@@ -113,7 +113,7 @@ def outline(title: str, language: str, slide_count: int, documents: list[str], f
     words = WORDS[lang]
     docs = [parse_document(d) for d in documents]
     sections = tuple(s for d in docs for s in d.sections)
-    doc = Document(next((d.title for d in docs if d.title), None), sections)
+    doc = ParsedDocument(next((d.title for d in docs if d.title), None), sections)
     acronyms = {m.group() for s in sections for p in s.paragraphs for m in _ACRONYM.finditer(p)}
     deck_title = heading_text(plain(doc.title), acronyms) if doc.title else title
     used: list[str] = []

@@ -70,7 +70,7 @@ class Section:
 
 
 @dataclass(frozen=True)
-class Document:
+class ParsedDocument:
     title: str | None
     sections: tuple[Section, ...]
 
@@ -134,7 +134,7 @@ def _figure(lines: list[str], start: int, path: str) -> Figure | None:
 
 
 @lru_cache(maxsize=8)
-def parse_document(markdown: str) -> Document:
+def parse_document(markdown: str) -> ParsedDocument:
     """The document's title and sections (cached: a worker's rollouts often read the same corpus document)."""
     lines = [line for line in markdown.splitlines() if not _PAGE_MARK.match(line.strip())]
     texts = [plain(line) for line in lines]
@@ -177,7 +177,7 @@ def parse_document(markdown: str) -> Document:
         paragraph.append(text)
     close_paragraph()
     kept = tuple(Section(h, n, tuple(ps), tuple(fs)) for h, n, ps, fs in sections if not _SKIP_SECTIONS.match(h))
-    return Document(" ".join(title_parts) or None, kept)
+    return ParsedDocument(" ".join(title_parts) or None, kept)
 
 
 def _join(lines: list[str]) -> str:

@@ -18,7 +18,7 @@ import trafilatura
 from markdownify import markdownify
 
 from agents.research.index import corpus_url
-from agents.research.records import Paper
+from core.seams.research import Paper
 from agents.research.terms import clean
 
 TEXT_SUFFIXES = (".md", ".markdown", ".txt")

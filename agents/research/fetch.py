@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Awaitable, Callable
 from trafilatura.utils import decode_file
 
 from agents.config import SandboxConfig
-from agents.research.backends import Backend, pick
+from agents.research.backends import ResearchBackend, pick
 from agents.research.convert import ConversionError, pdf_to_markdown
 from agents.research.documents import html_to_text
 from agents.research.index import CorpusError, CorpusIndex
@@ -61,9 +61,9 @@ async def fetch_web(research: Research, url: str, sandbox: SandboxConfig) -> str
     return f"# {url}{moved}\n\n{markdown}"
 
 
-FETCH: dict[str, Backend[FetchBackend]] = {
-    "offline": Backend(fetch_offline),
-    "web": Backend(fetch_web),
+FETCH: dict[str, ResearchBackend[FetchBackend]] = {
+    "offline": ResearchBackend(fetch_offline),
+    "web": ResearchBackend(fetch_web),
 }
 
 

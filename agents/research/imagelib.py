@@ -23,7 +23,7 @@ from core.pdf import pymupdf
 
 from agents.research.documents import PDF_SUFFIX, document_files, read_pdf
 from agents.research.index import corpus_url
-from agents.research.records import ImageHit
+from core.seams.research import ImageHit
 from agents.research.terms import clean, index_terms, match_expression
 
 LIBRARY_FILE = "library.json"

@@ -11,9 +11,9 @@ from __future__ import annotations
 from pathlib import PurePosixPath
 from typing import TYPE_CHECKING, Any, Awaitable, Callable
 
-from agents.research.backends import Backend
+from agents.research.backends import ResearchBackend
 from agents.research.http import get_json
-from agents.research.records import ImageHit
+from core.seams.research import ImageHit
 from agents.research.search import plain
 
 if TYPE_CHECKING:
@@ -86,8 +86,8 @@ async def images_wikimedia(research: Research, query: str, max_results: int) -> 
     return [_commons_hit(p) for p in sorted(pages, key=lambda p: p.get("index", 0))[:max_results]]
 
 
-IMAGES: dict[str, Backend[ImageBackend]] = {
-    "offline": Backend(images_offline),
-    "openverse": Backend(images_openverse),
-    "wikimedia": Backend(images_wikimedia),
+IMAGES: dict[str, ResearchBackend[ImageBackend]] = {
+    "offline": ResearchBackend(images_offline),
+    "openverse": ResearchBackend(images_openverse),
+    "wikimedia": ResearchBackend(images_wikimedia),
 }

@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Iterable, Iterator
 
-from agents.research.records import Author, Paper, Scholar, SearchHit, from_json, to_json
+from core.seams.research import Author, Paper, Scholar, SearchHit, from_json, to_json
 from agents.research.terms import clean, index_terms, match_expression, query_words
 
 if TYPE_CHECKING:

@@ -17,7 +17,7 @@ from agents.config import ImageGenerationConfig
 from agents.research.http import Service, post_json
 from agents.tools.registry import ToolError
 from core.language import detect_language
-from core.llm_types import ModelError
+from core.llm.results import ModelError
 from core.prompts import render
 from core.protocols import Model
 from core.records import Message

@@ -12,14 +12,15 @@ from __future__ import annotations
 
 import re
 import xml.etree.ElementTree as ET
-from typing import TYPE_CHECKING, Any, Optional, Protocol
+from typing import TYPE_CHECKING, Any, Optional
 
-from agents.research.backends import Backend
+from agents.research.backends import ResearchBackend
 from agents.research.http import get_json, request
 from agents.research.index import CorpusError
-from agents.research.records import Author, Paper, Scholar
+from core.seams.research import Author, Paper, Scholar
 from agents.research.terms import STOPWORDS
 from agents.tools.registry import ToolError
+from core.protocols import PaperBackend
 
 if TYPE_CHECKING:
     from agents.research.runtime import Research
@@ -34,14 +35,6 @@ _ARXIV_ID = re.compile(
     r"(?:arxiv[:_]|https?://(?:export\.)?arxiv\.org/(?:abs|pdf)/)?(?P<id>\d{4}\.\d{4,5}|[a-z\-]+(?:\.[a-z]{2})?/\d{7})(?:v\d+)?(?:\.pdf)?",
     re.IGNORECASE,
 )
-
-
-class PaperBackend(Protocol):
-    async def search(self, research: Research, query: str, max_results: int) -> list[Paper]: ...
-
-    async def authors(self, research: Research, paper_id: str) -> list[Author]: ...
-
-    async def scholar(self, research: Research, author_id: str) -> Scholar: ...
 
 
 def arxiv_id(paper_id: str) -> Optional[str]:
@@ -206,8 +199,8 @@ class SemanticScholarPapers:
         )
 
 
-PAPERS: dict[str, Backend[PaperBackend]] = {
-    "offline": Backend(OfflinePapers()),
-    "arxiv": Backend(ArxivPapers()),
-    "semantic_scholar": Backend(SemanticScholarPapers()),
+PAPERS: dict[str, ResearchBackend[PaperBackend[Research]]] = {
+    "offline": ResearchBackend(OfflinePapers()),
+    "arxiv": ResearchBackend(ArxivPapers()),
+    "semantic_scholar": ResearchBackend(SemanticScholarPapers()),
 }

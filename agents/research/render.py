@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Sequence
 
-from agents.research.records import Author, ImageHit, Paper, Scholar, SearchHit
+from core.seams.research import Author, ImageHit, Paper, Scholar, SearchHit
 
 ABSTRACT_SHOWN = 600
 

@@ -18,7 +18,7 @@ from typing import Mapping, Optional
 from agents.config import ToolsConfig
 from agents.jail import check_jail
 from agents.research import fetch, images, papers, search
-from agents.research.backends import Backend, pick
+from agents.research.backends import ResearchBackend, pick
 from agents.research.cache import MODES, ToolCache
 from agents.research.documents import document_files, load_documents
 from agents.research.http import Service
@@ -26,7 +26,8 @@ from agents.research.imagelib import ImageLibrary, build_library
 from agents.research.index import SCHEMA_VERSION, CorpusIndex, build_index
 from agents.tools.registry import ToolContext, ToolError
 from core.config import PROJECT_ROOT, ConfigError
-from core.models import Play, Players
+from core.llm.players import Players
+from core.protocols import Play
 from core.protocols import Model
 
 RESOURCE_KEY = "research"
@@ -144,7 +145,7 @@ def validate_tools_config(config: ToolsConfig) -> None:
     for key, value, exists in paths:
         if value and not exists(Path(value).expanduser()):
             raise ConfigError(f"tools.{key}={value!r} does not exist")
-    families: list[tuple[Mapping[str, Backend], str]] = [
+    families: list[tuple[Mapping[str, ResearchBackend], str]] = [
         (search.SEARCH, "search_backend"),
         (fetch.FETCH, "fetch_backend"),
         (images.IMAGES, "image_backend"),

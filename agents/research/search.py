@@ -10,9 +10,9 @@ import html
 import re
 from typing import TYPE_CHECKING, Awaitable, Callable, Literal, Optional
 
-from agents.research.backends import Backend
+from agents.research.backends import ResearchBackend
 from agents.research.http import get_json, post_json
-from agents.research.records import SearchHit
+from core.seams.research import SearchHit
 from agents.tools.registry import ToolError
 
 if TYPE_CHECKING:
@@ -69,9 +69,9 @@ async def search_brave(research: Research, query: str, max_results: int, time_ra
     return _hits((data.get("web") or {}).get("results", []), "title", "url", "description", "page_age", max_results)
 
 
-SEARCH: dict[str, Backend[SearchBackend]] = {
-    "offline": Backend(search_offline),
-    "searxng": Backend(search_searxng),
-    "tavily": Backend(search_tavily, key_of="tavily"),
-    "brave": Backend(search_brave, key_of="brave"),
+SEARCH: dict[str, ResearchBackend[SearchBackend]] = {
+    "offline": ResearchBackend(search_offline),
+    "searxng": ResearchBackend(search_searxng),
+    "tavily": ResearchBackend(search_tavily, key_of="tavily"),
+    "brave": ResearchBackend(search_brave, key_of="brave"),
 }

@@ -25,7 +25,7 @@ from pydantic import Field
 
 from agents import jail
 from agents.tools.registry import ROLES, Tool, ToolContext
-from core.steps import Observation
+from core.seams.steps import Observation
 
 KEPT_VARIABLES = ("PATH", "LANG", "LC_ALL", "LC_CTYPE", "TZ", "TERM")
 KILL_GRACE_S = 5.0  # the call's own timeout, past the command's, only as a backstop

@@ -9,7 +9,7 @@ from PIL import Image, UnidentifiedImageError
 from pydantic import Field
 
 from agents.tools.registry import ROLES, Tool, ToolContext, ToolError
-from core.steps import Observation
+from core.seams.steps import Observation
 
 IMAGE_SUFFIXES = (".png", ".jpg", ".jpeg", ".gif", ".webp", ".bmp")
 MAX_LISTED = 500

@@ -3,7 +3,7 @@
 They need two resources in the tool context: `renderer` (render.renderer.Renderer,
 one per worker process) and, optionally, `constraints` (core.records.Constraints)
 for the manuscript's slide-count and language checks. Their observations carry
-structured `data` for the critic.
+what they measured (`core.seams.steps.SlideMeasured`, `ManuscriptMeasured`) for the critic.
 """
 
 from __future__ import annotations
@@ -21,8 +21,9 @@ from render.layout_summary import layout_summary
 from agents.manuscript import inspect_manuscript as diagnose_manuscript
 from render.renderer import BLOCKED_EXTERNAL, BLOCKED_OUTSIDE, RenderError
 from agents.tools.registry import Tool, ToolContext, ToolError
-from core.steps import Observation
+from core.seams.steps import Observation
 from core.records import Constraints
+from core.seams.steps import ManuscriptMeasured, SlideMeasured
 
 INSPECT_TOOLS = ("inspect_slide", "inspect_manuscript")
 RENDERER = "renderer"
@@ -51,7 +52,7 @@ async def inspect_slide(
         result = await measure_slide(ctx.resources[RENDERER], ctx.workspace.root, path, aspect, ctx.workspace.root / png)
     except RenderError as exc:
         raise ToolError(f"{html_file!r} could not be rendered: {exc}") from exc
-    data = result.to_dict() | {"artifact": path, "png": str(png)}  # the critic looks at the PNG with its own model
+    measured = SlideMeasured(path, str(png), aspect, result.width, result.height, result.defects)  # the critic's view
     if ctx.resources.get(VISION, True):
         header, seen, images = (
             f"Rendered {path} at {result.width}x{result.height} ({aspect}); the image is attached.",
@@ -65,7 +66,7 @@ async def inspect_slide(
             (),
         )
     text = "\n".join(filter(None, [header, result.report(), blocked_note(result.blocked), seen]))
-    return Observation(text, images=images, data=data)
+    return Observation(text, images=images, measured=measured)
 
 
 BLOCKED_KINDS = {BLOCKED_EXTERNAL: "to external URLs", BLOCKED_OUTSIDE: "to files outside the workspace"}
@@ -113,11 +114,11 @@ async def inspect_manuscript(
         report = await asyncio.to_thread(diagnose_manuscript, ctx.workspace.root / path, ctx.workspace.root, wanted)
     except ValueError as exc:
         raise ToolError(str(exc)) from exc
-    lines = [f"{path}: {report['slides']} slide(s), language {report['language']}."]
-    issues = report["issues"]
-    lines += [f"- {i['code']}" + (f" (slide {i['slide']})" if i.get("slide") else "") + f": {i['detail']}" for i in issues]
+    lines = [f"{path}: {report.slides} slide(s), language {report.language}."]
+    issues = report.issues
+    lines += [f"- {i.code}" + (f" (slide {i.slide})" if i.slide else "") + f": {i.detail}" for i in issues]
     lines.append("No issues found." if not issues else f"{len(issues)} issue(s) to fix.")
-    return Observation("\n".join(lines), data=report | {"artifact": path, "constraints": str(wanted or "none")})
+    return Observation("\n".join(lines), measured=ManuscriptMeasured(path, report, str(wanted or "none")))
 
 
 TOOLS = (

@@ -27,7 +27,7 @@ from pydantic import BaseModel, ConfigDict, ValidationError, create_model
 from agents.config import SandboxConfig
 from agents.sandbox import SandboxError, Workspace
 from core.records import ToolCall
-from core.steps import Observation
+from core.seams.steps import Observation
 
 log = logging.getLogger(__name__)
 

@@ -2,30 +2,27 @@
 
 from __future__ import annotations
 
-import argparse
 import sys
-from pathlib import Path
 from collections.abc import Sequence
+from pathlib import Path
 
+from core.cli import OneLineParser, run_command
 from core.logs import setup_logging
-from core.records import RecordError
-from pipeline.report.data import NotARun, check_run
+from core.run.reader import RunReader
 from pipeline.report.stage import make_report
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m pipeline.report", description="Write RUN_DIR/report/index.html.")
+    parser = OneLineParser(prog="python -m pipeline.report", description="Write RUN_DIR/report/index.html.")
     parser.add_argument("run_dir", type=Path, help="the run directory")
     args = parser.parse_args(argv)
-    root = args.run_dir.resolve()
-    try:
-        check_run(root)
-        setup_logging(root / "logs" / "report.log")
-        summary = make_report(root)
-    except (NotARun, RecordError) as exc:
-        print(f"{parser.prog}: error: {exc}", file=sys.stderr)
-        return 2
-    print(root / "report" / "index.html")
+    return run_command(parser.prog, lambda: report(RunReader.open(args.run_dir)))
+
+
+def report(run: RunReader) -> int:
+    setup_logging(run.path("logs", "report.log"))
+    summary = make_report(run)
+    print(run.path("report", "index.html"))
     print(" ".join(f"{k}={v}" for k, v in summary.items()))
     return 0
 

@@ -17,7 +17,7 @@ TOP = 8
 
 
 @dataclass(frozen=True)
-class Segment:
+class BarSegment:
     series: str
     value: int
     x: float
@@ -29,7 +29,7 @@ class Bar:
     label: str
     total: int
     y: float
-    segments: tuple[Segment, ...]
+    segments: tuple[BarSegment, ...]
 
 
 @dataclass(frozen=True)
@@ -59,7 +59,7 @@ def stacked_bars(title: str, rows: Sequence[tuple[str, Mapping[str, int]]], seri
         for name in series:
             width = BAR_WIDTH * values.get(name, 0) / largest
             if width:
-                segments.append(Segment(name, values[name], x, width))
+                segments.append(BarSegment(name, values[name], x, width))
             x += width
         bars.append(Bar(label, sum(values.values()), TOP + i * ROW_HEIGHT, tuple(segments)))
     return Chart(title, tuple(series), tuple(bars), empty)

@@ -3,7 +3,7 @@
 `compute_figures` turns a loaded run into `Figures` (funnel, yield, tokens and cost,
 throughput, failure, outcome and defect distributions, task mix, one row per rollout);
 `metrics` flattens them into the scalar names logged to wandb. Cost is the ledger's
-(core.ledger: every stage's model calls), as in stats/usage.json.
+(core.run.ledger: every stage's model calls), as in stats/usage.json.
 """
 
 from __future__ import annotations
@@ -18,7 +18,8 @@ from core.records import Rollout, RolloutStatus, Task
 from filters.acceptance import ENVIRONMENT, outcomes
 from pipeline.augment import slide_bucket
 from pipeline.config import ConstraintMix
-from pipeline.report.data import DeckSlide, RunData
+from core.seams.deck import DeckSlide
+from pipeline.report.data import RunData
 from pipeline.spending import spending
 
 ACCEPTED = "accepted"
@@ -33,7 +34,7 @@ class FunnelStep:
 
 
 @dataclass(frozen=True)
-class RoleUsage:
+class RoleTotals:
     role: str
     prompt_tokens: int
     completion_tokens: int
@@ -91,7 +92,7 @@ class MixTable:
 class Figures:
     funnel: tuple[FunnelStep, ...]
     rows: tuple[RolloutRow, ...]
-    usage: tuple[RoleUsage, ...]  # rollout tokens by role (agents, critic; the scripted policy's estimates included)
+    usage: tuple[RoleTotals, ...]  # rollout tokens by role (agents, critic; the scripted policy's estimates included)
     cost_usd: float | None  # every stage's model calls (the ledger); None: a price is unknown
     spending: dict[str, Any]  # stats/usage.json as it stands: the ledger by stage and role, per accepted, per SFT token
     projection: dict[str, Any] | None  # the rollouts stage's projected cost, when it was made
@@ -115,7 +116,7 @@ def compute_figures(run: RunData) -> Figures:
     spent = spending(run.ledger, accepted, run.sft_tokens)
     cost = spent["total"]["cost_usd"]
     defects: Counter[tuple[str, str]] = Counter(
-        (str(d.get("code", "?")), str(d.get("severity", "?"))) for slides in decks.values() for s in slides for d in s.defects
+        (d.code, d.severity) for slides in decks.values() for s in slides for d in s.defects
     )
     return Figures(
         funnel=_funnel(run, rows, accepted),
@@ -156,7 +157,7 @@ def _row(rollout: Rollout, task: Task | None, outcome: str, deck: list[DeckSlide
         outcome=outcome,
         steps=sum(rollout.steps.values()),
         injections=rollout.injections,
-        tokens=sum(rollout.prompt_tokens.values()) + sum(rollout.completion_tokens.values()),
+        tokens=rollout.tokens,
         cost_usd=rollout.cost_usd,
         wall_s=rollout.wall_s,
         slides=len(deck),
@@ -171,13 +172,14 @@ def _slides_label(low: int | None, high: int | None) -> str:
     return str(low) if high in (None, low) else f"{low}-{high}"
 
 
-def _usage(rollouts: list[Rollout]) -> tuple[RoleUsage, ...]:
+def _usage(rollouts: list[Rollout]) -> tuple[RoleTotals, ...]:
     prompt: Counter[str] = Counter()
     completion: Counter[str] = Counter()
     for r in rollouts:
-        prompt.update(r.prompt_tokens)
-        completion.update(r.completion_tokens)
-    return tuple(RoleUsage(role, prompt[role], completion[role]) for role in sorted(set(prompt) | set(completion)))
+        for role, usage in r.tokens_by_role().items():
+            prompt[role] += usage.prompt_tokens
+            completion[role] += usage.completion_tokens
+    return tuple(RoleTotals(role, prompt[role], completion[role]) for role in sorted(set(prompt) | set(completion)))
 
 
 def _funnel(run: RunData, rows: tuple[RolloutRow, ...], accepted: int | None) -> tuple[FunnelStep, ...]:

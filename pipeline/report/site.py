@@ -19,11 +19,13 @@ from urllib.parse import quote
 import jinja2
 
 from core.failures import category_of
-from core.records import RecordError, Rollout, Trajectory, Verdict
+from core.records import ArtifactError, Rollout, Verdict
+from core.run.reader import RunReader
+from core.seams.deck import DeckSlide
 from filters.acceptance import ENVIRONMENT
 from filters.report import PAPER_SHARES, SEVERITIES
 from pipeline.report import charts
-from pipeline.report.data import DeckSlide, RunData, workspace
+from pipeline.report.data import RunData
 from pipeline.report.figures import Figures, RolloutRow
 from pipeline.report.steps import TrajectoryView, view
 from pipeline.report.thumbs import ThumbStats, make_thumbnails
@@ -76,7 +78,7 @@ def write_site(run: RunData, figures: Figures) -> Site:
     shutil.copytree(HERE / "static", out / "static", dirs_exist_ok=True)
     decks = run.decks
     firsts = {
-        r.task_id: f"{workspace(r)}/{decks[r.task_id][0].png}"
+        r.task_id: f"{run.workspace(r)}/{decks[r.task_id][0].png}"
         for r in run.rollouts
         if decks[r.task_id] and decks[r.task_id][0].png
     }
@@ -146,7 +148,7 @@ def _rollout_page(
     previous: str | None,
     following: str | None,
 ) -> str:
-    trajectories, broken = _trajectories(run.root, rollout)
+    trajectories, broken = _trajectories(run.reader, rollout)
     order = {gate: i for i, gate in enumerate((ENVIRONMENT, *run.gates))}
     return _render(
         "rollout.html.j2",
@@ -155,7 +157,7 @@ def _rollout_page(
         rollout=rollout,
         row=row,
         task=run.tasks.get(rollout.task_id),
-        ws=f"../../{workspace(rollout)}",
+        ws=f"../../{run.workspace(rollout)}",
         slides=deck,
         pptx=run.pptx.get(rollout.task_id),
         trajectories=trajectories,
@@ -167,15 +169,13 @@ def _rollout_page(
     )
 
 
-def _trajectories(root: Path, rollout: Rollout) -> tuple[list[TrajectoryView], list[str]]:
+def _trajectories(run: RunReader, rollout: Rollout) -> tuple[list[TrajectoryView], list[str]]:
     """The rollout's trajectories, researcher first; unreadable files are named, not fatal."""
-    named = [p for name, p in rollout.artifacts.items() if name.startswith("trajectory:")]
-    paths = [root / p for p in named] or sorted((root / workspace(rollout)).glob("trajectory_*.json"))
     views, broken = [], []
-    for path in paths:
+    for file in run.trajectory_files(rollout):
         try:
-            views.append(view(Trajectory.from_json(path.read_text(encoding="utf-8"))))
-        except (OSError, ValueError, RecordError) as exc:
-            broken.append(f"{path.name}: {exc}")
+            views.append(view(run.trajectory(file)))
+        except ArtifactError as exc:
+            broken.append(f"{file.path.name}: {str(exc).removeprefix(f'{file.path}: ')}")
     views.sort(key=lambda v: (AGENT_ORDER.index(v.agent) if v.agent in AGENT_ORDER else len(AGENT_ORDER), v.agent))
     return views, broken

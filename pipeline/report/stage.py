@@ -4,23 +4,23 @@ from __future__ import annotations
 
 import logging
 import time
-from pathlib import Path
 from typing import Any
 
-from core.run import RunContext
-from core.tracking import Tracker
+from core.run.context import RunContext
+from core.run.tracking import Tracker
 from pipeline.report.data import load_run
 from pipeline.report.figures import compute_figures
 from pipeline.report.site import write_site
 from pipeline.report.track import track
+from core.run.reader import RunReader
 
 log = logging.getLogger(__name__)
 
 
-def make_report(root: Path, tracker: Tracker | None = None) -> dict[str, Any]:
-    """Write root/report/ (and track the figures when given a tracker); returns what the build did."""
+def make_report(reader: RunReader, tracker: Tracker | None = None) -> dict[str, Any]:
+    """Write the run's report/ (and track the figures when given a tracker); returns what the build did."""
     started = time.perf_counter()
-    run = load_run(root)
+    run = load_run(reader)
     figures = compute_figures(run)
     site = write_site(run, figures)
     if tracker is not None:
@@ -38,4 +38,4 @@ def make_report(root: Path, tracker: Tracker | None = None) -> dict[str, Any]:
 
 
 def run_report(ctx: RunContext) -> dict[str, Any]:
-    return make_report(ctx.store.root, ctx.tracker)
+    return make_report(RunReader(ctx.store.root), ctx.tracker)

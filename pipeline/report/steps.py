@@ -38,7 +38,7 @@ class Note:
 
 
 @dataclass(frozen=True)
-class Observation:
+class ObservationView:
     name: str
     text: str
     images: tuple[str, ...]  # workspace-relative
@@ -47,7 +47,7 @@ class Observation:
 
 
 @dataclass
-class Injection:
+class InjectionView:
     critic_model: str
     findings: list[dict[str, str]]
     tool: str
@@ -62,8 +62,8 @@ class StepView:
     reasoning: str = ""
     content: str = ""
     calls: list[Call] = field(default_factory=list)
-    observations: list[Observation] = field(default_factory=list)
-    injections: list[Injection] = field(default_factory=list)
+    observations: list[ObservationView] = field(default_factory=list)
+    injections: list[InjectionView] = field(default_factory=list)
     notes: list[Note] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
     tokens: tuple[int, int] | None = None  # prompt, completion
@@ -146,9 +146,9 @@ def arguments(text: str) -> tuple[Argument, ...]:
     return tuple(found)
 
 
-def _observation(message: Message) -> Observation:
+def _observation(message: Message) -> ObservationView:
     text, _, warning = message.content.partition(WARNING_MARK)
-    return Observation(
+    return ObservationView(
         name=message.name or "tool",
         text=text,
         images=message.images,
@@ -164,7 +164,7 @@ def _critic(steps: list[StepView], message: Message, record: CriticInjection | N
     if message.role == "assistant":
         tool, artifact, image = (record.observation_ref.split(":", 2) + ["", ""])[:3] if record else ("", "", "")
         steps[-1].injections.append(
-            Injection(
+            InjectionView(
                 record.critic_model if record else "", findings(record.findings_json) if record else [], tool, artifact, image
             )
         )

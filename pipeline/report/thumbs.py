@@ -19,7 +19,7 @@ from collections.abc import Iterable
 
 from PIL import Image, UnidentifiedImageError
 
-from core.store import atomic_write_text
+from core.run.store import atomic_write_text
 
 log = logging.getLogger(__name__)
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from core.tracking import Tracker
+from core.run.tracking import Tracker
 from pipeline.report.figures import Figures, RolloutRow, metrics
 
 TABLE = "report/rollouts"

@@ -8,7 +8,7 @@ from typing import Any
 
 import numpy as np
 
-from render.defects import Defect
+from core.defects import Defect
 from render.defects.colour import background, contrast_ratio, parse_rgba, region, to_hex
 from render.defects.decoration import Items
 

@@ -22,7 +22,7 @@ from typing import Any
 
 import numpy as np
 
-from render.defects import Defect
+from core.defects import Defect
 from render.defects.colour import parse_rgba, plain_share, region
 from render.defects.decoration import FAINT_OPACITY, Items
 

@@ -25,7 +25,7 @@ from agents.tools import ToolContext
 from agents.tools.inspect import ASPECT, RENDERER
 from agents.tools.toolsets import toolset_for
 from core.config import LLMConfig
-from core.llm import ModelClient
+from core.llm.client import ModelClient
 from core.records import Trajectory
 from render.renderer import Renderer
 from tests.fakes.http_server import Answer, ScriptedServer

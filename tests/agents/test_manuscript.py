@@ -6,6 +6,7 @@ import pytest
 
 from agents.manuscript import ManuscriptConstraints, inspect_manuscript
 from core.markdown_slides import split_slides
+from core.seams.steps import ManuscriptReport
 
 EN = """# Why sleep matters
 
@@ -48,8 +49,8 @@ def _write(workspace: Path, text: str) -> Path:
     return path
 
 
-def _codes(result: dict[str, object]) -> list[tuple[str, object]]:
-    return [(i["code"], i["slide"]) for i in result["issues"]]  # type: ignore[index,union-attr]
+def _codes(result: ManuscriptReport) -> list[tuple[str, int | None]]:
+    return [(i.code, i.slide) for i in result.issues]
 
 
 @pytest.mark.parametrize(("text", "lang"), [(EN, "en"), (ZH, "zh")])
@@ -59,7 +60,7 @@ def test_clean_manuscript(workspace: Path, text: str, lang: str) -> None:
         workspace,
         {"slides_min": 2, "slides_max": 5, "language": lang},
     )
-    assert result == {"slides": 2, "language": lang, "issues": []}
+    assert result == ManuscriptReport(2, lang, ())
 
 
 def test_separators_inside_code_fences_do_not_split() -> None:
@@ -88,7 +89,7 @@ def test_each_issue_code(workspace: Path) -> None:
 `![not an image](assets/nope.png)`
 """
     result = inspect_manuscript(_write(workspace, text), workspace)
-    assert result["slides"] == 3
+    assert result.slides == 3
     assert _codes(result) == [
         ("empty_slide", 2),
         ("missing_alt", 3),
@@ -97,7 +98,7 @@ def test_each_issue_code(workspace: Path) -> None:
         ("missing_asset", 3),
         ("duplicate_image", 3),
     ]
-    details = [i["detail"] for i in result["issues"]]
+    details = [i.detail for i in result.issues]
     assert "outside the workspace" in details[4] and "slide 1" in details[5]
 
 
@@ -109,9 +110,9 @@ def test_constraints_on_count_and_language(workspace: Path) -> None:
         ManuscriptConstraints(slides_min=5, slides_max=10, language="zh-CN"),
     )
     assert _codes(result) == [("slide_count", None), ("language", None)]
-    assert result["issues"][0]["detail"] == "2 slides; the task asks for 5-10"
+    assert result.issues[0].detail == "2 slides; the task asks for 5-10"
     exact = inspect_manuscript(path, workspace, {"slides_min": 3, "slides_max": 3, "language": "English"})
-    assert [i["detail"] for i in exact["issues"]] == ["2 slides; the task asks for 3"]
+    assert [i.detail for i in exact.issues] == ["2 slides; the task asks for 3"]
 
 
 def test_bad_input(workspace: Path) -> None:

@@ -20,7 +20,7 @@ from render.renderer import Renderer
 from agents.research.runtime import RESOURCE_KEY, build_research
 from core.config import LLMConfig
 from core.language import detect_language
-from core.llm import ModelClient
+from core.llm.client import ModelClient
 from core.records import Constraints, Task, Trajectory
 from filters.config import FiltersConfig
 from filters.constraints import check_deck

@@ -20,6 +20,7 @@ from core.config import PROJECT_ROOT
 from tests.train.runs import RunShape, build_run
 from train.config import ExportConfig
 from train.export import export_run
+from core.run.reader import RunReader
 
 # Samples of about 2,000 byte-level tokens: a presenter's (about 1,950, one slide) fits in 2,048, a researcher's (about
 # 2,100) not. Without reasoning, so that each trajectory is one sample (train/samples.py splits where reasoning is hidden).
@@ -29,7 +30,7 @@ SHORT = RunShape(tasks=3, failed=0, steps=1, observation_chars=60, reasoning=Fal
 @pytest.fixture(scope="module")
 def export(tmp_path_factory: pytest.TempPathFactory) -> Path:
     run = build_run(tmp_path_factory.mktemp("sft") / "run", SHORT)
-    return export_run(run, ExportConfig(val_fraction=0)).out_dir
+    return export_run(RunReader(run), ExportConfig(val_fraction=0)).out_dir
 
 
 @pytest.mark.swift

@@ -7,9 +7,9 @@ from pathlib import Path
 import pytest
 from PIL import Image
 
-from core.conversation import IMAGE_NOTE, PROFILES, PastReasoning, Profile, ToolImages, profile_named
+from core.llm.conversation import IMAGE_NOTE, PROFILES, PastReasoning, Profile, ToolImages, profile_named
 from core.records import Message, ToolCall
-from core.wire import to_wire
+from core.llm.wire import to_wire
 
 
 def _records() -> list[Message]:

@@ -1,4 +1,4 @@
-"""A fleet of replicas (core/fleet.py): the limit's law, sticky routing, back-pressure, a replica out and back.
+"""A fleet of replicas (core/llm/fleet.py): the limit's law, sticky routing, back-pressure, a replica out and back.
 
 The client tests run against fake OpenAI servers on loopback (real HTTP); what reached which server is
 counted at the server."""
@@ -13,10 +13,10 @@ from pathlib import Path
 import pytest
 
 from core.config import LLMConfig
-from core.fleet import Fleet, admission, rendezvous
-from core.replica_limit import Limit
-from core.llm import ModelClient
-from core.metering import Unit, unit_scope
+from core.llm.fleet import Fleet, admission, rendezvous
+from core.llm.replica_limit import Limit
+from core.llm.client import ModelClient
+from core.run.metering import Unit, unit_scope
 from core.records import Message
 from tests.fakes.openai_server import ErrorReply, FakeOpenAIServer, FaultPlan, Reply
 

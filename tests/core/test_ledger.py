@@ -9,14 +9,14 @@ from pathlib import Path
 import pytest
 
 from core.config import PROJECT_ROOT, LLMConfig, PriceConfig, RunConfig
-from core.ledger import SpendingCap, play_unit, read_ledger
-from core.llm import ModelClient
-from core.llm_types import ModelError
-from core.metering import Unit, UnitCancelled, part_scope, unit_scope
+from core.run.ledger import SpendingCap, play_unit, read_ledger
+from core.llm.client import ModelClient
+from core.llm.results import ModelError
+from core.run.metering import Unit, UnitCancelled, part_scope, unit_scope
 from core.prompts import manifest, render, template_digest
 from core.records import Message, Verdict
-from core.store import ConfigMismatch, RunStore
-from core.usage import RoleUsage
+from core.run.store import ConfigMismatch, RunStore
+from core.run.usage import RoleUsage
 from pipeline.config import SynthesizeConfig
 from tests.fakes.openai_server import FakeOpenAIServer, Reply
 

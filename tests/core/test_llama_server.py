@@ -1,4 +1,4 @@
-"""The chat format the local server adds (core/llama_server.py), driven with a recording Llama.
+"""The chat format the local server adds (core/llm/llama_server.py), driven with a recording Llama.
 
 The recording Llama stands in for the model only: the prompt llama-cpp-python's handler renders
 and the completions it asks for are what is checked."""
@@ -13,7 +13,7 @@ import pytest
 pytest.importorskip("llama_cpp")
 from llama_cpp import llama_chat_format  # noqa: E402
 
-from core.llama_server import BOUNDED, TOTALS, bounded_chatml_function_calling, install  # noqa: E402
+from core.llm.llama_server import BOUNDED, TOTALS, bounded_chatml_function_calling, install  # noqa: E402
 
 TOOLS = [
     {

@@ -1,4 +1,4 @@
-"""The local server tells how much of each prompt it reused (core/llama_server.py): the real server, SmolLM2."""
+"""The local server tells how much of each prompt it reused (core/llm/llama_server.py): the real server, SmolLM2."""
 
 from __future__ import annotations
 
@@ -8,8 +8,8 @@ from typing import Any, Iterator
 import httpx
 import pytest
 
-from core.llama_server import BOUNDED
-from core.local_server import LocalServer, ServerSpec, bundled_model
+from core.llm.llama_server import BOUNDED
+from core.llm.local_server import LocalServer, ServerSpec, bundled_model
 
 pytestmark = pytest.mark.real_model
 

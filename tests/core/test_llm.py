@@ -14,10 +14,10 @@ from aiohttp import web
 from PIL import Image
 
 from core.config import LLMConfig, PriceConfig
-from core.llm import ModelClient
-from core.wire import DataURLs
-from core.usage import UsageMeter
-from core.llm_types import ModelError
+from core.llm.client import ModelClient
+from core.llm.wire import DataURLs
+from core.run.usage import UsageMeter
+from core.llm.results import ModelError
 from core.records import Message, ToolCall
 from tests.fakes.openai_server import ErrorReply, FakeOpenAIServer, FaultPlan, Reply, replay
 

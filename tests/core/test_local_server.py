@@ -16,9 +16,10 @@ import psutil
 import pytest
 
 from core.config import Backend, ConfigError, LLMConfig, PROJECT_ROOT, RoleConfig
-from core.llm import ModelClient
-from core.local_server import LocalServerError, serving
-from core.models import LOCAL_UNSTARTED, Play, Players
+from core.llm.client import ModelClient
+from core.llm.local_server import LocalServerError, serving
+from core.llm.players import LOCAL_UNSTARTED, Players
+from core.protocols import Play
 from core.records import Message
 
 pytestmark = pytest.mark.real_model
@@ -40,13 +41,13 @@ def client_of(cfg: Cfg, role: str) -> object:
 
 
 def servers_running(marker: str) -> list[psutil.Process]:
-    """The local model servers (core.local_server starts `python -m core.llama_server`) whose command line holds
+    """The local model servers (core.llm.local_server starts `python -m core.llm.llama_server`) whose command line holds
     `marker`: the model's path, or `--port N ` (other tests' servers may run meanwhile)."""
     found = []
     for process in psutil.process_iter(["cmdline"]):
         try:
             command = " ".join(process.info["cmdline"] or ()) + " "
-            if "core.llama_server" in command and marker in command:
+            if "core.llm.llama_server" in command and marker in command:
                 found.append(process)
         except psutil.Error:
             continue
@@ -90,7 +91,7 @@ def test_a_killed_entry_point_leaves_no_server(tmp_path: Path) -> None:
         sys.path.insert(0, {str(PROJECT_ROOT)!r}); sys.path.insert(0, {str(Path(__file__).parent)!r})
         from pathlib import Path
         from test_local_server import Cfg
-        from core.local_server import serving
+        from core.llm.local_server import serving
         cfg = Cfg()
         with serving(cfg, Path({str(tmp_path)!r})) as servers:
             print(servers[0].process.pid, flush=True)

@@ -10,8 +10,8 @@ from hydra import compose, initialize_config_dir
 from omegaconf import OmegaConf
 
 from core.config import PROJECT_ROOT, ConfigError, LLMConfig, PriceConfig, RoleConfig, check_price, resolve_role
-from core.llm import ModelClient
-from core.prices import BusyClock, check_caps, price_of
+from core.llm.client import ModelClient
+from core.llm.prices import BusyClock, check_caps, price_of
 from core.records import Message
 from eval.config import store_schema as store_eval_schema
 from eval.config import validate as validate_eval

@@ -12,7 +12,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-import core.records
+import core.codec
 from core.records import (
     SCHEMA_VERSION,
     Constraints,
@@ -21,7 +21,6 @@ from core.records import (
     ModelUse,
     Origin,
     Record,
-    RecordError,
     Rollout,
     Step,
     Task,
@@ -29,11 +28,11 @@ from core.records import (
     Trajectory,
     Usage,
     Verdict,
-    _fields,
     read_parquet,
     write_parquet,
 )
-from core.usage import RoleUsage
+from core.codec import RecordError, init_fields
+from core.run.usage import RoleUsage
 
 ORIGIN = Origin({"critic/prompts/slide_review.j2": "0123456789ab"}, {"critic": ModelUse("gpt-4o", "openai", 0.7, 0.95, 8192)})
 
@@ -77,9 +76,6 @@ ROLLOUT = Rollout(
     artifacts={"pdf": "rollouts/x/deck.pdf"},
     steps={"researcher": 3},
     tool_counts={"write_file": 2},
-    prompt_tokens={"agent": 10},
-    completion_tokens={"agent": 1},
-    cost_usd=0.25,
     wall_s=12.5,
     usage={"agent": RoleUsage(calls=2, prompt_tokens=10, completion_tokens=1, cost_usd=0.25, failures={"server": 1})},
     origin=ORIGIN,
@@ -111,11 +107,11 @@ def test_json_round_trip(record) -> None:
 
 def test_json_takes_numpy_scalars_and_non_ascii_text_as_is() -> None:
     rollout = Rollout(
-        task_id="t-数值", status="done", cost_usd=np.float64(0.125), wall_s=np.float32(2.5), steps={"presenter": np.int64(7)}
+        task_id="t-数值", status="done", attempt=np.int64(2), wall_s=np.float32(2.5), steps={"presenter": np.int64(7)}
     )
     text = rollout.to_json()
     assert "t-数值" in text
-    assert Rollout.from_json(text) == Rollout(task_id="t-数值", status="done", cost_usd=0.125, wall_s=2.5, steps={"presenter": 7})
+    assert Rollout.from_json(text) == Rollout(task_id="t-数值", status="done", attempt=2, wall_s=2.5, steps={"presenter": 7})
 
 
 def _dataclasses_within(tp: object) -> set[type]:
@@ -133,7 +129,7 @@ def test_json_and_arrow_encode_the_same_fields() -> None:
     inside = set().union(*map(_dataclasses_within, records))
     assert {Trajectory, Message, ToolCall, Usage, Constraints} <= inside
     for cls in inside:
-        assert dataclasses.fields(cls) == tuple(_fields(cls)), f"{cls.__name__} has a field outside __init__"
+        assert dataclasses.fields(cls) == tuple(init_fields(cls)), f"{cls.__name__} has a field outside __init__"
 
 
 def test_schema_is_stable() -> None:
@@ -175,7 +171,7 @@ def test_a_version_1_record_reads_with_the_new_fields_at_their_defaults(record, 
     assert cls.from_json(json.dumps(old)) == expected
     schema = cls.arrow_schema()
     fields = [f for f in schema if f.name not in ADDED_IN_2]
-    row = {k: v for k, v in core.records._encode(record, arrow=True).items() if k not in ADDED_IN_2} | {"schema_version": 1}
+    row = {k: v for k, v in core.codec.encode(record, arrow=True).items() if k not in ADDED_IN_2} | {"schema_version": 1}
     table = pa.Table.from_pylist([row], schema=pa.schema(fields, metadata={"schema_version": "1", "record": cls.kind}))
     pq.write_table(table, tmp_path / "v1.parquet")
     assert read_parquet(tmp_path / "v1.parquet", cls) == [expected]
@@ -191,6 +187,30 @@ def test_a_version_2_trajectory_reads_with_no_profile_and_no_digests() -> None:
     assert read.profile is None and read.vision and all(m.sent is None for m in read.messages)
     plain = tuple(dataclasses.replace(m, sent=None) for m in TRAJECTORY.messages)
     assert read == dataclasses.replace(TRAJECTORY, messages=plain, profile=None, vision=True)
+
+
+@pytest.mark.parametrize("arrow", [False, True], ids=["json", "parquet"])
+def test_a_version_3_rollout_keeps_its_usage_and_a_scripted_agent_s_estimate(arrow: bool, tmp_path: Path) -> None:
+    """Before 4 a rollout held its tokens by role and its cost beside its usage: they are dropped, and the tokens of a
+    role its usage does not name (a scripted agent's estimate) become its estimated_tokens."""
+    old = json.loads(ROLLOUT.to_json()) | {"schema_version": 3}
+    del old["estimated_tokens"]
+    old |= {
+        "prompt_tokens": {"agent": 10, "presenter": 700},
+        "completion_tokens": {"agent": 1, "presenter": 70},
+        "cost_usd": 0.25,
+    }
+    expected = dataclasses.replace(ROLLOUT, estimated_tokens={"presenter": Usage(700, 70)})
+    if not arrow:
+        assert Rollout.from_json(json.dumps(old)) == expected
+        return
+    row = core.codec.encode(dataclasses.replace(ROLLOUT, estimated_tokens={}), arrow=True)
+    del row["estimated_tokens"]
+    row |= {"schema_version": 3, "cost_usd": 0.25}
+    row |= {k: [{"key": r, "value": n} for r, n in old[k].items()] for k in ("prompt_tokens", "completion_tokens")}
+    pq.write_table(pa.Table.from_pylist([row]).replace_schema_metadata({"schema_version": "3"}), tmp_path / "v3.parquet")
+    assert read_parquet(tmp_path / "v3.parquet", Rollout) == [expected]
+    assert expected.tokens == 10 + 1 + 700 + 70 and expected.cost_usd == 0.25
 
 
 def test_unknown_and_mistyped_fields_are_refused() -> None:

@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from core.records import Verdict, read_parquet
-from core.store import ConfigMismatch, RunStore, UnitExists, atomic_write_text
+from core.run.store import ConfigMismatch, RunStore, UnitExists, atomic_write_text
 
 CONFIG = {"run": {"name": "t"}, "llm": {"model": "m", "max_concurrency": 4}}
 
@@ -39,7 +39,7 @@ def test_crash_mid_write_keeps_the_old_file(tmp_path: Path) -> None:
         """
         import os, sys, time
         from pathlib import Path
-        from core import store
+        from core.run import store
         real_fsync = os.fsync
         def stall(fd):
             real_fsync(fd)
@@ -87,7 +87,7 @@ WORKER = """
 import sys, time
 from pathlib import Path
 from core.records import Verdict
-from core.store import RunStore
+from core.run.store import RunStore
 store = RunStore.open(Path(sys.argv[1]), {"run": {"name": "t"}})
 todo = [f"task-{i:03d}" for i in range(int(sys.argv[2])) if f"task-{i:03d}" not in store.done("filters")]
 for unit in todo:

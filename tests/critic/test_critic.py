@@ -16,27 +16,23 @@ from agents.tools import ToolContext
 from agents.tools.toolsets import toolset_for
 from agents.tools.registry import Tool, Toolset
 from core.config import LLMConfig
-from core.llm import ModelClient
+from core.llm.client import ModelClient
 from core.records import ToolCall
-from core.review import Finding, Inspection, Review
-from core.steps import Observation, StepState
+from core.seams.review import Finding, Inspection, Review
+from core.seams.steps import Observation, StepState
 from critic.critic import CriticHook, ModelCritic, RulesCritic, make_critic_hook
 from tests.fakes.openai_server import FakeOpenAIServer, Reply
+from core.seams.steps import ManuscriptMeasured, ManuscriptReport, Measured, SlideMeasured
+from core.defects import Defect, ManuscriptIssue
+from dataclasses import replace
 
 SLIDE = '<html><body style="width:1280px;height:720px"><h1>Secret slide title</h1></body></html>'
-DEFECTS = [{"code": "overflow", "severity": "major", "element": "h1", "detail": "right edge 1400px > 1280px"}]
+DEFECTS = (Defect("overflow", "major", "h1", "right edge 1400px > 1280px"),)
 AGENT_SECRET = "agent-history-marker-42"
 
 
-def slide_data() -> dict:
-    return {
-        "artifact": "slides/slide_01.html",
-        "png": "renders/slide_01.png",
-        "width": 1280,
-        "height": 720,
-        "aspect": "16:9",
-        "defects": DEFECTS,
-    }
+def slide_data() -> SlideMeasured:
+    return SlideMeasured("slides/slide_01.html", "renders/slide_01.png", "16:9", 1280, 720, DEFECTS)
 
 
 @pytest.fixture
@@ -56,10 +52,10 @@ def critic_reply(severity: str = "major") -> Reply:
     return Reply(json.dumps(review))
 
 
-def state(ctx: ToolContext, data: dict | None, tool: str = "inspect_slide") -> StepState:
+def state(ctx: ToolContext, data: Measured | None, tool: str = "inspect_slide") -> StepState:
     call = ToolCall("c1", tool, json.dumps({"html_file": "slides/slide_01.html"}))
     return StepState(
-        3, (call,), (Observation("overflow (major) h1: ...", ("renders/slide_01.png",), data=data),), ctx.workspace.root
+        3, (call,), (Observation("overflow (major) h1: ...", ("renders/slide_01.png",), measured=data),), ctx.workspace.root
     )
 
 
@@ -116,7 +112,9 @@ async def test_inspections_of_one_turn_are_reviewed_concurrently_and_injected_in
             return Review(findings=[Finding(category="layout", severity="major", evidence=inspection.artifact, fix="shrink")])
 
     calls = tuple(ToolCall(f"c{n}", "inspect_slide", json.dumps({"html_file": f"slides/slide_0{n}.html"})) for n in (1, 2))
-    observations = tuple(Observation("measured", data=slide_data() | {"artifact": f"slides/slide_0{n}.html"}) for n in (1, 2))
+    observations = tuple(
+        Observation("measured", measured=replace(slide_data(), artifact=f"slides/slide_0{n}.html")) for n in (1, 2)
+    )
     injections = await CriticHook(WaitingCritic(), "major", "en").after_step(
         StepState(0, calls, observations, ctx.workspace.root)
     )
@@ -128,13 +126,14 @@ async def test_rules_mode_uses_measured_defects_only(ctx: ToolContext) -> None:
     (injection,) = await hook.after_step(state(ctx, slide_data()))
     assert injection.critic_model == "rules" and "[layout/major] overflow at h1" in injection.thought
     assert "检查" in injection.thought  # reasoning in the task's language
-    clean = slide_data() | {"defects": []}
+    clean = replace(slide_data(), defects=())
     assert await hook.after_step(state(ctx, clean)) == []
 
 
 async def test_manuscript_inspections_are_reviewed_too(ctx: ToolContext) -> None:
     (ctx.workspace.root / "manuscript.md").write_text("# One\n\n---\n\n![chart](assets/none.png)\n")
-    data = {"artifact": "manuscript.md", "issues": [{"code": "missing_asset", "slide": 2, "detail": "assets/none.png"}]}
+    issue = ManuscriptIssue("missing_asset", 2, "assets/none.png")
+    data = ManuscriptMeasured("manuscript.md", ManuscriptReport(2, "en", (issue,)), "none")
     (injection,) = await rules_hook().after_step(state(ctx, data, tool="inspect_manuscript"))
     assert json.loads(injection.findings_json)[0]["category"] == "integrity"
 
@@ -151,7 +150,7 @@ def test_self_mode_has_no_critic() -> None:
 
 async def fake_inspect(ctx: ToolContext, html_file: str) -> Observation:
     """Stand-in for the renderer-backed inspect_slide: the measured result of a slide."""
-    return Observation("overflow (major) h1", ("renders/slide_01.png",), data=slide_data())
+    return Observation("overflow (major) h1", ("renders/slide_01.png",), measured=slide_data())
 
 
 async def test_injection_sits_before_the_next_model_turn(ctx: ToolContext) -> None:

@@ -12,6 +12,7 @@ from PIL import Image, ImageDraw
 
 from core.records import Constraints, Rollout, Task
 from tests.filters.decks import PAGE_SIZES, write_deck
+from core.run.usage import RoleUsage
 
 ENGLISH = "Attention lets a model weigh every input token; training parallelises across the sequence and scales well."
 CHINESE = "注意力机制让模型在生成每个输出时权衡所有输入，训练可以在整个序列上并行进行。"
@@ -41,9 +42,7 @@ def export_workspace(
         task_id=task_id,
         status="done",
         artifacts=artifacts,
-        cost_usd=0.02,
-        prompt_tokens={"agent": 900},
-        completion_tokens={"agent": 100},
+        usage={"agent": RoleUsage(calls=1, prompt_tokens=900, completion_tokens=100, cost_usd=0.02)},
     )
 
 

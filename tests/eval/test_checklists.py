@@ -1,4 +1,4 @@
-"""The checklist judge and stage (eval/checklist_judge.py, eval/checklists.py): the stand-in's rules, a model
+"""The checklist judge and stage (eval/checklist/judge.py, eval/checklist/stage.py): the stand-in's rules, a model
 judge behind the fake OpenAI server (real HTTP), scores per class, resume per check, projection and the cap."""
 
 from __future__ import annotations
@@ -13,11 +13,11 @@ from typing import Any
 import pytest
 
 from core.config import LLMConfig, PriceConfig, RunConfig
-from core.ledger import BudgetExhausted, SpendingCap
+from core.run.ledger import BudgetExhausted, SpendingCap
 from core.records import Check, CheckClass, Constraints, Task
-from core.store import RunStore
-from core.usage import RoleUsage
-from eval.checklists import CheckAnswers, UNITS, deck_checks, judge_all, scored
+from core.run.store import RunStore
+from core.run.usage import RoleUsage
+from eval.checklist.stage import CheckAnswers, UNITS, deck_checks, judge_all, scored
 from eval.config import EvalConfig, JudgeConfig
 from tests.eval.conftest import ENGLISH, export_workspace
 from tests.fakes.openai_server import FakeOpenAIServer, Reply
@@ -136,7 +136,7 @@ def test_the_calls_are_projected_before_judging_and_the_run_s_cap_stops_the_stag
     root, rollouts = run_root
     with FakeOpenAIServer(answering(set()), model="fake-judge", strict="openai") as srv:
         cfg = config(srv.url, price=PriceConfig(input_per_mtok=1.0, output_per_mtok=2.0))
-        with caplog.at_level(logging.INFO, logger="eval.checklists"):
+        with caplog.at_level(logging.INFO, logger="eval.checklist.stage"):
             spent = SpendingCap(RunConfig(max_cost_usd=0.01), RoleUsage(calls=1, cost_usd=0.02))
             with pytest.raises(BudgetExhausted, match="stage eval/checklist stopped"):
                 judged(cfg, root, rollouts, spent)

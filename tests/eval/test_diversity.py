@@ -15,7 +15,7 @@ from eval.diversity import (
     normalised_vendi,
     vendi_score,
 )
-from eval.slides import SlideView
+from core.seams.judging import SlideView
 from tests.eval.conftest import slide_image
 
 

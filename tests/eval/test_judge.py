@@ -10,19 +10,21 @@ from typing import Any
 import pytest
 
 from core.config import LLMConfig
-from core.models import Players
+from core.llm.players import Players
 from eval.config import JudgeConfig
-from eval.judge import DeckJudgement
-from eval.judging import build_judging
+from eval.slide_judge import DeckJudgement
+from eval.slide_judge import build_judging
 from eval.scripted_judge import (
     LABEL,
     ScriptedDescriber,
     ScriptedJudge,
     word_equivalents,
 )
-from eval.slides import PageFacts, SlideView, load_deck
+from eval.slides import load_deck
+from core.seams.judging import PageFacts, SlideView
 from tests.eval.conftest import ENGLISH, export_workspace, slide_image
 from tests.fakes.openai_server import FakeOpenAIServer, Reply
+from core.defects import Defect
 
 GOOD_DESCRIPTION = json.dumps(
     {"content": "A title and three short bullets; a photo of a reef.", "style": "Blue palette, aligned."}
@@ -149,7 +151,7 @@ def test_scripted_judge_rules(tmp_path: Path, words, images, boxes, defects, exp
         1,
         slide_image(tmp_path / "s.png", boxes=boxes),
         PageFacts(" ".join(["word"] * words), images),
-        tuple({"code": c, "severity": s, "element": "e", "detail": "d"} for c, s in defects),
+        tuple(Defect(c, s, "e", "d") for c, s in defects),
     )
     content, style, text = scripted(slide)
     assert (content, style) == expected

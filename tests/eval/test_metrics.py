@@ -8,9 +8,9 @@ from pathlib import Path
 import pytest
 
 from core.records import Rollout
-from core.models import Players
+from core.llm.players import Players
 from eval.config import JudgeConfig
-from eval.judging import build_judging
+from eval.slide_judge import build_judging
 from eval.metrics import DeckScore, aggregate, by_domain, constraint_score
 from eval.scoring import score_deck
 from tests.eval.conftest import CHINESE, ENGLISH, export_workspace, task

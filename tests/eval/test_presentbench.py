@@ -10,7 +10,7 @@ import pytest
 
 from core.config import ConfigError
 from core.records import Check, Constraints
-from eval.checklist import ClassScore
+from eval.checklist.score import ClassScore
 from eval.presentbench import BenchCase, read_cases, score_case, summary_table
 from tests.eval.test_checklists import answering, is_checklist
 from tests.eval.test_judge import GOOD_DESCRIPTION, GOOD_SCORES, scripted_replies

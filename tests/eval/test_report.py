@@ -9,7 +9,7 @@ import pytest
 from PIL import Image
 
 from eval.figures import pareto_frontier
-from eval.reporting import FIGURE, write_report
+from eval.report import FIGURE, write_report
 from eval.summary import RunSummary
 
 

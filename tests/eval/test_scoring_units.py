@@ -9,8 +9,8 @@ import struct
 from pathlib import Path
 
 from core.config import LLMConfig, PriceConfig
-from core.ledger import read_ledger
-from core.store import RunStore
+from core.run.ledger import read_ledger
+from core.run.store import RunStore
 from eval.config import EvalConfig, JudgeConfig
 from eval.scoring import UNITS, DeckScores, score_all
 from tests.eval.conftest import ENGLISH, export_workspace, task

@@ -56,7 +56,7 @@ def conversation(reasoning: bool = False) -> list[dict[str, Any]]:
 
 
 def request(messages: list[dict[str, Any]], **extra: Any) -> dict[str, Any]:
-    """What core.llm sends: model, messages, temperature, top_p, max_tokens, tools (and tool_choice at times)."""
+    """What core.llm.client sends: model, messages, temperature, top_p, max_tokens, tools (and tool_choice at times)."""
     return {"model": "fake", "messages": messages, "temperature": 0.6, "top_p": 0.95, "max_tokens": 256, "tools": TOOLS} | extra
 
 

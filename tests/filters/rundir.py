@@ -18,8 +18,9 @@ import yaml
 from PIL import Image
 
 from core.records import Constraints, CriticInjection, Message, Rollout, Task, ToolCall, Trajectory, write_parquet
-from core.candidate import Candidate
+from core.seams.candidate import Candidate
 from tests.filters.decks import PAGE_SIZES, write_deck
+from core.run.reader import RunReader
 
 SIZES_PX = {"16:9": (1280, 720), "4:3": (960, 720), "A1": (2244, 3178)}
 TITLE_FIX = ("font-size:160px", "font-size:48px")  # the edit that answers an overflowing-title finding
@@ -283,4 +284,4 @@ async def export_real(specs: Sequence[tuple[Path, Spec]]) -> None:
 def candidate(root: Path, spec: Spec) -> Candidate:
     """One rollout's Candidate: its workspace written, with a PyMuPDF deck."""
     export_fake(build_workspace(root, spec), spec)
-    return Candidate(spec.task(), spec.rollout(), root)
+    return Candidate(spec.task(), spec.rollout(), RunReader(root))

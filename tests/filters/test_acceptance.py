@@ -9,6 +9,7 @@ import yaml
 from core.records import Rollout, Verdict
 from filters.acceptance import UNDECIDED, category_order, outcomes, run_gates
 from filters.config import DEFAULT_GATES
+from core.run.reader import RunReader
 
 GATES = ("constraint", "consistency", "quality")
 
@@ -89,8 +90,8 @@ def test_content_checks_sit_between_the_rule_gate_and_the_judges() -> None:
 
 
 def test_the_gates_come_from_the_run_config(tmp_path: Path) -> None:
-    assert run_gates(tmp_path) == list(DEFAULT_GATES)  # no config.yaml: the defaults
+    assert run_gates(RunReader(tmp_path)) == list(DEFAULT_GATES)  # no config.yaml: the defaults
     (tmp_path / "config.yaml").write_text(yaml.safe_dump({"filters": {"gates": []}}))
-    assert run_gates(tmp_path) == []
+    assert run_gates(RunReader(tmp_path)) == []
     (tmp_path / "config.yaml").write_text(yaml.safe_dump({"filters": {"gates": ["constraint"]}, "run": {"name": "x"}}))
-    assert run_gates(tmp_path) == ["constraint"]
+    assert run_gates(RunReader(tmp_path)) == ["constraint"]

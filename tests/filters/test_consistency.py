@@ -9,11 +9,11 @@ from typing import Any
 import pytest
 
 from core.config import LLMConfig
-from core.json_reply import JSONReplyError
-from core.llm import ModelClient
+from core.llm.json_reply import JSONReplyError
+from core.llm.client import ModelClient
 from filters.config import FiltersConfig
-from filters.consistency import ConsistencyGate, ModelJudge, RuleJudge, anchors
-from core.candidate import ArtifactError
+from filters.consistency import ConsistencyGate, ModelRevisionJudge, RuleRevisionJudge, anchors
+from core.records import ArtifactError
 from filters.gates import SCRIPTED_LABEL
 from tests.fakes.openai_server import FakeOpenAIServer, Reply, replay
 from tests.filters.rundir import TITLE_FIX, Spec, TrajectoryBuilder, candidate, title_finding
@@ -29,7 +29,7 @@ def judged(*checks: tuple[int, str], passed: bool | None = None) -> Reply:
 
 def model_gate(srv: FakeOpenAIServer) -> ConsistencyGate:
     model = ModelClient(LLMConfig(base_url=srv.url, model="judge-llm", max_retries=0), "judge")
-    return ConsistencyGate(ModelJudge(model, CFG))
+    return ConsistencyGate(ModelRevisionJudge(model, CFG))
 
 
 def prompt(request: dict[str, Any]) -> str:
@@ -171,7 +171,7 @@ async def test_missing_trajectory_is_an_artifact_error(tmp_path: Path) -> None:
     cand = candidate(tmp_path, spec)
     (tmp_path / spec.rollout().artifacts["trajectory:presenter"]).unlink()
     with pytest.raises(ArtifactError, match="trajectory_presenter.json: no such file"):
-        await ConsistencyGate(RuleJudge()).judge(cand)
+        await ConsistencyGate(RuleRevisionJudge()).judge(cand)
 
 
 # ---------------------------------------------------------------- the rule-based stand-in
@@ -188,7 +188,7 @@ async def test_missing_trajectory_is_an_artifact_error(tmp_path: Path) -> None:
 async def test_rule_judge_wants_a_change_touching_the_named_element(
     tmp_path: Path, revision: str, passed: bool, why: str | None
 ) -> None:
-    verdict = await ConsistencyGate(RuleJudge()).judge(candidate(tmp_path, Spec("t", "16:9", "en", 2, revision=revision)))
+    verdict = await ConsistencyGate(RuleRevisionJudge()).judge(candidate(tmp_path, Spec("t", "16:9", "en", 2, revision=revision)))
     assert verdict.passed is passed and verdict.reasons[-1] == SCRIPTED_LABEL
     if why:
         assert verdict.reasons[0].endswith(why) and verdict.category == "consistency"
@@ -211,9 +211,9 @@ async def test_rule_judge_without_named_elements_wants_the_artifact_changed(tmp_
     cand = candidate(tmp_path, spec)
     path = tmp_path / spec.rollout().artifacts["trajectory:presenter"]
     path.write_text(t.build().to_json())
-    assert not (await ConsistencyGate(RuleJudge()).judge(cand)).passed
+    assert not (await ConsistencyGate(RuleRevisionJudge()).judge(cand)).passed
     path.write_text(t.call("write_file", path="slides/slide_01.html", content="<p style='color:#111'>a</p>").build().to_json())
-    assert (await ConsistencyGate(RuleJudge()).judge(cand)).passed
+    assert (await ConsistencyGate(RuleRevisionJudge()).judge(cand)).passed
 
 
 @pytest.mark.parametrize(

@@ -12,7 +12,7 @@ import pytest
 
 from core.records import Constraints, Verdict
 from filters.config import FiltersConfig
-from filters.constraints import Check, UnusablePDF, check_deck, main
+from filters.constraints import ConstraintCheck, UnusablePDF, check_deck, main
 from tests.filters.conftest import SHARED_DATA, shared_pdfs
 from tests.filters.decks import CHINESE, CHINESE_WITH_ENGLISH_TERMS, ENGLISH, PAGE_SIZES, uniform_deck, write_deck
 
@@ -40,9 +40,9 @@ def test_deck_meeting_every_constraint_passes(tmp_path: Path, aspect: str, lang:
     pdf = uniform_deck(tmp_path / "deck.pdf", aspect, 6, TEXTS[lang])
     report = check_deck(pdf, exact(6, aspect, lang), CFG)
     assert report.checks == {
-        "slide_count": Check(True, 6, 6),
-        "aspect_ratio": Check(True, aspect, report.checks["aspect_ratio"].actual),
-        "language": Check(True, lang, lang),
+        "slide_count": ConstraintCheck(True, 6, 6),
+        "aspect_ratio": ConstraintCheck(True, aspect, report.checks["aspect_ratio"].actual),
+        "language": ConstraintCheck(True, lang, lang),
     }
     assert report.checks["aspect_ratio"].actual.startswith(aspect)
     assert report.score == 1.0
@@ -54,7 +54,7 @@ def test_deck_meeting_every_constraint_passes(tmp_path: Path, aspect: str, lang:
 def test_iso_poster_sizes_share_one_shape(tmp_path: Path, asked: str, shape: str) -> None:
     report = check_deck(uniform_deck(tmp_path / "poster.pdf", shape, 1, ENGLISH), Constraints(aspect_ratio=asked), CFG)
     width, height = PAGE_SIZES[shape]
-    assert report.checks["aspect_ratio"] == Check(True, asked, f"{shape} ({width:g}x{height:g} pt)")
+    assert report.checks["aspect_ratio"] == ConstraintCheck(True, asked, f"{shape} ({width:g}x{height:g} pt)")
 
 
 def test_landscape_a1_is_not_a_poster(tmp_path: Path) -> None:
@@ -69,7 +69,7 @@ def test_landscape_a1_is_not_a_poster(tmp_path: Path) -> None:
 def test_wrong_slide_count_fails_with_a_reason(tmp_path: Path) -> None:
     pdf = uniform_deck(tmp_path / "deck.pdf", "16:9", 5, ENGLISH)
     report = check_deck(pdf, exact(8, "16:9", "en"), CFG)
-    assert report.checks["slide_count"] == Check(False, 8, 5)
+    assert report.checks["slide_count"] == ConstraintCheck(False, 8, 5)
     assert report.score == pytest.approx(2 / 3)
     verdict = report.to_verdict("t2")
     assert Verdict.from_json(verdict.to_json()) == verdict
@@ -81,7 +81,7 @@ def test_wrong_slide_count_fails_with_a_reason(tmp_path: Path) -> None:
 def test_slide_range_is_inclusive(tmp_path: Path, pages: int, ok: bool) -> None:
     pdf = uniform_deck(tmp_path / "deck.pdf", "4:3", pages, CHINESE)
     report = check_deck(pdf, Constraints(slides_min=11, slides_max=20), CFG)
-    assert report.checks == {"slide_count": Check(ok, "11-20", pages)}
+    assert report.checks == {"slide_count": ConstraintCheck(ok, "11-20", pages)}
 
 
 # ---------------------------------------------------------------- aspect ratio
@@ -92,7 +92,7 @@ def test_one_page_of_another_size_fails_naming_it(tmp_path: Path) -> None:
     pdf = write_deck(tmp_path / "deck.pdf", sizes, [ENGLISH] * 5)
     report = check_deck(pdf, exact(5, "16:9", "en"), CFG)
     check = report.checks["aspect_ratio"]
-    assert check == Check(False, "16:9", "mixed: 16:9 (960x540 pt) on pages 1-2, 4-5; 4:3 (960x720 pt) on page 3")
+    assert check == ConstraintCheck(False, "16:9", "mixed: 16:9 (960x540 pt) on pages 1-2, 4-5; 4:3 (960x720 pt) on page 3")
     assert report.to_verdict("t3").reasons == (f"aspect ratio: expected 16:9, got {check.actual}",)
 
 
@@ -108,8 +108,8 @@ def test_aspect_tolerance_comes_from_config(tmp_path: Path) -> None:
 
 def test_english_terms_in_chinese_slides_are_judged_chinese(tmp_path: Path) -> None:
     pdf = uniform_deck(tmp_path / "deck.pdf", "16:9", 4, CHINESE_WITH_ENGLISH_TERMS)
-    assert check_deck(pdf, Constraints(language="zh"), CFG).checks["language"] == Check(True, "zh", "zh")
-    assert check_deck(pdf, Constraints(language="en"), CFG).checks["language"] == Check(False, "en", "zh")
+    assert check_deck(pdf, Constraints(language="zh"), CFG).checks["language"] == ConstraintCheck(True, "zh", "zh")
+    assert check_deck(pdf, Constraints(language="en"), CFG).checks["language"] == ConstraintCheck(False, "en", "zh")
 
 
 def test_mixed_deck_is_judged_by_its_dominant_language_and_the_threshold(tmp_path: Path) -> None:
@@ -117,12 +117,12 @@ def test_mixed_deck_is_judged_by_its_dominant_language_and_the_threshold(tmp_pat
     pdf = write_deck(tmp_path / "deck.pdf", [PAGE_SIZES["16:9"]] * 5, texts)
     assert check_deck(pdf, Constraints(language="en"), CFG).checks["language"].ok
     low = FiltersConfig(language_threshold=0.2)  # CJK share here is about 0.35
-    assert check_deck(pdf, Constraints(language="zh"), low).checks["language"] == Check(True, "zh", "zh")
+    assert check_deck(pdf, Constraints(language="zh"), low).checks["language"] == ConstraintCheck(True, "zh", "zh")
 
 
 def test_deck_without_text_has_no_language(tmp_path: Path) -> None:
     pdf = write_deck(tmp_path / "deck.pdf", [PAGE_SIZES["16:9"]], [""])
-    assert check_deck(pdf, Constraints(language="en"), CFG).checks["language"] == Check(False, "en", "unknown")
+    assert check_deck(pdf, Constraints(language="en"), CFG).checks["language"] == ConstraintCheck(False, "en", "unknown")
 
 
 # ---------------------------------------------------------------- score

@@ -11,8 +11,8 @@ from typing import Callable
 import pytest
 
 from core.records import Verdict
-from core.run import RunContext
-from core.candidate import Candidate
+from core.run.context import RunContext
+from core.seams.candidate import Candidate
 from filters.gates import GateSpec
 from filters.registry import GATES
 from filters.run import STAGE
@@ -23,7 +23,7 @@ class ShortDeckGate:
     name = "short_deck"
 
     async def judge(self, candidate: Candidate) -> Verdict:
-        slides = len(candidate.defects()["slides"])
+        slides = len(candidate.deck().slides)
         passed = slides >= 3
         return Verdict(
             task_id=candidate.task.task_id,

@@ -10,10 +10,10 @@ from typing import Any
 import pytest
 
 from core.config import LLMConfig
-from core.llm import ModelClient
-from critic.config import Severity
+from core.llm.client import ModelClient
+from core.defects import Severity
 from filters.config import FiltersConfig
-from core.candidate import ArtifactError
+from core.records import ArtifactError
 from filters.gates import SCRIPTED_LABEL
 from filters.quality import QualityGate, VisionJudge
 from tests.fakes.openai_server import FakeOpenAIServer, Reply, replay

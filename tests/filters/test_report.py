@@ -10,6 +10,7 @@ from core.records import Rollout, Verdict
 from filters.acceptance import outcomes
 from filters.report import markdown, write_report
 from tests.filters.test_acceptance import verdict
+from core.run.reader import RunReader
 
 GATES = ("constraint", "consistency", "quality")
 
@@ -48,7 +49,7 @@ def test_each_content_check_is_its_own_failure_category(tmp_path: Path) -> None:
         Verdict(task_id="c", gate="content", passed=True),
     ]
     verdicts = content + [verdict(t, g, True) for t in "abc" for g in ("constraint", "quality")]
-    found = write_report(tmp_path, rollouts, verdicts, gates)
+    found = write_report(RunReader(tmp_path), rollouts, verdicts, gates)
     assert [o.category for o in found] == ["duplicate_slides", "request_echo", None]
     text = (tmp_path / "filters" / "failures.md").read_text()
     order = [line.split(" | ")[0].strip("| ") for line in text.splitlines() if line.startswith("| ") and " | - |" in line]
@@ -71,7 +72,7 @@ def test_report_files_with_nothing_to_show(tmp_path: Path) -> None:
     (tmp_path / "rollouts" / "a" / "deck_defects.json").write_text(
         json.dumps({"aspect": "16:9", "slides": [{"png": "p.png", "defects": []}]})
     )
-    write_report(tmp_path, rollouts, [], ())
+    write_report(RunReader(tmp_path), rollouts, [], ())
     text = (tmp_path / "filters" / "failures.md").read_text()
     assert "1 accepted (100.0%)" in text and "No defects measured." in text and "## Rejected rollouts\n\nNone." in text
     assert all((tmp_path / "filters" / name).stat().st_size > 1000 for name in ("failures.png", "defects.png"))

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from core.candidate import ArtifactError
+from core.records import ArtifactError
 from filters.revisions import revisions
 from tests.filters.rundir import TITLE_FIX, Spec, TrajectoryBuilder, title_finding
 

@@ -15,11 +15,11 @@ import yaml
 
 from core.config import ConfigError
 from core.records import Rollout, Verdict, read_parquet
-from core.store import RunStore
 from filters.acceptance import outcomes
 from filters.run import STAGE, RunIncomplete, judge_rollouts, load_config, main
 from tests.fakes.openai_server import ErrorReply, FakeOpenAIServer, Reply
 from tests.filters.conftest import EXPECTED, SCENARIO, SCRIPTED
+from core.run.reader import RunReader
 
 REPO = Path(__file__).resolve().parents[2]
 GATES = ("constraint", "content", "consistency", "quality")
@@ -28,7 +28,7 @@ REJECTED_BY_RULES = {"zh-169-count", "en-no-deck", "en-169-junk"}  # no judge ca
 
 
 def judge(root: Path, *overrides: str) -> dict[str, Any]:
-    return asyncio.run(judge_rollouts(RunStore(root), load_config(root, overrides)))
+    return asyncio.run(judge_rollouts(RunReader(root), load_config(RunReader(root), overrides)))
 
 
 def verdicts(root: Path) -> dict[str, dict[str, Verdict]]:
@@ -93,10 +93,10 @@ def test_cli_filters_the_scenario_and_writes_verdicts_and_report(scenario_run: P
 
 
 def test_cli_refuses_bad_input_with_exit_2_and_one_line(fake_scenario_run: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    for argv in ([], [str(fake_scenario_run / "nowhere")]):
-        with pytest.raises(SystemExit) as caught:
-            main(argv)
-        assert caught.value.code == 2
+    with pytest.raises(SystemExit) as caught:
+        main([])
+    assert caught.value.code == 2
+    assert main([str(fake_scenario_run / "nowhere")]) == 2  # not a run directory
     assert main([str(fake_scenario_run), "filters.gates=[constraint,vibes]"]) == 2
     (fake_scenario_run / "rollouts.parquet").unlink()
     assert main([str(fake_scenario_run)]) == 2
@@ -211,12 +211,12 @@ def test_unreachable_judge_stops_before_any_verdict(fake_scenario_run: Path) -> 
 
 
 def test_config_comes_from_the_run_then_overrides(fake_scenario_run: Path, tmp_path: Path) -> None:
-    cfg = load_config(fake_scenario_run, ["filters.min_constraint_score=0.5", "roles.judge.model=glm-4.6"])
+    cfg = load_config(RunReader(fake_scenario_run), ["filters.min_constraint_score=0.5", "roles.judge.model=glm-4.6"])
     assert (cfg.llm.backend, cfg.filters.min_constraint_score, cfg.roles["judge"].model) == ("scripted", 0.5, "glm-4.6")
-    assert load_config(tmp_path).filters.gates == list(GATES)  # no config.yaml: defaults
+    assert load_config(RunReader(tmp_path)).filters.gates == list(GATES)  # no config.yaml: defaults
     with pytest.raises(ConfigError, match="unknown \\['vibes'\\]"):
-        load_config(fake_scenario_run, ["filters.gates=[vibes]"])
+        load_config(RunReader(fake_scenario_run), ["filters.gates=[vibes]"])
     with pytest.raises(ConfigError, match="nonsense"):
-        load_config(fake_scenario_run, ["filters.nonsense=1"])
+        load_config(RunReader(fake_scenario_run), ["filters.nonsense=1"])
     with pytest.raises(RunIncomplete, match="run the rollouts stage first"):
         judge(tmp_path)

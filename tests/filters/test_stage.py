@@ -6,7 +6,7 @@ from pathlib import Path
 from typing import Callable
 
 from core.records import Verdict
-from core.run import RunContext
+from core.run.context import RunContext
 from filters.run import STAGE
 from pipeline.synthesize import run_filters
 from pipeline.synthesize import STAGES

@@ -21,8 +21,9 @@ from agents.jail import JailUnavailable
 from agents.tools import ToolContext
 from agents.tools.toolsets import TOOLS
 from pipeline.runner import DeckRunner
-from core.metering import current_unit
-from core.models import Play, Players
+from core.run.metering import current_unit
+from core.llm.players import Players
+from core.protocols import Play
 from core.records import Message, Rollout, Task
 
 
@@ -56,9 +57,7 @@ class ScriptedRunner:
         current_unit().meter.record_call("agent", 100, 10, 0, 0.001, 0.05, False)  # as a model call would count
         if "FAIL" in words:
             return Rollout(task_id=task.task_id, status="failed", failure="environment/model_error:server")
-        return Rollout(
-            task_id=task.task_id, status="done", prompt_tokens={"agent": 100}, completion_tokens={"agent": 10}, cost_usd=0.001
-        )
+        return Rollout(task_id=task.task_id, status="done")  # its usage is the unit's (stamped by the worker)
 
     async def close(self) -> None:
         self.started = False

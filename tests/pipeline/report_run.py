@@ -34,8 +34,8 @@ from core.records import (
     Verdict,
     read_parquet,
 )
-from core.store import RunStore, atomic_write_parquet, atomic_write_text
-from core.usage import RoleUsage
+from core.run.store import RunStore, atomic_write_parquet, atomic_write_text
+from core.run.usage import RoleUsage
 
 SIZES = {"16:9": (1280, 720), "4:3": (960, 720)}
 PALETTE = ((37, 99, 235), (22, 163, 74), (192, 57, 43), (124, 58, 237), (234, 88, 12), (15, 118, 110))
@@ -160,8 +160,7 @@ def write_rollout(root: Path, task: Task, spec: RolloutSpec) -> Rollout:
             failure=spec.failure,
             artifacts=artifacts,
             steps={"researcher": 2},
-            prompt_tokens={"researcher": 800},
-            completion_tokens={"researcher": 90},
+            estimated_tokens={"researcher": Usage(800, 90)},
             wall_s=30.0,
             policy="scripted",
         )
@@ -236,9 +235,7 @@ def write_rollout(root: Path, task: Task, spec: RolloutSpec) -> Rollout:
         tool_counts={"write_file": spec.slides + 1, "inspect_slide": spec.slides},
         injections=len(presenter.injections),
         findings={"layout": 1} if spec.injected else {},
-        prompt_tokens={t.agent: sum(s.usage.prompt_tokens for s in t.steps) for t in trajectories},
-        completion_tokens={t.agent: sum(s.usage.completion_tokens for s in t.steps) for t in trajectories},
-        cost_usd=ROLLOUT_COST,
+        estimated_tokens={t.agent: sum((s.usage for s in t.steps), Usage()) for t in trajectories},
         wall_s=60.0 + 10 * spec.slides,
         policy="scripted",
         usage={

@@ -16,6 +16,7 @@ from core.records import Rollout, Verdict, read_parquet
 from filters.acceptance import outcomes, run_gates
 from train.parity import tokenizer_dir
 from train.validate import validate_file
+from core.run.reader import RunReader
 
 ENV = {**os.environ, "WANDB_MODE": "disabled", "RAY_AUTH_MODE": "disabled"}
 pytestmark = [pytest.mark.chromium, pytest.mark.slow, pytest.mark.swift]
@@ -45,7 +46,7 @@ def test_without_filters_every_finished_rollout_is_exported(scripted_rollouts: P
     # the filtered run's tasks and rollouts (tests/pipeline/conftest.py), then the rest without filters: a config of
     # its own, hence run.resume=force
     root = filter_and_export(scripted_rollouts, tmp_path / "unfiltered", "filters=none", "run.resume=force")
-    assert run_gates(root) == []
+    assert run_gates(RunReader(root)) == []
     finished = [r for r in read_parquet(root / "rollouts.parquet", Rollout) if r.status == "done"]
     assert finished
     assert trajectories(root) == 2 * len(finished)  # a researcher's and a presenter's samples per finished rollout
@@ -57,7 +58,7 @@ def test_with_the_default_filters_the_scripted_decks_pass_the_content_gate_and_a
     verdicts = read_parquet(root / "verdicts.parquet", Verdict)
     content = [v for v in verdicts if v.gate == "content"]
     assert content and all(v.passed for v in content), [v.reasons for v in content if not v.passed]
-    accepted = [o for o in outcomes(rollouts, verdicts, run_gates(root)) if o.accepted]
+    accepted = [o for o in outcomes(rollouts, verdicts, run_gates(RunReader(root))) if o.accepted]
     assert trajectories(root) == 2 * len(accepted)
     # the labels of the scripted run's export, as MS-SWIFT encodes them: each tool-calling turn ends with a trained
     # <|observation|>; system, user and tool turns and images carry no loss (train/labels.py)

@@ -41,5 +41,5 @@ def test_the_command_exits_1_with_one_line(tmp_path: Path) -> None:
         timeout=300,
     )
     assert done.returncode == 1, done.stderr[-2000:]
-    errors = [line for line in done.stderr.splitlines() if line.startswith("error:")]
+    errors = [line for line in done.stderr.splitlines() if line.startswith("python -m pipeline.synthesize: error:")]
     assert len(errors) == 1 and "stage rollouts received 0 tasks" in errors[0] and "Traceback" not in done.stderr

@@ -77,4 +77,4 @@ def test_run_completes_with_20_percent_model_faults(make_run) -> None:
     assert figures["done"] >= 6, [r.failure for r in rows.values()]
     assert len(srv.faults_served) >= 8 and {"500", "429"} <= set(srv.faults_served)
     assert sum(r.usage["agent"].retries for r in rows.values()) > 0
-    assert all(r.prompt_tokens.get("agent", 0) > 0 for r in rows.values())
+    assert all(r.tokens_by_role()["agent"].prompt_tokens > 0 for r in rows.values())

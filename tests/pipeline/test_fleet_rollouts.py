@@ -9,8 +9,8 @@ import time
 
 import pytest
 
-from core.fleet import rendezvous
-from core.ledger import read_ledger
+from core.llm.fleet import rendezvous
+from core.run.ledger import read_ledger
 from core.records import Rollout, read_parquet
 from pipeline.rollouts import run_rollouts
 from tests.fakes.openai_server import FakeOpenAIServer, Reply

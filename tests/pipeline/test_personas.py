@@ -9,8 +9,9 @@ import pytest
 
 from core.language import detect_language
 from pipeline.personas import parse_persona
-from pipeline.sources import SourceDoc
-from pipeline.task_writer import ScriptedTaskWriter, WriteJob
+from core.seams.drafts import SourceDoc
+from pipeline.task_writer import ScriptedTaskWriter
+from core.seams.drafts import WriteJob
 
 LIBRARY = [
     SourceDoc(

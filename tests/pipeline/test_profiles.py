@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from core.conversation import IMAGE_NOTE
+from core.llm.conversation import IMAGE_NOTE
 from tests.fakes.openai_server import FakeOpenAIServer, Reply
 from tests.pipeline.fake_model import every_role
 from tests.pipeline.test_spending import run, synthesize

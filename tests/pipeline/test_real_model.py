@@ -20,6 +20,7 @@ from agents.config import GuardConfig
 from core.records import Rollout, Task, Trajectory, read_parquet, write_parquet
 from tests.core.test_local_server import servers_running
 from train.parity import check_run
+from core.run.reader import RunReader
 
 pytestmark = [pytest.mark.real_model, pytest.mark.chromium, pytest.mark.slow, pytest.mark.timeout(1200)]
 
@@ -125,7 +126,7 @@ def test_synthesize_with_scripted_tasks_and_judges(tmp_path: Path) -> None:
     assert (root / "sft" / "train.jsonl").is_file() and (root / "report" / "index.html").is_file()
     assert no_server_left(root)
     # what SmolLM2 was sent, rebuilt from the records (the llama.cpp profile), is what its samples show, turn by turn
-    parity = check_run(root, every_trajectory=True)
+    parity = check_run(RunReader(root), every_trajectory=True)
     assert parity.ok and parity.turns_checked > 0 and parity.requests_verified == parity.turns_checked, parity.summary()
 
 

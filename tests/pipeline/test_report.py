@@ -22,10 +22,10 @@ from render.renderer import CHROMIUM_ARGS
 from core.config import PROJECT_ROOT, TrackingConfig
 from core.records import CriticInjection, Message, Rollout, Step, ToolCall, Trajectory, Usage, Verdict
 from core.failures import Failure
-from core.ledger import read_ledger
-from core.store import RunStore
-from core.usage import ReplicaUsage, RoleUsage
-from core.tracking import Tracker
+from core.run.ledger import read_ledger
+from core.run.store import RunStore
+from core.run.usage import ReplicaUsage, RoleUsage
+from core.run.tracking import Tracker
 from pipeline.report import make_report, run_report
 from pipeline.report.data import load_run
 from pipeline.report.figures import ACCEPTED, NOT_FILTERED, compute_figures, metrics
@@ -33,6 +33,7 @@ from pipeline.report.steps import WARNING_MARK, view
 from pipeline.spending import project_rollouts, usage_stats
 from pipeline.synthesize import STAGES
 from tests.pipeline.report_run import JUDGE_COST, INJECTED_FINDING, RolloutSpec, add_rollout, build_run, make_task
+from core.run.reader import RunReader
 
 PYTHON = sys.executable
 ENV = {**os.environ, "WANDB_MODE": "disabled", "RAY_AUTH_MODE": "disabled"}
@@ -55,7 +56,7 @@ def _local_links(page: Path) -> list[Path]:
 
 
 def test_figures_count_the_funnel_outcomes_and_defects(synthetic: Path) -> None:
-    run = load_run(synthetic)
+    run = load_run(RunReader(synthetic))
     figures = compute_figures(run)
     done = [r for r in run.rollouts if r.status == "done"]
     accepted = {v.task_id for v in run.verdicts} - {v.task_id for v in run.verdicts if not v.passed}
@@ -73,7 +74,7 @@ def test_figures_count_the_funnel_outcomes_and_defects(synthetic: Path) -> None:
         spent - sum(r.cost_usd for r in run.rollouts)
     )
     by_role = {u.role: u for u in figures.usage}
-    assert by_role["presenter"].prompt_tokens == sum(r.prompt_tokens.get("presenter", 0) for r in run.rollouts)
+    assert by_role["presenter"].prompt_tokens == sum(r.estimated_tokens["presenter"].prompt_tokens for r in done)
     flat = metrics(figures)
     assert flat["funnel/accepted"] == len(accepted) and flat["funnel/sft"] == 6
     assert flat["defects/low_contrast/major"] == len(done)
@@ -82,7 +83,7 @@ def test_figures_count_the_funnel_outcomes_and_defects(synthetic: Path) -> None:
 
 def test_the_funnel_shows_the_export_s_parity_figure(synthetic: Path) -> None:
     def sft() -> str:
-        return compute_figures(load_run(synthetic)).funnel[-1].note
+        return compute_figures(load_run(RunReader(synthetic))).funnel[-1].note
 
     assert sft().endswith("(parity not checked)")
     parity = {"turns_checked": 86, "turns_equal": 84, "turns_named_difference": {"defused_tags": 2}, "turns_different": 0}
@@ -95,7 +96,7 @@ def test_each_content_check_is_its_own_outcome_in_the_report(synthetic: Path) ->
     config = yaml.safe_load((synthetic / "config.yaml").read_text())
     config["filters"]["gates"] = ["constraint", "content", "consistency", "quality"]
     (synthetic / "config.yaml").write_text(yaml.safe_dump(config))
-    before = {r.task_id: r.outcome for r in compute_figures(load_run(synthetic)).rows}
+    before = {r.task_id: r.outcome for r in compute_figures(load_run(RunReader(synthetic))).rows}
     assert set(before.values()) <= {ACCEPTED, "undecided", "constraint", "consistency", "quality", "environment"}
     store = RunStore(synthetic)
     flagged = sorted(t for t, outcome in before.items() if outcome == "undecided")[:2]  # no content verdict yet: undecided
@@ -106,10 +107,10 @@ def test_each_content_check_is_its_own_outcome_in_the_report(synthetic: Path) ->
                 task_id=task_id, gate="content", passed=code is None, category=code, reasons=(f"{code}: slide 2",) if code else ()
             )
             store.commit("verdicts", f"{task_id}__content", verdict)
-    figures = compute_figures(load_run(synthetic))
+    figures = compute_figures(load_run(RunReader(synthetic)))
     assert figures.outcomes["repeated_text"] == 1 and figures.outcomes["placeholder_text"] == 1
     assert figures.gates["content"]["failed"] == 2
-    make_report(synthetic)
+    make_report(RunReader(synthetic))
     html = (synthetic / "report" / "index.html").read_text(encoding="utf-8")
     assert "<td>repeated_text</td>" in html and "<td>placeholder_text</td>" in html
 
@@ -121,7 +122,7 @@ def test_a_run_without_filters_or_export_says_so(make_run: Any) -> None:
     assert figures["rollouts"] == 0 and "report" in STAGES
     html = ctx.store.path("report", "index.html").read_text(encoding="utf-8")
     assert "The filters have not run" in html and "the export has not run" in html
-    assert compute_figures(load_run(ctx.store.root)).accepted is None
+    assert compute_figures(load_run(RunReader(ctx.store.root))).accepted is None
 
 
 def test_rows_of_an_unfiltered_failed_rollout_carry_its_failure_category(tmp_path: Path) -> None:
@@ -130,7 +131,7 @@ def test_rows_of_an_unfiltered_failed_rollout_carry_its_failure_category(tmp_pat
     for path in [root / "verdicts.parquet", *(root / "units" / "verdicts").iterdir()]:
         path.unlink()
     (root / "units" / "verdicts").rmdir()
-    rows = compute_figures(load_run(root)).rows
+    rows = compute_figures(load_run(RunReader(root))).rows
     assert {r.category for r in rows if r.status == "failed"} == {"environment"}
     assert {r.category for r in rows if r.status == "done"} == {NOT_FILTERED}
 
@@ -193,7 +194,7 @@ def test_steps_show_calls_observations_injections_and_warnings() -> None:
 
 
 def test_site_escapes_text_and_every_local_link_resolves(synthetic: Path) -> None:
-    figures = make_report(synthetic)
+    figures = make_report(RunReader(synthetic))
     report = synthetic / "report"
     pages = sorted((report / "rollouts").glob("*.html"))
     assert figures["pages"] == len(pages) == 12
@@ -209,7 +210,7 @@ def test_site_escapes_text_and_every_local_link_resolves(synthetic: Path) -> Non
 
 
 def test_each_failure_is_explained_from_the_table(synthetic: Path) -> None:
-    make_report(synthetic)
+    make_report(RunReader(synthetic))
     html = (synthetic / "report" / "index.html").read_text(encoding="utf-8")
     row = re.search(r"<tr><td>environment/timeout</td>.*?</tr>", html, re.S)
     assert row and Failure.timeout.description in row.group(0) and "<td>no</td>" in row.group(0)  # not transient
@@ -220,7 +221,7 @@ def test_the_report_shows_every_stage_s_calls_and_an_unknown_price_as_unknown(sy
     per_rollout = ledger.stages["rollouts"]["agent"].cost / ledger.units["rollouts"]
     project_rollouts(synthetic, "rollouts", 24, None)  # 12 of 24 finished
     (synthetic / "stats" / "export.json").write_text(json.dumps({"tokens": 2_000_000}))
-    make_report(synthetic)
+    make_report(RunReader(synthetic))
     html = (synthetic / "report" / "index.html").read_text(encoding="utf-8")
     cost = html[html.index('id="cost"') : html.index('id="throughput"')]
     assert "<td>rollouts</td><td>agent</td>" in cost and "<td>filters</td><td>judge</td>" in cost and "cost <b>$" in cost
@@ -229,7 +230,7 @@ def test_the_report_shows_every_stage_s_calls_and_an_unknown_price_as_unknown(sy
     RunStore(synthetic).spent_unfinished(
         "verdicts", "persona-00000__quality", {"judge": RoleUsage(calls=1, unpriced_calls=1)}, "no result"
     )
-    make_report(synthetic)
+    make_report(RunReader(synthetic))
     html = (synthetic / "report" / "index.html").read_text(encoding="utf-8")
     cost = html[html.index('id="cost"') : html.index('id="throughput"')]
     assert (
@@ -247,7 +248,7 @@ def test_the_cost_page_shows_what_each_replica_of_a_fleet_did(synthetic: Path) -
     }
     usage = RoleUsage(calls=78, prompt_tokens=156_000, cached_tokens=132_800, replicas=replicas)
     RunStore(synthetic).spent_unfinished("rollouts", "persona-00001", {"agent": usage}, "interrupted")
-    make_report(synthetic)
+    make_report(RunReader(synthetic))
     html = (synthetic / "report" / "index.html").read_text(encoding="utf-8")
     cost = html[html.index('id="cost"') : html.index('id="throughput"')]
     by_replica = cost[cost.index("By replica") :]
@@ -263,27 +264,27 @@ def test_the_cost_page_shows_what_each_replica_of_a_fleet_did(synthetic: Path) -
 
 
 def test_thumbnails_are_made_once_and_remade_when_a_slide_changes(synthetic: Path) -> None:
-    first = make_report(synthetic)
+    first = make_report(RunReader(synthetic))
     assert first["thumbs_made"] > 0 and first["thumbs_reused"] == 0 and first["thumbs_failed"] == 0
-    again = make_report(synthetic)
+    again = make_report(RunReader(synthetic))
     assert again["thumbs_made"] == 0 and again["thumbs_reused"] == first["thumbs_made"]
     preview = next(synthetic.glob("rollouts/*/previews/slide_01.png"))
     preview.write_bytes(next(synthetic.glob("rollouts/*/previews/slide_03.png")).read_bytes())
     os.utime(preview, ns=(preview.stat().st_atime_ns, preview.stat().st_mtime_ns + 10**9))
-    assert make_report(synthetic)["thumbs_made"] == 1
+    assert make_report(RunReader(synthetic))["thumbs_made"] == 1
 
 
 def test_an_unreadable_first_slide_gets_no_thumbnail_and_no_broken_link(synthetic: Path) -> None:
     preview = next(synthetic.glob("rollouts/*/previews/slide_01.png"))
     preview.write_bytes(b"not a png")
-    assert make_report(synthetic)["thumbs_failed"] == 1
+    assert make_report(RunReader(synthetic))["thumbs_failed"] == 1
     task_id = preview.parts[-3]
     assert f"first slide of {task_id}" not in (synthetic / "report" / "index.html").read_text(encoding="utf-8")
     assert "previews/slide_01.png" in (synthetic / "report" / "rollouts" / f"{task_id}.html").read_text(encoding="utf-8")
 
 
 def test_a_rollout_page_shows_its_pptx_fidelity(synthetic: Path) -> None:
-    make_report(synthetic)
+    make_report(RunReader(synthetic))
     html = next(
         h for p in synthetic.glob("report/rollouts/*.html") if "No final deck" not in (h := p.read_text(encoding="utf-8"))
     )
@@ -316,8 +317,8 @@ class RecordingTracker(Tracker):
 
 def test_the_dashboard_gets_the_same_figures_as_the_site(synthetic: Path) -> None:
     tracker = RecordingTracker()
-    make_report(synthetic, tracker)
-    assert tracker.summaries == metrics(compute_figures(load_run(synthetic)))
+    make_report(RunReader(synthetic), tracker)
+    assert tracker.summaries == metrics(compute_figures(load_run(RunReader(synthetic))))
     columns, rows = tracker.tables["report/rollouts"]
     assert len(rows) == 12
     covers = [row[columns.index("first_slide")] for row in rows]
@@ -352,7 +353,7 @@ def scripted_run(scripted_synthesis: Path, tmp_path_factory: pytest.TempPathFact
     if not (root / "verdicts.parquet").exists() and importlib.util.find_spec("filters.run"):
         filtered = run_module("filters.run", str(root), timeout=600)
         assert filtered.returncode == 0, filtered.stderr[-3000:]
-    injected = next((r.task_id for r in load_run(root).rollouts if r.injections), None)
+    injected = next((r.task_id for r in load_run(RunReader(root)).rollouts if r.injections), None)
     if injected is None:
         injected = add_rollout(
             root, make_task("synthetic-injected", aspect="4:3"), RolloutSpec(slides=3, injected=True, warned=True)
@@ -375,7 +376,7 @@ def test_report_of_a_scripted_run_in_chromium(scripted_run: tuple[Path, str], tm
     from playwright.sync_api import expect, sync_playwright
 
     root, injected = scripted_run
-    rollouts: list[Rollout] = load_run(root).rollouts
+    rollouts: list[Rollout] = load_run(RunReader(root)).rollouts
     scripted = next(r for r in rollouts if r.task_id != injected and r.status == "done")
     shots = tmp_path_factory.mktemp("report-screenshots")
     print(f"\nreport screenshots in {shots}")
@@ -398,7 +399,7 @@ def test_report_of_a_scripted_run_in_chromium(scripted_run: tuple[Path, str], tm
         page.screenshot(path=shots / "index.png", full_page=True)
 
         page.select_option("select[data-filter=source]", "persona")
-        personas = sum(load_run(root).tasks[r.task_id].source == "persona" for r in rollouts)
+        personas = sum(load_run(RunReader(root)).tasks[r.task_id].source == "persona" for r in rollouts)
         expect(page.locator("#rollout-table tbody tr:not(.hidden)")).to_have_count(personas)
         expect(page.locator("#shown")).to_have_text(f"{personas} of {len(rollouts)} rollouts")
         page.locator("#rollouts").screenshot(path=shots / "index-filtered-persona.png")

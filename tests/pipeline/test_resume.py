@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from core.ledger import read_ledger
+from core.run.ledger import read_ledger
 from core.records import Rollout, Task, read_parquet
 
 RUNNER = "rollouts.runner=tests.pipeline.fake_runner:ScriptedRunner"

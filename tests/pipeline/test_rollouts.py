@@ -8,9 +8,9 @@ import threading
 
 import pytest
 
-from core.ledger import BudgetExhausted, read_ledger
+from core.run.ledger import BudgetExhausted, read_ledger
 from core.records import Rollout, StageDone, Task, read_parquet
-from core.store import atomic_write_parquet
+from core.run.store import atomic_write_parquet
 from pipeline.rollouts import RunAborted, run_rollouts
 from pipeline.worker_process import bound_threads
 

@@ -21,9 +21,9 @@ import psutil
 import pytest
 
 from core.config import PROJECT_ROOT
-from core.ledger import Ledger, read_ledger, usage_of
+from core.run.ledger import Ledger, read_ledger, usage_of
 from core.records import Rollout, Task, Trajectory, Verdict, read_parquet
-from core.usage import total
+from core.run.usage import total
 from tests.fakes.openai_server import FakeOpenAIServer
 from tests.pipeline.fake_model import every_role
 from tests.pipeline.test_tasks import _fake_writer
@@ -135,7 +135,7 @@ def test_the_run_cap_stops_within_one_unit_and_a_higher_cap_finishes_with_nothin
         assert stopped.returncode == 3
         line = stopped.stderr.strip().splitlines()[-1]
         assert (
-            line.startswith(f"stopped: stage tasks stopped: run.max_cost_usd={cap:g} reached: $")
+            line.startswith(f"python -m pipeline.tasks: stopped: stage tasks stopped: run.max_cost_usd={cap:g} reached: $")
             and "Raise the cap and rerun" in line
         )
         spent = read_ledger(capped)

@@ -10,7 +10,7 @@ from pathlib import Path
 import datasets
 import pytest
 
-from core.ledger import read_ledger
+from core.run.ledger import read_ledger
 from core.records import Constraints, Task, read_parquet
 from pipeline.augment import constraint_text, draw_constraints, slide_bucket
 from pipeline.cleaning import contamination_groups, stratified_group_split

@@ -27,7 +27,9 @@ def test_a_worker_refusing_at_start_ends_the_run_with_one_line(tmp_path: Path) -
     ]
     done = subprocess.run(command, cwd=PROJECT_ROOT, capture_output=True, text=True, timeout=300)
     assert done.returncode == 2, done.stderr[-3000:]
-    errors = [line for line in done.stderr.splitlines() if line.startswith("error:")]
-    assert errors == ["error: tools.sandbox.jail=bubblewrap: bwrap is not on PATH on this node"], done.stderr[-3000:]
+    errors = [line for line in done.stderr.splitlines() if line.startswith("python -m pipeline.synthesize: error:")]
+    assert errors == ["python -m pipeline.synthesize: error: tools.sandbox.jail=bubblewrap: bwrap is not on PATH on this node"], (
+        done.stderr[-3000:]
+    )
     assert "Traceback" not in done.stderr
     assert not (tmp_path / "run" / "units" / "rollouts").exists() or not list((tmp_path / "run" / "units" / "rollouts").iterdir())

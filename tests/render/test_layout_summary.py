@@ -34,4 +34,4 @@ async def test_a_text_only_model_gets_the_layout_instead_of_the_image(renderer: 
     assert "overlap (critical) h2" in blind.text  # the measured defects, as for a vision model
     layout = blind.text.split("Layout of the rendered slide (1280x720 px)")[1].splitlines()
     assert any(line.startswith("- h2: text at (") and " px bold, colour rgb(" in line for line in layout), layout
-    assert blind.data["png"] and (tmp_path / blind.data["png"]).is_file()  # the critic still looks at the render
+    assert blind.measured.png and (tmp_path / blind.measured.png).is_file()  # the critic still looks at the render

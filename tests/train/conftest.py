@@ -15,6 +15,7 @@ from core.config import PROJECT_ROOT
 from tests.train.runs import RunShape, build_run
 from train.config import ExportConfig
 from train.export import ExportReport, export_run
+from core.run.reader import RunReader
 
 
 @pytest.fixture(scope="session")
@@ -27,7 +28,7 @@ def _synthetic_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
 def _synthetic_export(_synthetic_run: Path, tmp_path_factory: pytest.TempPathFactory) -> ExportReport:
     """`exported`'s export of that run, made once per session (each export loads a tokenizer for its parity check)."""
     root = shutil.copytree(_synthetic_run, tmp_path_factory.mktemp("train-export") / "run")
-    return export_run(root, ExportConfig(val_fraction=0.34))
+    return export_run(RunReader(root), ExportConfig(val_fraction=0.34))
 
 
 @pytest.fixture
@@ -38,7 +39,7 @@ def run_dir(_synthetic_run: Path, tmp_path: Path) -> Path:
 
 @pytest.fixture
 def exported(run_dir: Path, _synthetic_export: ExportReport) -> ExportReport:
-    """run_dir exported with val_fraction=0.34: the session's export copied into it, as export_run(run_dir) leaves it."""
+    """run_dir exported with val_fraction=0.34: the session's export copied into it, as export_run(RunReader(run_dir)) leaves it."""
     source = _synthetic_export.out_dir.parent
     shutil.copytree(source, run_dir, dirs_exist_ok=True)  # the same run plus what the export wrote (sft/, stats/export.json)
     figures = run_dir / "stats" / "export.json"

@@ -17,8 +17,8 @@ from pathlib import Path
 from PIL import Image
 
 from core.records import CriticInjection, Message, ModelUse, Origin, Rollout, Task, ToolCall, Trajectory, Verdict, write_parquet
-from core.store import RunStore
-from core.usage import RoleUsage
+from core.run.store import RunStore
+from core.run.usage import RoleUsage
 
 TOOLS = {
     "researcher": ["search", "fetch_url", "write_file", "inspect_manuscript", "thinking", "finalize"],
@@ -178,6 +178,7 @@ def build_run(root: Path, shape: RunShape = RunShape()) -> Path:
         (workspace / "renders").mkdir(parents=True, exist_ok=True)
         if shape.tasks <= i < shape.tasks + shape.failed:
             rollouts.append(Rollout(task_id=task_id, status="failed", failure="environment/timeout"))
+            RunStore(root).commit("rollouts", task_id, rollouts[-1])
             continue
         artifacts, injections = {}, 0
         for agent in ("researcher", "presenter"):

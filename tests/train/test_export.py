@@ -9,14 +9,15 @@ from pathlib import Path
 
 from core.config import PROJECT_ROOT
 from core.records import Verdict, read_parquet, write_parquet
-from core.store import RunStore
-from core.usage import RoleUsage
+from core.run.store import RunStore
+from core.run.usage import RoleUsage
 from tests.train.runs import ROLLOUT_COST, RunShape, build_run
 from train.config import ExportConfig, Truncation
 from train.export import ExportReport, export_run, val_tasks
 from train.hub import hub_dataset
-from core.conversation import IMAGE_NOTE
+from core.llm.conversation import IMAGE_NOTE
 from train.samples import IMAGE_TAG
+from core.run.reader import RunReader
 
 
 def rows(path: Path) -> list[dict]:
@@ -73,7 +74,7 @@ def test_the_card_states_the_run_s_cost_and_which_templates_and_models_made_the_
     exported: ExportReport, run_dir: Path
 ) -> None:
     card = (exported.out_dir / "README.md").read_text(encoding="utf-8")
-    finished = sum(1 for p in (run_dir / "units" / "rollouts").glob("*.json"))
+    finished = sum(r.status == "done" for r in RunReader(run_dir).rollouts())
     assert (
         f"**${finished * ROLLOUT_COST:,.4f}**" in card
         and f"${finished * ROLLOUT_COST / exported.accepted:,.4f} per accepted rollout" in card
@@ -84,7 +85,7 @@ def test_the_card_states_the_run_s_cost_and_which_templates_and_models_made_the_
     RunStore(run_dir).spent_unfinished(
         "verdicts", "task-0000__quality", {"quality_judge": RoleUsage(calls=1, unpriced_calls=1)}, "no result"
     )
-    unknown = export_run(run_dir, ExportConfig(val_fraction=0.34, out_dir=str(run_dir / "again")))
+    unknown = export_run(RunReader(run_dir), ExportConfig(val_fraction=0.34, out_dir=str(run_dir / "again")))
     card = (unknown.out_dir / "README.md").read_text(encoding="utf-8")
     assert (
         "**unknown**" in card and "(1 calls of a model whose price is unknown)" in card and "unknown per accepted rollout" in card
@@ -93,10 +94,10 @@ def test_the_card_states_the_run_s_cost_and_which_templates_and_models_made_the_
 
 def test_without_verdicts_nothing_is_exported_unless_undecided_rollouts_are_asked_for(tmp_path: Path) -> None:
     run = build_run(tmp_path / "run", RunShape(verdicts=False))
-    report = export_run(run, ExportConfig(out_dir=str(tmp_path / "out"), val_fraction=0))
+    report = export_run(RunReader(run), ExportConfig(out_dir=str(tmp_path / "out"), val_fraction=0))
     assert report.accepted == 0 and not report.samples and report.rejected == {"undecided": 4, "environment": 1}
     assert "have not run" in (tmp_path / "out" / "README.md").read_text(encoding="utf-8")
-    report = export_run(run, ExportConfig(out_dir=str(tmp_path / "all"), val_fraction=0, include_undecided=True))
+    report = export_run(RunReader(run), ExportConfig(out_dir=str(tmp_path / "all"), val_fraction=0, include_undecided=True))
     assert report.accepted == 4 and len(trajectories(report)) == 8 and not report.val
     assert "--include-undecided" in (tmp_path / "all" / "README.md").read_text(encoding="utf-8")
     assert (tmp_path / "all" / "val.jsonl").read_text() == ""
@@ -105,27 +106,31 @@ def test_without_verdicts_nothing_is_exported_unless_undecided_rollouts_are_aske
 def test_a_rollout_with_a_missing_judge_verdict_is_not_exported(run_dir: Path, tmp_path: Path) -> None:
     verdicts = read_parquet(run_dir / "verdicts.parquet", Verdict)
     write_parquet([v for v in verdicts if (v.task_id, v.gate) != ("task-0000", "quality")], run_dir / "verdicts.parquet", Verdict)
-    report = export_run(run_dir, ExportConfig(out_dir=str(tmp_path / "out")))
+    report = export_run(RunReader(run_dir), ExportConfig(out_dir=str(tmp_path / "out")))
     assert report.rejected == {"quality": 1, "environment": 1, "undecided": 1}
     assert "task-0000" not in {e.sample.task_id for e in report.samples} and report.accepted == 3
-    report = export_run(run_dir, ExportConfig(out_dir=str(tmp_path / "opt-in"), include_undecided=True))
+    report = export_run(RunReader(run_dir), ExportConfig(out_dir=str(tmp_path / "opt-in"), include_undecided=True))
     assert "task-0000" in {e.sample.task_id for e in report.samples}
 
 
 def test_with_no_gates_configured_every_finished_rollout_is_exported(run_dir: Path, tmp_path: Path) -> None:
     config = run_dir / "config.yaml"
     config.write_text(config.read_text().replace("gates: [constraint, consistency, quality]", "gates: []"))
-    report = export_run(run_dir, ExportConfig(out_dir=str(tmp_path / "out")))  # verdicts.parquet is there, as after filters=none
+    report = export_run(
+        RunReader(run_dir), ExportConfig(out_dir=str(tmp_path / "out"))
+    )  # verdicts.parquet is there, as after filters=none
     assert (report.accepted, report.rejected) == (5, {"environment": 1})  # the quality rejection is not a configured gate's
     assert {e.sample.task_id for e in report.samples} == {"task-0000", "task-0001", "task-0002", "task-0003"}
     assert "no gates configured" in report.acceptance
 
 
 def test_long_samples_are_dropped_or_cut_at_a_turn(run_dir: Path, tmp_path: Path) -> None:
-    dropped = export_run(run_dir, ExportConfig(out_dir=str(tmp_path / "a"), max_length=1000))
+    dropped = export_run(RunReader(run_dir), ExportConfig(out_dir=str(tmp_path / "a"), max_length=1000))
     assert {s.kind for s in dropped.skipped} == {"too_long", "eval_task"} and all(e.tokens.total <= 1000 for e in dropped.samples)
     assert not any(e.truncated for e in dropped.samples)
-    cut = export_run(run_dir, ExportConfig(out_dir=str(tmp_path / "b"), max_length=1000, truncation=Truncation.truncate))
+    cut = export_run(
+        RunReader(run_dir), ExportConfig(out_dir=str(tmp_path / "b"), max_length=1000, truncation=Truncation.truncate)
+    )
     assert (
         len(trajectories(cut)) == 6 and all(e.tokens.total <= 1000 for e in cut.samples) and any(e.truncated for e in cut.samples)
     )

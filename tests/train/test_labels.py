@@ -14,6 +14,7 @@ from train.export import ExportReport, export_run
 from train.labels import check_labels
 from train.tokens import TemplateCounter, image_root
 from train.validate import load_with_swift, validate_file
+from core.run.reader import RunReader
 
 pytestmark = pytest.mark.swift
 OBSERVATION = "<|observation|>"
@@ -84,7 +85,7 @@ def test_every_row_of_a_real_export_passes_the_label_checks(exported: ExportRepo
 
 
 def test_masked_critic_turns_carry_no_loss_and_pass(run_dir: Path, tiny_model: Path, tmp_path: Path) -> None:
-    export_run(run_dir, ExportConfig(out_dir=str(tmp_path / "out"), mask_critic=True, val_fraction=0))
+    export_run(RunReader(run_dir), ExportConfig(out_dir=str(tmp_path / "out"), mask_critic=True, val_fraction=0))
     path = tmp_path / "out" / "train.jsonl"
     assert any(m.get("loss") is False for row in rows_of(path) for m in row["messages"])
     report = validate_file(path, str(tiny_model))

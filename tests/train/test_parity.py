@@ -8,9 +8,9 @@ from pathlib import Path
 import pytest
 from PIL import Image
 
-from core.conversation import PROFILES, PastReasoning, Profile, ToolImages, profile_named
+from core.llm.conversation import PROFILES, PastReasoning, Profile, ToolImages, profile_named
 from core.records import Message, ToolCall, Trajectory
-from core.wire import digest, to_wire
+from core.llm.wire import digest, to_wire
 from train.config import ExportConfig, HistoryReasoning
 from train.parity import Parity, ParityReport, main
 from train.samples import to_samples
@@ -87,9 +87,9 @@ def test_defused_media_tags_are_a_named_difference(parity: Parity, tmp_path: Pat
 
 
 def test_the_cli_refuses_what_is_not_a_run(tmp_path: Path, capsys) -> None:
-    with pytest.raises(SystemExit) as exit_:
-        main([str(tmp_path)])
-    assert exit_.value.code == 2 and "not a run directory with rollouts" in capsys.readouterr().err
+    assert main([str(tmp_path)]) == 2 and "is not a run directory" in capsys.readouterr().err
+    (tmp_path / "tasks").mkdir()
+    assert main([str(tmp_path)]) == 2 and "not a run directory with rollouts" in capsys.readouterr().err
     with pytest.raises(SystemExit):
         main([str(tmp_path), "--profile", "gpt"])
     assert "invalid choice: 'gpt'" in capsys.readouterr().err

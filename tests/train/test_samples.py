@@ -10,7 +10,7 @@ import pytest
 from PIL import Image
 
 from core.records import Message, ToolCall, Trajectory
-from core.conversation import IMAGE_NOTE
+from core.llm.conversation import IMAGE_NOTE
 from train.samples import IMAGE_TAG, Sample, SampleError, defuse_tags, to_samples
 
 

@@ -13,6 +13,7 @@ from core.config import PROJECT_ROOT
 from tests.train.runs import RunShape, build_run
 from train.config import ExportConfig
 from train.export import ExportReport, export_run
+from core.run.reader import RunReader
 
 pytestmark = [pytest.mark.swift, pytest.mark.slow]
 
@@ -21,7 +22,7 @@ pytestmark = [pytest.mark.swift, pytest.mark.slow]
 def small_export(tmp_path: Path) -> ExportReport:
     """The smallest export that shows the path: two tasks of one work step per agent (train and val rows, one slide image)."""
     run_dir = build_run(tmp_path / "run", RunShape(tasks=2, failed=0, steps=1))
-    return export_run(run_dir, ExportConfig(val_fraction=0.5))
+    return export_run(RunReader(run_dir), ExportConfig(val_fraction=0.5))
 
 
 def test_tiny_glm4v_trains_on_the_export(small_export: ExportReport, tiny_model: Path, tmp_path: Path) -> None:

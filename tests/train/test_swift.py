@@ -13,6 +13,7 @@ from train.export import ExportReport, export_run
 from train.samples import SWIFT_TAGS
 from train.tokens import TemplateCounter, image_root
 from train.validate import validate_file
+from core.run.reader import RunReader
 
 pytestmark = pytest.mark.swift
 
@@ -57,7 +58,7 @@ def test_validation_catches_placeholder_mismatches_and_malformed_rows(exported: 
 
 @pytest.mark.parametrize("mask_critic", [False, True])
 def test_critic_thoughts_are_trained_unless_masked(run_dir: Path, tiny_model: Path, tmp_path: Path, mask_critic: bool) -> None:
-    report = export_run(run_dir, ExportConfig(out_dir=str(tmp_path / "out"), mask_critic=mask_critic, val_fraction=0))
+    report = export_run(RunReader(run_dir), ExportConfig(out_dir=str(tmp_path / "out"), mask_critic=mask_critic, val_fraction=0))
     counter = TemplateCounter(tiny_model)
     rows = [json.loads(line) for line in (tmp_path / "out" / "train.jsonl").read_text().splitlines()]
     first = [row for row in rows if (row["task_id"], row["agent"]) == (rows[0]["task_id"], rows[0]["agent"])]  # its parts
@@ -70,7 +71,7 @@ def test_critic_thoughts_are_trained_unless_masked(run_dir: Path, tiny_model: Pa
 
 def test_template_counts_decide_truncation(run_dir: Path, tiny_model: Path, tmp_path: Path) -> None:
     cfg = ExportConfig(out_dir=str(tmp_path / "out"), model_dir=str(tiny_model), max_length=3000, truncation=Truncation.truncate)
-    report = export_run(run_dir, cfg)
+    report = export_run(RunReader(run_dir), cfg)
     assert report.token_method.startswith("template deckforge_glm4_5v")
     assert any(e.truncated for e in report.samples) and all(e.tokens.total <= 3000 for e in report.samples)
     assert validate_file(tmp_path / "out" / "train.jsonl", str(tiny_model)).ok

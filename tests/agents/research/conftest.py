@@ -15,7 +15,7 @@ from agents.research.runtime import RESOURCE_KEY, Research, build_research
 from agents.sandbox import Workspace
 from agents.tools import ToolContext
 from agents.tools.toolsets import toolset_for
-from core.steps import Observation
+from core.seams.steps import Observation
 from core.records import ToolCall
 from tests.fakes.http_server import ScriptedServer
 

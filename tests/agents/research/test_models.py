@@ -14,7 +14,7 @@ from PIL import Image
 from agents.config import ImageGenerationConfig, ToolsConfig
 from agents.research.runtime import build_research
 from agents.sandbox import Workspace
-from core.models import Players
+from core.llm.players import Players
 from core.config import LLMConfig, RoleConfig
 from tests.agents.research.conftest import Call
 from tests.fakes.http_server import Answer, ScriptedServer

@@ -12,7 +12,7 @@ from agents.config import SandboxConfig
 from agents.sandbox import Workspace
 from agents.tools import ToolContext
 from agents.tools.toolsets import toolset_for
-from core.steps import Observation
+from core.seams.steps import Observation
 from core.records import ToolCall
 
 Call = Callable[..., Awaitable[Observation]]

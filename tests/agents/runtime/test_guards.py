@@ -14,7 +14,7 @@ from agents.loop import Agent
 from agents.tools import ToolContext
 from agents.tools.toolsets import toolset_for
 from core.config import LLMConfig
-from core.llm import ModelClient
+from core.llm.client import ModelClient
 from core.records import Trajectory
 from tests.fakes.openai_server import FakeOpenAIServer, Reply, replay
 

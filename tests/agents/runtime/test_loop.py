@@ -15,10 +15,10 @@ from agents.loop import Agent
 from agents.tools import Tool, ToolContext, Toolset
 from agents.tools.toolsets import toolset_for
 from core.config import LLMConfig, PriceConfig
-from core.llm import ModelClient
-from core.metering import Unit, unit_scope
+from core.llm.client import ModelClient
+from core.run.metering import Unit, unit_scope
 from core.records import Trajectory
-from core.steps import Injection, StepState
+from core.seams.steps import Injection, StepState
 from tests.fakes.openai_server import ErrorReply, FakeOpenAIServer, FaultPlan, Reply, replay
 
 SYSTEM, USER = "You make slides.", "Make a two-slide deck about tides."

@@ -18,7 +18,7 @@ from agents.sandbox import Workspace
 from agents.tools import Tool, ToolContext, ToolError, Toolset
 from agents.tools.registry import ToolCrashed
 from agents.tools.toolsets import TOOLS, toolset_for
-from core.steps import Observation
+from core.seams.steps import Observation
 from core.records import ToolCall
 
 RUNTIME_TOOLS = [

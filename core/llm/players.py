@@ -5,37 +5,35 @@ played in a `Play` beside its code: by a model client, or by its stand-in. The r
 (`llm.backend`, `roles.<role>.backend`, resolved by `resolve_role`) chooses: a chat backend wraps its
 transport in a `ModelClient` (so retries, limits, budget, metering, price and provenance are the same for
 every backend) and hands it to `by_model`; `scripted` is the backend whose players are the stand-ins.
-No caller asks which backend it got. Calls count into the unit being worked on (core.metering).
+No caller asks which backend it got. Calls count into the unit being worked on (core.run.metering).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Callable, Generic, Mapping, Protocol, TypeVar
+from typing import Callable, Mapping, TypeVar
 
 from omegaconf import DictConfig
 
 from core.config import Backend, ConfigError, LLMConfig, RoleConfig, resolve_role
-from core.llm import ModelClient, OpenAIWire, close_models
+from core.llm.client import ModelClient, OpenAIWire, close_models
 from core.protocols import Transport
+from core.protocols import ModelBackend, Play
+from core.llm.results import ModelError
+from core.cli import InputError
 
-LOCAL_UNSTARTED = "local://not-started"  # configs/llm/local.yaml's base_url until core.local_server starts it
+
+class EndpointUnreachable(ModelError, InputError):
+    """A role's endpoint did not answer the check made before any work (its ModelError, as bad input)."""
+
+    def __init__(self, error: ModelError):
+        Exception.__init__(self, str(error))
+        self.kind, self.attempts = error.kind, error.attempts
+
+
+LOCAL_UNSTARTED = "local://not-started"  # configs/llm/local.yaml's base_url until core.llm.local_server starts it
 
 T = TypeVar("T")
-
-
-@dataclass(frozen=True)
-class Play(Generic[T]):
-    """The two players of a role: `by_model` wraps the role's client, `stand_in` plays it by rule, offline."""
-
-    by_model: Callable[[ModelClient], T]
-    stand_in: Callable[[LLMConfig], T]
-
-
-class ModelBackend(Protocol):
-    policy: str  # what records and tables call its players: "model" or "scripted"
-
-    def play(self, cfg: LLMConfig, role: str, how: Play[T]) -> tuple[T, ModelClient | None]: ...
 
 
 @dataclass(frozen=True)
@@ -63,14 +61,14 @@ class StandIns:
 def _local_wire(cfg: LLMConfig) -> Transport:
     if cfg.base_url == LOCAL_UNSTARTED:
         raise ConfigError(
-            f"backend=local at {cfg.base_url}: no local model server was started for it (core.local_server.serving)"
+            f"backend=local at {cfg.base_url}: no local model server was started for it (core.llm.local_server.serving)"
         )
     return OpenAIWire(cfg)
 
 
 BACKENDS: dict[str, ModelBackend] = {  # `llm.backend` / `roles.<role>.backend` names one; a new backend is one line here
     Backend.openai: Chat(OpenAIWire),  # any OpenAI-compatible endpoint at base_url: a hosted API, a vLLM fleet
-    Backend.local: Chat(_local_wire),  # a GGUF model core.local_server serves on loopback for the entry point
+    Backend.local: Chat(_local_wire),  # a GGUF model core.llm.local_server serves on loopback for the entry point
     Backend.scripted: StandIns(),  # each role's rule-based stand-in, not a model
 }
 
@@ -122,9 +120,13 @@ class Players:
         return player
 
     async def check(self) -> None:
-        """Each model endpoint lists its models before any work (core.llm_types.ModelError naming role and URL)."""
+        """Each model endpoint lists its models before any work; EndpointUnreachable (bad input: nothing spent yet)
+        naming the role and URL of one that does not."""
         for client in self.clients:
-            await client.list_models()
+            try:
+                await client.list_models()
+            except ModelError as exc:
+                raise EndpointUnreachable(exc) from exc
 
     async def aclose(self) -> None:
         clients, self.clients = self.clients, []

@@ -17,7 +17,7 @@ class ChatResult:
     finish_reason: Optional[str] = None
     latency_s: float = 0.0
     usage_reported: bool = True  # False when the server gave no usage and it was estimated
-    request_digest: Optional[str] = None  # of the messages sent (core.wire.digest); None when nothing was sent
+    request_digest: Optional[str] = None  # of the messages sent (core.llm.wire.digest); None when nothing was sent
 
 
 class ModelError(RuntimeError):

@@ -30,15 +30,17 @@ import orjson
 import yaml
 
 from core.config import config_hash
-from core.records import Record, RecordError, write_parquet
-from core.usage import RoleUsage
+from core.records import Record, write_parquet
+from core.codec import RecordError
+from core.run.usage import RoleUsage
+from core.cli import InputError
 
 R = TypeVar("R", bound=Record)
 
 TMP_SUFFIX = ".tmp"
 
 
-class ConfigMismatch(RuntimeError):
+class ConfigMismatch(InputError, RuntimeError):
     """A rerun whose config would produce different outputs than the run it continues."""
 
 

@@ -1,4 +1,4 @@
-"""`python -m core.llama_server ARGS`: llama-cpp-python's OpenAI-compatible server, with one more chat format.
+"""`python -m core.llm.llama_server ARGS`: llama-cpp-python's OpenAI-compatible server, with one more chat format.
 
 llama-cpp-python's `chatml-function-calling` (tool calling for ChatML models: the tool schemas in the
 system prompt, the call names and JSON arguments constrained by grammars) passes `max_tokens=None`
@@ -18,8 +18,8 @@ state it counts), so a 2 GiB cache held 20 GB here. This process counts the whol
 llama.cpp evaluates only the part of a prompt that its loaded state (or one from that cache) does not
 already hold. Each reply says how many prompt tokens it so reused, as vLLM and OpenAI do
 (`usage.prompt_tokens_details.cached_tokens`), and `GET /metrics` keeps the running totals.
-`install()` makes these changes to llama-cpp-python, in the server process (core.local_server starts
-it as `python -m core.llama_server`); importing this module changes nothing.
+`install()` makes these changes to llama-cpp-python, in the server process (core.llm.local_server starts
+it as `python -m core.llm.llama_server`); importing this module changes nothing.
 """
 
 from __future__ import annotations

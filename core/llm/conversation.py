@@ -3,7 +3,7 @@
 The records (`core.records.Message`) say what happened. What the model was shown depends on
 the server's rules, which an endpoint *profile* states: where a tool's images go, and which
 past reasoning the chat template renders. `conversation()` applies a profile to the records;
-`core.wire` turns the result into the request, `train.samples` into the MS-SWIFT sample, so
+`core.llm.wire` turns the result into the request, `train.samples` into the MS-SWIFT sample, so
 the two agree by construction (`python -m train.parity` checks it token by token). Each
 profile's choices and their sources are in docs/profiles.md.
 """

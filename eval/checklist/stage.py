@@ -1,7 +1,7 @@
 """Eval stage 3: each rendered deck's checklist judged, check by check, and scored as PresentBench scores.
 
 A deck's checks are its task's checklist (pipeline/checklists.py, or a PresentBench case's) and, for a task
-that brings no fidelity checks, one per slide it has (eval.checklist_judge.fidelity_checks). They are judged
+that brings no fidelity checks, one per slide it has (eval.checklist.judge.fidelity_checks). They are judged
 in batches of `judge.checklist_batch` (1: a call per check); each batch is a unit
 (`units/eval_checks/<task>__<first check>.json`: its answers, the judge's usage), so a rerun judges only the
 checks that have no answer yet, whatever the batch size. The number of calls and their projected cost are
@@ -20,32 +20,27 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, ClassVar, Optional, Sequence
 
-from core.ledger import SpendingCap, play_unit, spending_cap
-from core.models import Play, Players, policy_of
-from core.prices import price_of
-from core.records import SCHEMA_VERSION, Check, CheckClass, Origin, Record, Rollout, RolloutStatus, Task, read_parquet
-from core.run import RunContext
-from core.store import RunStore, atomic_write_text
-from core.usage import RoleUsage
-from eval.checklist import WEIGHTS, ChecklistScore, kept_checks, score_checklist
-from eval.checklist_judge import (
-    CONTENT,
-    SOURCE_CHARS,
-    ChecklistJudge,
-    DeckInView,
-    ModelChecklistJudge,
-    RuleJudge,
-    fidelity_checks,
-)
+from core.run.ledger import SpendingCap, play_unit, spending_cap
+from core.llm.players import Players, policy_of
+from core.protocols import Play
+from core.llm.prices import price_of
+from core.records import SCHEMA_VERSION, Check, CheckClass, Origin, Record, Rollout, RolloutStatus, Task
+from core.run.context import RunContext
+from core.run.store import RunStore, atomic_write_text
+from core.run.usage import RoleUsage
+from eval.checklist.score import WEIGHTS, ChecklistScore, kept_checks, score_checklist
+from eval.checklist.judge import CONTENT, SOURCE_CHARS, ModelChecklistJudge, RuleChecklistJudge, fidelity_checks
+from core.protocols import ChecklistJudge
+from core.seams.judging import DeckInView
 from eval.config import EvalConfig, presentbench_root
-from eval.generation import TASKS
-from eval.judging import cache_root
+from eval.generation import EVAL_SPLIT
+from eval.slide_judge import cache_root
 from eval.presentbench import BenchCase, CaseScore, read_cases, summary_table
 from eval.scoring import SCORES, slides_of
 from eval.slides import DeckUnreadable
 from filters.constraints import UnusablePDF
 from pipeline.checklists import rule_checklist, source_text
-from pipeline.rollouts import STAGE as ROLLOUTS
+from core.run.reader import RunReader
 
 log = logging.getLogger(__name__)
 
@@ -184,9 +179,12 @@ async def judge_all(cfg: EvalConfig, decks: list[DeckChecks], store: RunStore, c
         judge: ChecklistJudge = players.play_endpoint(
             cfg.judge.endpoint,
             ROLE,
-            Play(lambda client: ModelChecklistJudge(client, cfg.judge.endpoint, cfg.judge.json_retries), lambda _: RuleJudge()),
+            Play(
+                lambda client: ModelChecklistJudge(client, cfg.judge.endpoint, cfg.judge.json_retries),
+                lambda _: RuleChecklistJudge(),
+            ),
         )
-        project(jobs, cfg, isinstance(judge, RuleJudge))
+        project(jobs, cfg, isinstance(judge, RuleChecklistJudge))
         slots = asyncio.Semaphore(cfg.judge.max_concurrency)
 
         async def one(deck: DeckChecks, batch: tuple[Check, ...]) -> None:
@@ -236,8 +234,9 @@ def scored(decks: list[DeckChecks], store: RunStore) -> list[ScoredChecklist]:
 def checklist(ctx: RunContext) -> dict[str, Any]:
     cfg: EvalConfig = ctx.cfg
     root = ctx.store.root
-    tasks = read_parquet(ctx.store.path(*TASKS), Task)
-    decks = deck_checks(cfg, tasks, ctx.store.load_map(ROLLOUTS, Rollout), root)
+    run = RunReader(ctx.store.root)
+    tasks = run.split(EVAL_SPLIT)
+    decks = deck_checks(cfg, tasks, {r.task_id: r for r in run.rollouts()}, root)
     asyncio.run(judge_all(cfg, decks, ctx.store, spending_cap(cfg.run, root)))
     results = scored(decks, ctx.store)
     out = ctx.store.path(SCORES)

@@ -19,57 +19,28 @@ import logging
 from dataclasses import dataclass
 from pathlib import Path
 from statistics import mean
-from typing import Protocol, TypeVar
+from typing import TypeVar
 
 import pydantic
 
 from core.config import LLMConfig
-from core.json_reply import JSONReplyError, ask_json
-from core.llm_types import ModelError
-from core.metering import note_model
+from core.llm.json_reply import JSONReplyError, ask_json
+from core.llm.results import ModelError
+from core.run.metering import note_model
 from core.prompts import cite, render
 from core.protocols import Model
 from core.records import Message, ModelUse
-from core.store import atomic_write_text
-from eval.slides import SlideView
+from core.run.store import atomic_write_text
+from core.llm.players import Players
+from core.protocols import Describer, Judge, Play
+from core.seams.judging import SlideDescription, SlideScores, SlideView
+from eval.config import JudgeConfig, describer_config
+from eval.scripted_judge import ScriptedDescriber, ScriptedJudge
 
 log = logging.getLogger(__name__)
 
 PROMPTS = Path(__file__).parent / "prompts"
 T = TypeVar("T", bound=pydantic.BaseModel)
-
-
-class SlideDescription(pydantic.BaseModel):
-    content: str = pydantic.Field(min_length=1)  # text density and quality, image relevance
-    style: str = pydantic.Field(min_length=1)  # visual consistency, colour, visual elements
-
-
-class Score(pydantic.BaseModel):
-    score: int = pydantic.Field(ge=1, le=5)
-    reason: str = pydantic.Field(min_length=1)
-
-
-class SlideScores(pydantic.BaseModel):
-    content: Score
-    style: Score
-
-
-class Describer(Protocol):
-    identity: str  # what the cached descriptions depend on
-    reads_content: bool  # whether it reads the slide's content-check failures (then they key its cache entries too)
-    use: ModelUse  # the model (or stand-in) a score record names
-    templates: tuple[str, ...]  # its prompt templates in PROMPTS
-
-    async def describe(self, slide: SlideView) -> SlideDescription: ...
-
-
-class Judge(Protocol):
-    identity: str
-    reads_content: bool
-    use: ModelUse
-    templates: tuple[str, ...]
-
-    async def score(self, slide: SlideView, description: SlideDescription) -> SlideScores: ...
 
 
 def check_prompts() -> None:
@@ -104,7 +75,7 @@ class ModelDescriber:
         return await ask_json(self.model, [message], SlideDescription, self.retries, image_root=slide.png.parent)
 
 
-class ModelJudge:
+class ModelSlideJudge:
     reads_content = False
     templates = ("judge.j2",)  # with the rubrics it includes
 
@@ -209,3 +180,34 @@ class SlideJudging:
             log.warning("%s: %d slide(s) could not be judged: %s", slide.png, len(failed), exc)
             return DeckJudgement((), error=f"judge: slide {slide.number}: {exc}")
         return DeckJudgement(tuple(r for r in results if isinstance(r, SlideJudgement)))
+
+
+# ---------------------------------------------------------------- the describer and judge a JudgeConfig names
+
+ROLES = ("describer", "judge")
+
+
+def cache_root(cfg: JudgeConfig, run_dir: Path) -> Path:
+    return Path(cfg.cache_dir).expanduser().resolve() if cfg.cache_dir else run_dir / "judge_cache"
+
+
+def judge_endpoints(cfg: JudgeConfig) -> dict[str, LLMConfig]:
+    """The endpoints of the describer and the judge, by role."""
+    return {"describer": describer_config(cfg), "judge": cfg.endpoint}
+
+
+def build_judging(cfg: JudgeConfig, cache: Path, players: Players) -> SlideJudging:
+    """The describer and judge of `cfg`, each played as its endpoint's backend says (`players` closes the
+    clients; their calls count into the unit being worked on, core.run.metering), with their cache."""
+    described = describer_config(cfg)
+    describer: Describer = players.play_endpoint(
+        described,
+        "describer",
+        Play(lambda client: ModelDescriber(client, described, cfg.json_retries), lambda _: ScriptedDescriber()),
+    )
+    judge: Judge = players.play_endpoint(
+        cfg.endpoint,
+        "judge",
+        Play(lambda client: ModelSlideJudge(client, cfg.endpoint, cfg.json_retries), lambda _: ScriptedJudge()),
+    )
+    return SlideJudging(describer, judge, JudgeCache(cache), cfg.max_concurrency)

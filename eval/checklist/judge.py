@@ -3,68 +3,41 @@
 A model judge (`ModelChecklistJudge`, role `checklist_judge` on `judge.endpoint`) answers a batch of checks
 per call (`judge.checklist_batch`, 1 by default: one call per check, as PresentBench judges) from what the
 checks need: the slide images (or their text, for a model that reads none), the request, and the source
-document's text for the checks about content. The offline stand-in (`RuleJudge`) decides the checks that
+document's text for the checks about content. The offline stand-in (`RuleChecklistJudge`) decides the checks that
 carry a rule (core.records.Check.rule) from the deck itself, the way the constraint gate does, and answers
 "not_applicable" to every other one, saying so.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Literal, Protocol, Sequence
+from typing import Sequence
 
 import pydantic
 
 from core.config import LLMConfig
-from core.json_reply import ask_json
+from core.llm.json_reply import ask_json
 from core.language import normalize_text
 from core.prompts import render
 from core.protocols import Model
 from core.records import Check, CheckClass, Message, ModelUse
-from eval.checklist import rule_constraints
-from eval.slides import SlideView
+from eval.checklist.score import rule_constraints
 from filters.config import FiltersConfig
 from filters.constraints import check_deck
+from core.seams.judging import Answer, DeckInView
 
-PROMPTS = Path(__file__).parent / "prompts"
+PROMPTS = Path(__file__).parents[1] / "prompts"  # eval/prompts
 STAND_IN = "checklist-rules"
 NOT_DECIDED = "the offline stand-in judge decides only the checks with a rule (slide count, language, aspect, mentions)"
 SOURCE_CHARS = 12_000  # of the source document shown with the content checks
 CONTENT = (CheckClass.completeness, CheckClass.correctness, CheckClass.fidelity)
 
 
-@dataclass(frozen=True)
-class DeckInView:
-    """What the judge is shown of one deck."""
-
-    instruction: str
-    pdf: Path
-    slides: Sequence[SlideView]
-    source: str = ""  # the source document's text, where the task has one
-
-    @property
-    def text(self) -> str:
-        return "\n\n".join(f"[slide {s.number}] {s.page.text if s.page else ''}" for s in self.slides)
-
-
-class Answer(pydantic.BaseModel):
-    check_id: str
-    answer: Literal["yes", "no", "not_applicable"]
-    reason: str = pydantic.Field(min_length=1, max_length=400)
-
-
 class _Answers(pydantic.BaseModel):
     answers: list[Answer]
 
 
-class ChecklistJudge(Protocol):
-    use: ModelUse  # the model (or stand-in) its answers name
-
-    async def answer(self, checks: Sequence[Check], deck: DeckInView) -> list[Answer]: ...
-
-
-class RuleJudge:
+class RuleChecklistJudge:
     """The offline stand-in: rules decide what they can, everything else is "not_applicable"."""
 
     use = ModelUse(STAND_IN, "scripted", 0.0, 1.0, 0)

@@ -1,12 +1,12 @@
 """Async client for any OpenAI-compatible chat endpoint (vLLM, hosted APIs).
 
 Used by every role (agent, critic, judges, task writer), each with its own
-endpoint (one server or a fleet of replicas: `core.fleet` picks the replica of each
+endpoint (one server or a fleet of replicas: `core.llm.fleet` picks the replica of each
 call and admits it), sampling and price. Transient failures are retried with
 jittered exponential backoff (honouring Retry-After); what is given up on is raised
 as `ModelError` with a kind. Calls, retries, failures, tokens and cost are
-counted per role into the unit being worked on (`core.metering`), else into the
-client's own meter; the price is the endpoint's (`core.prices`).
+counted per role into the unit being worked on (`core.run.metering`), else into the
+client's own meter; the price is the endpoint's (`core.llm.prices`).
 
 The wire is plain JSON over aiohttp (POST /chat/completions, GET /models), not the
 `openai` SDK: the SDK's request pipeline (httpx + anyio + response models) cost
@@ -33,16 +33,16 @@ from tenacity import AsyncRetrying, RetryCallState, retry_if_exception, stop_aft
 from yarl import URL
 
 from core.config import LLMConfig
-from core.fleet import Fleet
-from core.replica_limit import Outcome, outcome_of
-from core.conversation import profile_named
-from core.llm_types import ChatResult, ModelError
-from core.metering import current_unit
+from core.llm.fleet import Fleet
+from core.llm.replica_limit import CallOutcome, outcome_of
+from core.llm.conversation import profile_named
+from core.llm.results import ChatResult, ModelError
+from core.run.metering import current_unit
 from core.protocols import Transport
-from core.prices import busy_clock, price_of
+from core.llm.prices import busy_clock, price_of
 from core.records import Message, ModelUse, ToolCall, Usage
-from core.usage import UsageMeter
-from core.wire import digest, estimate_prompt_tokens, to_wire
+from core.run.usage import UsageMeter
+from core.llm.wire import digest, estimate_prompt_tokens, to_wire
 
 log = logging.getLogger(__name__)
 
@@ -142,7 +142,7 @@ class OpenAIWire:
     """The OpenAI-compatible HTTP wire (POST /chat/completions, GET /models): a `core.protocols.Transport`.
 
     One aiohttp session per event loop (a session belongs to the loop that made it), for every replica: how many
-    calls are in flight to each is `core.fleet`'s to decide, not the connection pool's."""
+    calls are in flight to each is `core.llm.fleet`'s to decide, not the connection pool's."""
 
     def __init__(self, cfg: LLMConfig):
         self.cfg = cfg
@@ -202,16 +202,16 @@ class OpenAIWire:
 
 class ModelClient:
     """One role's model: whatever the transport (`core.protocols.Transport`; the OpenAI wire unless a backend
-    gives another), its calls pass here for the replica and its admission (`core.fleet`), retries, budget refusal,
+    gives another), its calls pass here for the replica and its admission (`core.llm.fleet`), retries, budget refusal,
     metering, price and provenance. Implements `core.protocols.Endpoint`."""
 
     def __init__(self, cfg: LLMConfig, role: str = "agent", meter: UsageMeter | None = None, transport: Transport | None = None):
         self.cfg = cfg
         self.role = role
         self.name = cfg.model
-        self.profile = cfg.profile  # what the server takes (core.conversation); validated with the config
+        self.profile = cfg.profile  # what the server takes (core.llm.conversation); validated with the config
         self.vision = cfg.vision
-        self.meter = meter or UsageMeter()  # calls made outside any unit (core.metering) count here
+        self.meter = meter or UsageMeter()  # calls made outside any unit (core.run.metering) count here
         self.price = price_of(cfg)
         self.use = ModelUse(cfg.model, str(cfg.backend), cfg.temperature, cfg.top_p, cfg.max_tokens)
         self.context_window: int | None = cfg.context_window  # else learnt by list_models where the server says
@@ -254,10 +254,10 @@ class ModelClient:
                 turn.reschedule(asyncio.get_running_loop().time() + self.cfg.turn_timeout_s)  # from the first slot held
             clock = busy_clock(grant.url) if self.price.fleet_per_hour else None
             started, mark = time.perf_counter(), clock.enter() if clock else 0.0
-            outcome, hinted = Outcome.neutral, None
+            outcome, hinted = CallOutcome.neutral, None
             try:
                 response = await self.transport.complete(request, grant.url)
-                outcome = Outcome.ok
+                outcome = CallOutcome.ok
                 result = self._parse(response, messages, time.perf_counter() - started, self.cfg.max_tokens)
             except EndpointError as exc:
                 outcome, hinted = outcome_of(exc.status), retry_after_s(exc)
@@ -271,7 +271,7 @@ class ModelClient:
             finally:
                 busy[0] += clock.leave(mark) if clock else 0.0
                 self.fleet.release(grant, outcome, hinted)
-                if outcome not in (Outcome.ok, Outcome.neutral):
+                if outcome not in (CallOutcome.ok, CallOutcome.neutral):
                     meter.record_replica_error(self.role, grant.url)
             return result, grant.url
 

@@ -1,4 +1,4 @@
-"""How many calls one replica may hold, and what moves that limit (core/fleet.py keeps one per replica).
+"""How many calls one replica may hold, and what moves that limit (core/llm/fleet.py keeps one per replica).
 
 `Limit` starts at `initial_concurrency`, doubles each round of successes until the first refusal (HTTP 429,
 503, 529: a rate limit, vLLM's full queue, an overloaded gateway), then cuts to 0.8x what was in flight
@@ -25,7 +25,7 @@ WAITING = ("vllm:num_requests_waiting", "sglang:num_queue_reqs")
 KV_USAGE = ("vllm:kv_cache_usage_perc", "vllm:gpu_cache_usage_perc", "sglang:token_usage")
 
 
-class Outcome(str, Enum):
+class CallOutcome(str, Enum):
     """How a call ended, for its replica's limit and health."""
 
     ok = "ok"
@@ -127,12 +127,12 @@ def first(values: dict[str, float], names: tuple[str, ...]) -> Optional[float]:
     return next((values[n] for n in names if n in values), None)
 
 
-def outcome_of(status: Optional[int], unreachable: bool = False) -> Outcome:
+def outcome_of(status: Optional[int], unreachable: bool = False) -> CallOutcome:
     """A finished attempt's outcome for its replica: by HTTP status (None: no answer, a timeout or a cut connection)."""
     if unreachable:
-        return Outcome.unreachable
+        return CallOutcome.unreachable
     if status is None or (status >= 500 and status not in REFUSAL_STATUSES):
-        return Outcome.failed
+        return CallOutcome.failed
     if status in REFUSAL_STATUSES:
-        return Outcome.refused
-    return Outcome.ok if status < 300 else Outcome.neutral
+        return CallOutcome.refused
+    return CallOutcome.ok if status < 300 else CallOutcome.neutral

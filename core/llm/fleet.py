@@ -1,14 +1,14 @@
 """A role's replicas: which one serves each call, how many calls each may hold, which are up.
 
 An endpoint (`llm.base_url`) is one server or a fleet of replicas of the same model. Every call of
-a `core.llm.ModelClient` asks its `Fleet` for a slot on one replica and gives it back with the outcome:
+a `core.llm.client.ModelClient` asks its `Fleet` for a slot on one replica and gives it back with the outcome:
 
-- Routing (`llm.routing`). `sticky`: every call of a unit (`core.metering.Unit.key`: a rollout's task
+- Routing (`llm.routing`). `sticky`: every call of a unit (`core.run.metering.Unit.key`: a rollout's task
   id, a judged unit's id) goes to the same replica, chosen by rendezvous hashing of the key over the
   replicas that are up: stable across processes and resumes, and when a replica leaves only its units
   move. An agent's next prompt is its last one plus a little, so the replica that served the last
   turn holds it in its prefix cache. `round_robin`: each call the next replica, as a plain balancer.
-- Admission. Each replica has a limit on calls in flight (`core.replica_limit.Limit`), shared by every client of the
+- Admission. Each replica has a limit on calls in flight (`core.llm.replica_limit.Limit`), shared by every client of the
   process and, in a Ray run, by every rollout worker (`pipeline.fleet_admission` hosts one
   `FleetState` for all of them). It starts at `initial_concurrency`, doubles each round of
   successes until the first refusal (HTTP 429, 503, 529: a rate limit, vLLM's full queue, an
@@ -35,13 +35,14 @@ import uuid
 from collections import deque
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Coroutine, Optional, Protocol
+from typing import Any, Coroutine, Optional
 
 import aiohttp
 
 from core.config import AdmissionMode, ConfigError, LLMConfig, Routing, replica_urls
-from core.metering import current_unit
-from core.replica_limit import KV_USAGE, WAITING, Limit, Outcome, Policy, first, gauges, metrics_url
+from core.run.metering import current_unit
+from core.llm.replica_limit import KV_USAGE, WAITING, Limit, CallOutcome, Policy, first, gauges, metrics_url
+from core.protocols import Admission
 
 log = logging.getLogger(__name__)
 
@@ -123,10 +124,10 @@ class FleetState:
         try:
             return await waiter.future
         except asyncio.CancelledError:
-            self.release(ticket, Outcome.neutral)
+            self.release(ticket, CallOutcome.neutral)
             raise
 
-    def release(self, ticket: str, outcome: Outcome, retry_after_s: Optional[float] = None) -> None:
+    def release(self, ticket: str, outcome: CallOutcome, retry_after_s: Optional[float] = None) -> None:
         """The call holding `ticket` ended (or gave up waiting): free its slot and learn from how it ended."""
         waiter = self._waiting.pop(ticket, None)
         if waiter is not None:  # it gave up while waiting
@@ -139,13 +140,13 @@ class FleetState:
             return
         replica, seq = held
         replica.in_flight -= 1
-        self._learn(replica, seq, Outcome(outcome), retry_after_s)
+        self._learn(replica, seq, CallOutcome(outcome), retry_after_s)
         self._dispatch(replica)
 
     def forget(self, holder: str) -> None:
         """Free every slot and wait of the tickets of `holder` (a worker that died with calls in flight)."""
         for ticket in [t for t in [*self._tickets, *self._waiting] if t.startswith(f"{holder}/")]:
-            self.release(ticket, Outcome.neutral)
+            self.release(ticket, CallOutcome.neutral)
 
     def snapshot(self) -> dict[str, dict[str, object]]:
         """Each replica's state, for logs and benchmarks."""
@@ -229,11 +230,11 @@ class FleetState:
 
     # ------------------------------------------------------------ learning
 
-    def _learn(self, replica: Replica, seq: int, outcome: Outcome, retry_after_s: Optional[float]) -> None:
-        if outcome is Outcome.ok:
+    def _learn(self, replica: Replica, seq: int, outcome: CallOutcome, retry_after_s: Optional[float]) -> None:
+        if outcome is CallOutcome.ok:
             replica.fails_in_row = replica.refusals_in_row = 0
             replica.limit.succeeded()
-        elif outcome is Outcome.refused:
+        elif outcome is CallOutcome.refused:
             replica.refusals += 1
             replica.refusals_in_row += 1
             if replica.limit.refused(seq, replica.in_flight + 1, replica.granted):
@@ -244,11 +245,11 @@ class FleetState:
                 )
             if replica.refusals_in_row >= REFUSALS_TO_DOWN and replica.limit.slots <= 1:
                 self._take_out(replica, f"{replica.refusals_in_row} refusals in a row")
-        elif outcome is Outcome.failed:
+        elif outcome is CallOutcome.failed:
             replica.fails_in_row += 1
             if replica.fails_in_row >= FAILS_TO_DOWN:
                 self._take_out(replica, f"{replica.fails_in_row} failed calls in a row")
-        elif outcome is Outcome.unreachable:
+        elif outcome is CallOutcome.unreachable:
             self._take_out(replica, "it refused the connection")
 
     def _take_out(self, replica: Replica, why: str) -> None:
@@ -312,16 +313,6 @@ class FleetState:
 
 def _watcher_session() -> aiohttp.ClientSession:
     return aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=5.0))
-
-
-class Admission(Protocol):
-    """Where a process's clients take their slots: a `FleetState` of their own, or one shared by a Ray cluster."""
-
-    async def acquire(
-        self, urls: tuple[str, ...], policy: Policy, key: Optional[str], routing: Routing, ticket: str
-    ) -> Grant: ...
-
-    def release(self, ticket: str, outcome: Outcome, retry_after_s: Optional[float] = None) -> None: ...
 
 
 _shared: Optional[Admission] = None
@@ -398,5 +389,5 @@ class Fleet:
         ticket = f"{HOLDER}/{next(_tickets)}"
         return await admission().acquire(self.urls, self.policy, unit.key if unit else None, self.routing, ticket)
 
-    def release(self, grant: Grant, outcome: Outcome, retry_after_s: Optional[float] = None) -> None:
+    def release(self, grant: Grant, outcome: CallOutcome, retry_after_s: Optional[float] = None) -> None:
         admission().release(grant.ticket, outcome, retry_after_s)

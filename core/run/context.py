@@ -12,8 +12,8 @@ from omegaconf import DictConfig, OmegaConf
 from core.config import PROJECT_ROOT, ResumeMode, TrackingConfig, TrackingMode, run_dir, to_plain
 from core.logs import setup_logging
 from core.prompts import manifest
-from core.store import RunStore
-from core.tracking import Tracker
+from core.run.store import RunStore
+from core.run.tracking import Tracker
 
 log = logging.getLogger(__name__)
 

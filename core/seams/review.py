@@ -6,6 +6,7 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 import pydantic
+from core.defects import Defect, ManuscriptIssue
 
 
 @dataclass(frozen=True)
@@ -15,9 +16,9 @@ class Inspection:
     tool: str
     artifact: str  # workspace-relative path of the HTML or markdown file
     source: str
-    measured: list[dict[str, Any]]  # defects (slides) or issues (manuscripts), as the tool measured them
+    measured: tuple[Defect, ...] | tuple[ManuscriptIssue, ...]  # defects (slides) or issues (manuscripts), as measured
     image: str | None = None  # workspace-relative rendered PNG
-    details: dict[str, Any] | None = None  # slide size / constraints
+    details: dict[str, Any] | None = None  # slide size and aspect, or the manuscript's constraints
 
     @property
     def ref(self) -> str:

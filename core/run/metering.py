@@ -8,7 +8,7 @@ renders is named with its content hash; so a record is stamped with its usage an
 context, so calls made by tasks a unit gathers count too.
 
 A unit may be capped (`rollouts.max_cost_usd`): once it has spent its cap, its next model
-call is refused (`ModelError` kind "budget"). The run's cap (`core.ledger.SpendingCap`) with
+call is refused (`ModelError` kind "budget"). The run's cap (`core.run.ledger.SpendingCap`) with
 `run.budget_in_flight=cancel` stops it at its next call with `UnitCancelled`.
 """
 
@@ -20,10 +20,10 @@ from contextvars import ContextVar
 from typing import TYPE_CHECKING, Iterator, Optional, TypeVar
 
 from core.records import ModelUse, Origin, Record
-from core.usage import RoleUsage, UsageMeter
+from core.run.usage import RoleUsage, UsageMeter
 
 if TYPE_CHECKING:
-    from core.ledger import SpendingCap
+    from core.run.ledger import SpendingCap
 
 R = TypeVar("R", bound=Record)
 
@@ -46,7 +46,7 @@ class Unit:
         key: Optional[str] = None,
     ):
         self.meter = meter or UsageMeter()
-        self.key = key  # what pins its calls to one replica of a fleet (core.fleet): a rollout's task id, a unit's id
+        self.key = key  # what pins its calls to one replica of a fleet (core.llm.fleet): a rollout's task id, a unit's id
         self.max_cost_usd = max_cost_usd
         self.cap = cap
         self.parent = parent

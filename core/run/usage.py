@@ -3,7 +3,7 @@
 `RoleUsage` is the frozen total a record stores (a unit's usage, a stage's, a run's);
 `UsageMeter` accumulates it while calls happen, from any thread. A cost is "unknown",
 not zero, while any call of the role had no known price (`unpriced_calls`). Each role's
-calls are also counted by the replica that served them (`ReplicaUsage`, core.fleet).
+calls are also counted by the replica that served them (`ReplicaUsage`, core.llm.fleet).
 """
 
 from __future__ import annotations

@@ -19,10 +19,12 @@ from typing import Any, Awaitable, Callable, Mapping, Optional, TypeVar
 import orjson
 
 from core.config import BudgetInFlight, RunConfig
-from core.metering import Unit, UnitCancelled, stamped, unit_scope
-from core.records import Record, RecordError, decode
-from core.store import RunStore
-from core.usage import RoleUsage, merged, total
+from core.run.metering import Unit, UnitCancelled, stamped, unit_scope
+from core.records import Record
+from core.codec import RecordError, decode
+from core.run.store import RunStore
+from core.run.usage import RoleUsage, merged, total
+from core.cli import Stopped
 
 R = TypeVar("R", bound=Record)
 
@@ -92,7 +94,7 @@ def read_ledger(root: Path) -> Ledger:
     return ledger
 
 
-class BudgetExhausted(RuntimeError):
+class BudgetExhausted(Stopped, RuntimeError):
     """The run's spending cap stopped a stage; the message is the one line the user sees."""
 
 
@@ -102,7 +104,7 @@ class SpendingCap:
     A stage asks `admit()` before each unit starts; units of this process are followed live
     (`opened`/`closed`), units finished elsewhere (a Ray worker's rollouts) are `add`ed when their
     records arrive. Once reached, no unit is admitted; with `budget_in_flight=cancel` the units in
-    flight stop at their next model call (`core.metering.UnitCancelled`)."""
+    flight stop at their next model call (`core.run.metering.UnitCancelled`)."""
 
     def __init__(self, run: RunConfig, spent: RoleUsage):
         self.max_cost_usd, self.max_tokens = run.max_cost_usd, run.max_tokens
@@ -178,7 +180,7 @@ def spending_cap(run: RunConfig, root: Path) -> Optional[SpendingCap]:
 async def play_unit(
     store: RunStore, stage: str, unit_id: str, make: Callable[[], Awaitable[Optional[R]]], cap: Optional[SpendingCap] = None
 ) -> Optional[R]:
-    """Run `make` as one unit (core.metering) and publish its record stamped with its usage and origin.
+    """Run `make` as one unit (core.run.metering) and publish its record stamped with its usage and origin.
 
     None, and no unit: the cap held it back or stopped it (`cap.held_back` counts it), or `make`
     returned None (a judge that gave no verdict). What it spent is kept as unfinished then, and

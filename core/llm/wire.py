@@ -1,4 +1,4 @@
-"""A request's chat messages from the records (through core.conversation's profile), images as cached data
+"""A request's chat messages from the records (through core.llm.conversation's profile), images as cached data
 URLs, and the prompt-size estimate for servers that report no usage."""
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ from typing import Any, Sequence
 
 import orjson
 
-from core.conversation import Profile, Turn, conversation, reasoning_shown
+from core.llm.conversation import Profile, Turn, conversation, reasoning_shown
 from core.records import Message
 
 IMAGE_TOKEN_ESTIMATE = 1000  # prompt tokens charged per image when the server reports none
@@ -68,7 +68,7 @@ def _content(turn: Turn, image_root: Path) -> str | list[dict[str, Any]]:
 
 
 def to_wire(messages: Sequence[Message], image_root: Path | None, profile: Profile, vision: bool = True) -> list[dict[str, Any]]:
-    """Records -> the OpenAI chat messages of a request, as `profile`'s server takes them (core.conversation)."""
+    """Records -> the OpenAI chat messages of a request, as `profile`'s server takes them (core.llm.conversation)."""
     turns = conversation(messages, profile, vision)
     shown = reasoning_shown(turns, profile)
     root = image_root or Path.cwd()

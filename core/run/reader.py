@@ -1,0 +1,198 @@
+"""The one reader of a run directory: records in, records out.
+
+Every stage, command, the run report, eval and the parity check read a run through a `RunReader`: its config,
+its tasks, rollouts and verdicts as records (a stage's published units while it runs, else its Parquet view),
+and, given a rollout, the records its artifacts hold: each agent's `Trajectory` and the deck's `DeckReport`.
+An artifact that is missing or unreadable is an `ArtifactError` naming the file and what is wrong; the caller
+decides what that means (an environment verdict, a skipped sample, a note in the report).
+
+A reader reads each part once, when first asked: a stage that needs the rollouts twice reads them once. Make a
+new reader to see what was written since. The writer is `core.run.store.RunStore`.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, TypeVar
+
+import orjson
+import yaml
+
+from core.cli import InputError
+from core.records import ArtifactError, Origin, Record, Rollout, StageDone, Task, Trajectory, Verdict, read_parquet
+from core.codec import RecordError, decode
+from core.run.ledger import Ledger, read_ledger
+from core.run.store import RunStore
+from core.seams.deck import DeckReport
+
+R = TypeVar("R", bound=Record)
+
+TRAJECTORY = "trajectory:"  # Rollout.artifacts names each agent's trajectory "trajectory:<agent>"
+TRAJECTORY_FILE = "trajectory_{agent}.json"  # in the rollout's workspace, saved as the agent goes (agents/workflow.py)
+SPLITS = ("train", "eval")
+
+
+class NotARun(InputError):
+    """The directory is not a run directory (no config.yaml, tasks/ or units/)."""
+
+
+@dataclass(frozen=True)
+class TrajectoryFile:
+    """One agent's trajectory artifact of a rollout."""
+
+    task_id: str
+    agent: str
+    path: Path  # absolute
+
+    @property
+    def workspace(self) -> Path:
+        return self.path.parent
+
+
+class RunReader:
+    """A run directory, read. `RunReader.open(root)` checks that it is one (NotARun otherwise)."""
+
+    def __init__(self, root: Path):
+        self.root = Path(root).resolve()
+        self.store = RunStore(self.root)
+        self._read: dict[str, Any] = {}
+
+    @classmethod
+    def open(cls, root: Path) -> RunReader:
+        reader = cls(root)
+        if not any((reader.root / name).exists() for name in ("config.yaml", "tasks", "units")):
+            raise NotARun(f"{reader.root} is not a run directory (no config.yaml, tasks/ or units/)")
+        return reader
+
+    def _once(self, key: str, read: Any) -> Any:
+        if key not in self._read:
+            self._read[key] = read()
+        return self._read[key]
+
+    def path(self, *parts: str) -> Path:
+        return self.root.joinpath(*parts)
+
+    # ---- the run's own files
+
+    def config_text(self) -> str:
+        """config.yaml as written ("" when the run has none)."""
+        path = self.path("config.yaml")
+        return self._once("config_text", lambda: path.read_text(encoding="utf-8") if path.is_file() else "")
+
+    def config(self) -> dict[str, Any]:
+        """The resolved config the run was made with ({} when it has none)."""
+        return self._once("config", lambda: yaml.safe_load(self.config_text()) or {})
+
+    def config_hash(self) -> str:
+        path = self.path("config.hash")
+        return path.read_text().strip() if path.is_file() else ""
+
+    def split(self, name: str) -> list[Task]:
+        """The tasks of one split (tasks/<name>.parquet), in file order; [] when there is none."""
+        path = self.path("tasks", f"{name}.parquet")
+        return self._once(f"split:{name}", lambda: read_parquet(path, Task) if path.is_file() else [])
+
+    def tasks(self) -> dict[str, Task]:
+        """Every task of every split (tasks/*.parquet), by id."""
+
+        def read() -> dict[str, Task]:
+            names = sorted(p.stem for p in self.path("tasks").glob("*.parquet"))
+            return {t.task_id: t for name in names for t in self.split(name)}
+
+        return self._once("tasks", read)
+
+    def rollouts(self) -> list[Rollout]:
+        """The finished rollouts: the published units (the truth while the stage runs), else rollouts.parquet."""
+        return self._once("rollouts", lambda: self._records("rollouts", Rollout))
+
+    def verdicts(self) -> list[Verdict] | None:
+        """Every gate's verdicts; None when the filters have not run."""
+
+        def read() -> list[Verdict] | None:
+            if not (self.store.done("verdicts") or self.path("verdicts.parquet").is_file()):
+                return None
+            return self._records("verdicts", Verdict)
+
+        return self._once("verdicts", read)
+
+    def units(self, stage: str, cls: type[R]) -> dict[str, R]:
+        """The published units of a stage by id (eval's scores and checks, StageDone marks)."""
+        return self._once(f"units:{stage}", lambda: self.store.load_map(stage, cls))
+
+    def stage_done(self, stage: str) -> StageDone | None:
+        return self.units("stages", StageDone).get(stage)
+
+    def ledger(self) -> Ledger:
+        """Every model call of every stage (core.run.ledger)."""
+        return self._once("ledger", lambda: read_ledger(self.root))
+
+    def _records(self, stage: str, cls: type[R]) -> list[R]:
+        if self.store.done(stage):
+            return self.store.load(stage, cls)
+        path = self.path(f"{stage}.parquet")
+        return read_parquet(path, cls) if path.is_file() else []
+
+    # ---- the records a rollout's artifacts hold
+
+    def workspace(self, rollout: Rollout) -> Path:
+        """The rollout's workspace (rollouts/<task_id> unless its artifacts say otherwise)."""
+        some = next((p for name, p in sorted(rollout.artifacts.items()) if name.startswith(TRAJECTORY)), None)
+        return self.root / (some.rsplit("/", 1)[0] if some and "/" in some else f"rollouts/{rollout.task_id}")
+
+    def artifact(self, rollout: Rollout, name: str) -> Path:
+        """The artifact's absolute path; ArtifactError when the rollout did not record it."""
+        relative = rollout.artifacts.get(name)
+        if relative is None:
+            raise ArtifactError(f"{rollout.task_id}: the rollout recorded no {name!r} artifact")
+        return self.root / relative
+
+    def trajectory_files(self, rollout: Rollout) -> list[TrajectoryFile]:
+        """Each agent's trajectory artifact, by agent name. A rollout whose record names none (a worker that died
+        mid-rollout) has the trajectory files its agents saved in its workspace, if any."""
+        named = [
+            TrajectoryFile(rollout.task_id, name.removeprefix(TRAJECTORY), self.root / relative)
+            for name, relative in sorted(rollout.artifacts.items())
+            if name.startswith(TRAJECTORY)
+        ]
+        if named:
+            return named
+        prefix, suffix = TRAJECTORY_FILE.split("{agent}")
+        saved = sorted(self.workspace(rollout).glob(TRAJECTORY_FILE.format(agent="*")))
+        return [TrajectoryFile(rollout.task_id, p.name.removeprefix(prefix).removesuffix(suffix), p) for p in saved]
+
+    def trajectory(self, file: TrajectoryFile) -> Trajectory:
+        """The trajectory record in `file`; ArtifactError when it is missing or not a trajectory."""
+        data = _json(file.path)
+        try:
+            return Trajectory.from_dict(data)
+        except (RecordError, TypeError) as exc:
+            raise ArtifactError(f"{file.path}: not a trajectory record ({exc})") from exc
+
+    def trajectories(self, rollout: Rollout) -> list[Trajectory]:
+        """Every agent's trajectory, in artifact order; ArtifactError when there is none or one is unreadable."""
+        files = self.trajectory_files(rollout)
+        if not files:
+            raise ArtifactError(f"{rollout.task_id}: the rollout recorded no trajectory")
+        return [self.trajectory(f) for f in files]
+
+    def trajectory_origin(self, file: TrajectoryFile) -> Origin:
+        """Only the `origin` of a trajectory (a file made before records named theirs: none); RecordError when unreadable."""
+        try:
+            return decode(Origin, orjson.loads(file.path.read_bytes()).get("origin") or {})
+        except (OSError, orjson.JSONDecodeError, AttributeError, RecordError) as exc:
+            raise RecordError(f"{file.path}: unreadable trajectory ({exc})") from exc
+
+    def deck(self, rollout: Rollout) -> DeckReport:
+        """What the deck export measured (deck_defects.json); ArtifactError when missing or malformed."""
+        return DeckReport.read(self.artifact(rollout, "defects"))
+
+
+def _json(path: Path) -> Any:
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError as exc:
+        raise ArtifactError(f"{path}: no such file") from exc
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise ArtifactError(f"{path}: unreadable ({exc})") from exc
