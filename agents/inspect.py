@@ -3,7 +3,7 @@
     python -m agents.inspect slide FILE.html --aspect 16:9 [--json] [--png PATH] [--workspace DIR] [--timeout S]
     python -m agents.inspect manuscript FILE.md [--json] [--slides N|MIN-MAX] [--lang xx] [--workspace DIR]
 
-Exit status: 0 when the inspection ran (defects and issues are data), 1 when rendering
+Exit status (core.cli): 0 when the inspection ran (defects and issues are data), 1 when rendering
 failed, 2 on unusable input, a slide that hangs included (one line on stderr).
 """
 
@@ -20,21 +20,16 @@ from render.config import RenderConfig
 from render.inspection import SlideInspection, inspect_slide
 from core.cli import OneLineParser
 from agents.manuscript import ManuscriptConstraints, inspect_manuscript
-from render.renderer import Renderer, RenderError, RenderTimeout, aspect_size
+from render.renderer import Renderer, aspect_size
 from core.seams.steps import ManuscriptReport
+from core.cli import InputError, run_command
 
 
 def main(argv: list[str] | None = None) -> int:
-    args = _parser().parse_args(argv)
+    parser = _parser()
+    args = parser.parse_args(argv)
     logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
-    try:
-        return args.run(args)
-    except (ValueError, RenderTimeout) as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return 2
-    except RenderError as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return 1
+    return run_command(parser.prog, lambda: args.run(args))
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -77,17 +72,20 @@ def _slide_range(text: str) -> tuple[int, int]:
 
 def _run_slide(args: argparse.Namespace) -> int:
     html: Path = args.file
-    aspect_size(args.aspect)
+    try:
+        aspect_size(args.aspect)
+    except ValueError as exc:
+        raise InputError(str(exc)) from exc
     if not html.is_file():
-        raise ValueError(f"{html}: no such file")
+        raise InputError(f"{html}: no such file")
     if html.suffix.lower() not in (".html", ".htm"):
-        raise ValueError(f"{html}: not an HTML file")
+        raise InputError(f"{html}: not an HTML file")
     workspace = (args.workspace or _default_workspace(html)).resolve()
     if not html.resolve().is_relative_to(workspace):
-        raise ValueError(f"{html}: outside the workspace {workspace}")
+        raise InputError(f"{html}: outside the workspace {workspace}")
     png = (args.png or html.with_suffix(".png")).resolve()
     if args.timeout <= 0:
-        raise ValueError(f"--timeout {args.timeout:g}: must be positive")
+        raise InputError(f"--timeout {args.timeout:g}: must be positive")
     inspection = asyncio.run(_inspect(workspace, str(html.resolve().relative_to(workspace)), args.aspect, png, args.timeout))
     if args.json:
         print(json.dumps({**inspection.to_dict(), "file": str(html)}, ensure_ascii=False))

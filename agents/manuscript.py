@@ -20,6 +20,7 @@ from urllib.parse import unquote, urlparse
 from core.language import detect_language
 from core.defects import ManuscriptIssue
 from core.seams.steps import ManuscriptReport
+from core.cli import InputError
 
 _MD_IMAGE = re.compile(r"!\[(?P<alt>[^\]]*)\]\(\s*(?P<src><[^>]*>|[^)\s]+)(?:\s+(?:\"[^\"]*\"|'[^']*'))?\s*\)")
 _HTML_IMAGE = re.compile(r"<img\b[^>]*>", re.IGNORECASE)
@@ -57,6 +58,10 @@ class _Image:
     alt: str | None  # None: no alt attribute at all
 
 
+class ManuscriptUnreadable(InputError, ValueError):
+    """A manuscript that cannot be read (missing, not UTF-8 text)."""
+
+
 def inspect_manuscript(
     md_path: Path,
     workspace: Path,
@@ -67,9 +72,9 @@ def inspect_manuscript(
     try:
         text = md_path.read_text(encoding="utf-8")
     except FileNotFoundError as exc:
-        raise ValueError(f"{md_path}: no such file") from exc
+        raise ManuscriptUnreadable(f"{md_path}: no such file") from exc
     except UnicodeDecodeError as exc:
-        raise ValueError(f"{md_path}: not UTF-8 text") from exc
+        raise ManuscriptUnreadable(f"{md_path}: not UTF-8 text") from exc
     wanted = ManuscriptConstraints.of(constraints)
     slides = split_slides(text)
     issues: list[ManuscriptIssue] = []

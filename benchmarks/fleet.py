@@ -45,7 +45,8 @@ import ray
 from prometheus_client.parser import text_string_to_metric_families
 
 from core.config import AdmissionMode, LLMConfig, Routing
-from core.llm.fleet import Fleet, FleetState, Grant, admission, share
+from core.llm.fleet import Fleet, FleetState, admission, share
+from core.llm.replica_limit import Grant
 from core.llm.replica_limit import CallOutcome, Policy, metrics_url
 from core.llm.client import ModelClient
 from core.llm.local_server import LocalServer, ServerSpec, bundled_model

@@ -116,12 +116,12 @@ DEFECT_CODES: dict[str, DefectCode] = by_name(
             "move or resize the overlapping elements so they no longer intersect",
         ),
         DefectCode(
-            "size_mismatch",
+            "low_contrast",
             _S,
-            "layout",
+            "style",
             "major",
-            "the page is laid out for another slide size than the one asked for",
-            "lay the page out at the slide size asked for (fixed width and height on the root)",
+            "text is hard to read against what is behind it",
+            "raise the contrast between the text and what is behind it (WCAG 4.5:1, 3:1 for large text)",
         ),
         DefectCode(
             "broken_image",
@@ -133,12 +133,12 @@ DEFECT_CODES: dict[str, DefectCode] = by_name(
         ),
         DefectCode("blank", _S, "render", "critical", "the slide is empty or nearly empty", "put the slide's content on it"),
         DefectCode(
-            "low_contrast",
+            "size_mismatch",
             _S,
-            "style",
+            "layout",
             "major",
-            "text is hard to read against what is behind it",
-            "raise the contrast between the text and what is behind it (WCAG 4.5:1, 3:1 for large text)",
+            "the page is laid out for another slide size than the one asked for",
+            "lay the page out at the slide size asked for (fixed width and height on the root)",
         ),
         DefectCode(
             "unreadable",

@@ -40,9 +40,9 @@ from core.seams.revision import Revision
 from core.seams.steps import Injection, StepState
 from core.seams.tokens import TokenCount
 
-if TYPE_CHECKING:  # the fleet's own types; core.llm.fleet imports nothing of this module
-    from core.llm.fleet import Grant, Policy, Routing
-    from core.llm.replica_limit import CallOutcome
+if TYPE_CHECKING:  # the fleet's own types (core.llm.replica_limit imports nothing of this module)
+    from core.config import Routing
+    from core.llm.replica_limit import CallOutcome, Grant, Policy
 
 T = TypeVar("T")
 ResearchT = TypeVar("ResearchT", contravariant=True)  # agents.research.runtime.Research: the worker's research state

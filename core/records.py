@@ -22,6 +22,7 @@ import pyarrow.parquet as pq
 
 from core.codec import RecordError, arrow_type, decode, encode, hints, init_fields, optional_inner
 from core.run.usage import RoleUsage
+from core.cli import InputError
 
 SCHEMA_VERSION = 4
 # 2 added Origin (templates and models that made a record) and unit usage; 3 added how a trajectory's model was
@@ -368,5 +369,5 @@ def _schema(cls: type) -> pa.Schema:
     return pa.schema(fields, metadata={"schema_version": str(SCHEMA_VERSION), "record": cls.kind})
 
 
-class ArtifactError(Exception):
+class ArtifactError(InputError):
     """An artifact a gate needs is missing or unreadable: an environment failure of the rollout."""

@@ -1,8 +1,6 @@
-"""Deck export: a folder of `slide_NN.html` files -> one PDF (a page per slide), PNG previews, a PPTX.
+"""Deck export: a folder of `slide_NN.html` files -> one PDF (a page per slide), PNG previews, a PPTX, and what
+was measured per slide (deck_defects.json, core.seams.deck). Its command is `python -m agents.deck`.
 
-Run: `python -m agents.deck SLIDES_DIR --aspect 16:9 --pdf OUT.pdf [--pptx OUT.pptx] [--png-dir DIR]
-[--pptx-mode editable|picture] [--manuscript FILE] [--check] [--text deck_text.json]`, and
-`python -m agents.deck check DECK.pptx --against DECK.pdf [--json]` for the fidelity check alone.
 Every slide goes through the shared Renderer; Chromium prints each page at the slide's exact
 size (1280x720 px prints as 960x540 pt) and PyMuPDF merges the pages. The editable PPTX is
 built from the layout the renderer read on each printed page (`deck/layout.py`); the deck's text
@@ -12,10 +10,8 @@ as a reader reads it, for the content gate, is read on the same pages (`deck/tex
 from __future__ import annotations
 
 import asyncio
-import json
 import logging
 import re
-import sys
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Sequence
@@ -26,13 +22,10 @@ from playwright.async_api import CDPSession, Page
 from core.seams.deck import DeckPptx, DeckReport, DeckSlide
 from deck.config import DeckConfig, PptxMode
 
-from render.config import RenderConfig
-from core.cli import OneLineParser
-from core.config import ConfigError
 from core.markdown_slides import slide_sections
-from deck.fidelity import BadInput, CheckError, check
+from deck.fidelity import CheckError, check
 from deck.pptx import SlideSource, write_pptx
-from render.renderer import PageReader, Renderer, RenderError, RenderResult, aspect_size
+from render.renderer import PageReader, Renderer, RenderResult, aspect_size
 from deck.layout import SlideLayout, read_slide_layout
 from deck.text import read_slide_text, write_deck_text
 
@@ -215,114 +208,3 @@ def write_pdf(results: list[RenderResult], pdf_path: Path) -> int:
     merged.close()
     partial.replace(pdf_path)
     return pages
-
-
-def main(argv: list[str] | None = None) -> int:
-    argv = sys.argv[1:] if argv is None else argv
-    logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
-    if argv[:1] == ["check"]:
-        return _check_main(argv[1:])
-    parser = OneLineParser(prog="python -m agents.deck", description="Export slide_NN.html files to PDF, PNG and PPTX.")
-    parser.add_argument("slides_dir", type=Path)
-    parser.add_argument("--aspect", required=True, help="16:9, 4:3, A1, A2, A3 or A4")
-    parser.add_argument("--pdf", type=Path, required=True)
-    parser.add_argument("--pptx", type=Path)
-    parser.add_argument("--pptx-mode", choices=[m.value for m in PptxMode], default=PptxMode.editable.value)
-    parser.add_argument("--manuscript", type=Path, help="markdown whose sections become the slides' notes")
-    parser.add_argument("--check", action="store_true", help="render the PPTX with LibreOffice and compare it with the PDF")
-    parser.add_argument("--text", type=Path, help="write the deck's text as the content gate reads it (deck_text.json)")
-    parser.add_argument("--png-dir", type=Path, help="default: previews/ beside the slides folder")
-    parser.add_argument("--workspace", type=Path, help="root that assets may come from (default: the slides folder's parent)")
-    args = parser.parse_args(argv)
-    try:
-        aspect_size(args.aspect)
-        slide_files(args.slides_dir)
-        manuscript = args.manuscript.read_text(encoding="utf-8") if args.manuscript else ""
-    except (ValueError, OSError) as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return 2
-    png_dir = args.png_dir or args.slides_dir.parent / "previews"
-    deck = DeckConfig(pptx_mode=PptxMode(args.pptx_mode), check=args.check and args.pptx is not None)
-    try:
-        export = asyncio.run(
-            _export(args.slides_dir, args.aspect, args.pdf, png_dir, args.pptx, args.workspace, deck, manuscript, args.text)
-        )
-    except ConfigError as exc:  # found as Chromium starts: e.g. no jail for it on this machine
-        print(f"error: {exc}", file=sys.stderr)
-        return 2
-    except RenderError as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return 1
-    extra = f", {export.pptx} ({deck.pptx_mode.value})" if export.pptx else ""
-    extra += f", {export.text}" if export.text else ""
-    print(
-        f"wrote {export.pdf} ({export.pages} pages){extra} and {len(export.pngs)} PNGs in {png_dir}; {export.defects} defects measured"
-    )
-    if export.fidelity is not None:
-        print(_summary(export.fidelity))
-    return 0
-
-
-def _check_main(argv: list[str]) -> int:
-    parser = OneLineParser(
-        prog="python -m agents.deck check",
-        description="How faithfully a PPTX reproduces its deck's PDF (rendered with LibreOffice).",
-    )
-    parser.add_argument("pptx", type=Path)
-    parser.add_argument("--against", type=Path, required=True, metavar="PDF", help="the deck's PDF")
-    parser.add_argument("--json", action="store_true", help="print the figures as JSON")
-    parser.add_argument("--soffice", default=DeckConfig.soffice, help="LibreOffice's command (default: soffice)")
-    parser.add_argument("--timeout", type=float, default=DeckConfig.check_timeout_s, help="seconds LibreOffice may take")
-    args = parser.parse_args(argv)
-    try:
-        figures = check(args.pptx, args.against, args.soffice, args.timeout)
-    except CheckError as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return 2 if isinstance(exc, BadInput) else 1
-    print(json.dumps(figures, ensure_ascii=False, indent=1) if args.json else _summary(figures))
-    return 0
-
-
-def _summary(figures: dict[str, Any]) -> str:
-    if "error" in figures:
-        return f"fidelity check: {figures['error']}"
-    lines = [f"{'slide':>5} {'words':>6} {'kept':>6} {'median px':>9} {'max px':>7} {'lines changed':>13} {'ssim':>6}"]
-    rows = [(str(s["slide"]), s) for s in figures["slides"]] + [("deck", figures["deck"])]
-    for name, s in rows:
-        spread = s["displacement_px"]
-        lines.append(
-            f"{name:>5} {s['words']:>6} {s['words_kept']:>6.1%} {spread['median']:>9.2f} {spread['max']:>7.2f} {s['line_count_changed']:>13} {s['ssim']:>6.3f}"
-        )
-    return (
-        "\n".join(lines) + f"\n{figures['renderer']}, {figures['seconds']} s; within targets: {figures['deck']['within_targets']}"
-    )
-
-
-async def _export(
-    slides_dir: Path,
-    aspect: str,
-    pdf: Path,
-    png_dir: Path,
-    pptx: Path | None,
-    workspace: Path | None,
-    deck: DeckConfig,
-    manuscript: str,
-    text: Path | None,
-) -> DeckExport:
-    async with Renderer(RenderConfig(), roots=[workspace or slides_dir.parent], read_page=page_reader(deck)) as renderer:
-        return await export_deck(
-            renderer,
-            slides_dir,
-            aspect,
-            pdf,
-            png_dir=png_dir,
-            pptx_path=pptx,
-            workspace=workspace,
-            deck=deck,
-            manuscript=manuscript,
-            text_path=text,
-        )
-
-
-if __name__ == "__main__":
-    sys.exit(main())

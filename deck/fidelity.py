@@ -33,6 +33,7 @@ from lxml.etree import XMLSyntaxError
 from pptx import Presentation
 from pptx.exc import PackageNotFoundError
 from pptx.enum.shapes import MSO_SHAPE_TYPE
+from core.cli import Failed, InputError
 
 WIDTH = 1280  # displacements and SSIM at this slide width, whatever the aspect
 TARGETS = {"words_kept": 0.95, "median_px": 4.0, "line_count_changed": 0}
@@ -46,11 +47,11 @@ _PROFILE = """<?xml version="1.0" encoding="UTF-8"?>
 """
 
 
-class CheckError(RuntimeError):
+class CheckError(Failed, RuntimeError):
     """The check could not run (LibreOffice missing or failing, or a bad input)."""
 
 
-class BadInput(CheckError):
+class BadInput(InputError, CheckError):
     """A missing or unreadable PPTX or PDF."""
 
 

@@ -13,6 +13,7 @@ agreement.csv, and the judge cache.
 
 from __future__ import annotations
 
+import argparse
 import asyncio
 import csv
 import io
@@ -28,16 +29,16 @@ from omegaconf.errors import OmegaConfBaseException
 
 from core.cli import OneLineParser
 from core.config import PROJECT_ROOT, ConfigError
-from core.llm.results import ModelError
 from core.logs import setup_logging
 from core.run.store import atomic_write_text
 from eval.agreement import Agreement, agreement
 from eval.config import JudgeConfig, store_schema, validate_judge
 from core.llm.players import Players, check_endpoints
 from eval.slide_judge import build_judging, judge_endpoints
-from eval.slides import DeckUnreadable, load_deck
+from eval.slides import load_deck
 from core.seams.judging import SlideView
 from eval.tables import Table
+from core.cli import InputError, run_command
 
 DIMENSIONS = ("content", "style")
 
@@ -49,7 +50,7 @@ class Labelled:
     style: float
 
 
-class LabelsError(ValueError):
+class LabelsError(InputError, ValueError):
     """A labels file that cannot be used; the message names the row."""
 
 
@@ -141,18 +142,21 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("overrides", nargs="*", help="judge overrides, as for eval.run (judge=openai ...)")
     args = parser.parse_intermixed_args(argv)
     setup_logging()
+    return run_command(parser.prog, lambda: run(args))
+
+
+def run(args: argparse.Namespace) -> int:
     try:
         items = read_labels(args.labels)
-        first = judge_config(args.overrides)
-        judges = {f"judge A ({first.endpoint.model})": first}
-        if args.second:
-            second = judge_config([*args.overrides, *args.second])
-            judges[f"judge B ({second.endpoint.model})"] = second
-        out = args.out or args.labels.with_name(f"{args.labels.stem}_calibration")
-        table = asyncio.run(calibrate(items, judges, out.resolve()))
-    except (OSError, LabelsError, ConfigError, DeckUnreadable, ModelError) as exc:
-        print(f"{parser.prog}: error: {exc}", file=sys.stderr)
-        return 2
+    except OSError as exc:
+        raise LabelsError(f"{args.labels}: {exc.strerror or exc}") from exc
+    first = judge_config(args.overrides)
+    judges = {f"judge A ({first.endpoint.model})": first}
+    if args.second:
+        second = judge_config([*args.overrides, *args.second])
+        judges[f"judge B ({second.endpoint.model})"] = second
+    out = args.out or args.labels.with_name(f"{args.labels.stem}_calibration")
+    table = asyncio.run(calibrate(items, judges, out.resolve()))
     print(table.markdown())
     print(f"written to {out}")
     return 0

@@ -17,13 +17,15 @@ from core.llm.players import check_endpoints
 from core.records import RolloutStatus, Task, read_parquet
 from core.run.context import RunContext
 from core.run.store import atomic_write_parquet
-from eval.config import EvalConfig, presentbench_root, tasks_file
+from eval.config import EvalConfig, presentbench_root
 from eval.diversity import check_encoder
 from eval.slide_judge import check_prompts
 from eval.slide_judge import judge_endpoints
 from eval.presentbench import read_cases
 from pipeline.rollouts import play
 from pipeline.stages import require_input
+from core.run.reader import RunReader
+from pathlib import Path
 
 STAGE = "eval/generate"
 EVAL_SPLIT = "eval"  # the held-out tasks are written to <run>/tasks/eval.parquet
@@ -35,9 +37,12 @@ def endpoints(cfg: EvalConfig) -> dict[str, LLMConfig]:
 
 
 def held_out(tasks: str) -> list[Task]:
-    """The tasks `tasks=` names: a parquet's, a synthesis run's eval split, or PresentBench's cases."""
+    """The tasks `tasks=` names: a synthesis run's eval split, a parquet's, or PresentBench's cases."""
     bench = presentbench_root(tasks)
-    return [case.task for case in read_cases(bench)] if bench else read_parquet(tasks_file(tasks), Task)
+    if bench:
+        return [case.task for case in read_cases(bench)]
+    path = Path(tasks).expanduser().resolve()
+    return RunReader.open(path).split(EVAL_SPLIT) if path.is_dir() else read_parquet(path, Task)
 
 
 def generate(ctx: RunContext) -> dict[str, Any]:

@@ -12,7 +12,6 @@ make Table 6) and prints Table 2.
 
 from __future__ import annotations
 
-import argparse
 import json
 import sys
 from pathlib import Path
@@ -25,6 +24,7 @@ from eval.summary import SUMMARY, RunSummary
 from eval.checklist.stage import RESULTS
 from eval.scoring import SCORES
 from eval.tables import Table, checklist_table, domain_table, table2, table3
+from core.cli import InputError, OneLineParser, run_command
 
 STAGE = "eval/report"
 REPORT = "report"
@@ -81,20 +81,21 @@ def report(ctx: RunContext) -> dict[str, Any]:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(
-        prog="python -m eval.report", description="The paper's tables and Figure 6 over several eval runs."
-    )
+    parser = OneLineParser(prog="python -m eval.report", description="The paper's tables and Figure 6 over several eval runs.")
     parser.add_argument("runs", nargs="+", type=Path, help="eval run directories (the first leads Table 6)")
     parser.add_argument("--out", type=Path, required=True, help="where the tables and the figure go")
     args = parser.parse_args(argv)
+    return run_command(parser.prog, lambda: compare(args.runs, args.out))
+
+
+def compare(run_dirs: list[Path], out: Path) -> int:
     try:
-        runs = [RunSummary.read(run.resolve()) for run in args.runs]
+        runs = [RunSummary.read(run.resolve()) for run in run_dirs]
     except (OSError, ValueError, TypeError, json.JSONDecodeError) as exc:
-        print(f"{parser.prog}: error: not a finished eval run (no readable {SUMMARY}): {exc}", file=sys.stderr)
-        return 2
-    tables = write_report(runs, args.out.resolve())
+        raise InputError(f"not a finished eval run (no readable {SUMMARY}): {exc}") from exc
+    tables = write_report(runs, out.resolve())
     print(tables[0].markdown())
-    print(f"written to {args.out}")
+    print(f"written to {out}")
     return 0
 
 

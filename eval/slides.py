@@ -24,13 +24,14 @@ from core.records import ArtifactError
 from filters.quality import deck_slides
 from core.seams.deck import FILE as DEFECTS_FILE, DeckReport
 from core.seams.judging import PageFacts, SlideView
+from core.cli import InputError
 
 IMAGE_SUFFIXES = (".png", ".jpg", ".jpeg", ".webp")
 TEXT_FILE = "deck_text.json"  # the deck's text as the content gate reads it (deck/text.py), when the export wrote it
 CSS_PX_PER_PT = 96 / 72  # Chromium prints 1280 px as 960 pt: pages render back at their CSS size
 
 
-class DeckUnreadable(ValueError):
+class DeckUnreadable(InputError, ValueError):
     """A deck path that holds no slides this module can read."""
 
 

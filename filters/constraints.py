@@ -32,6 +32,7 @@ from filters.config import FiltersConfig
 from core.seams.candidate import Candidate
 from core.records import ArtifactError
 from filters.gates import GateSpec, environment_verdict
+from core.cli import run_command
 
 GATE = "constraint"
 T = TypeVar("T")
@@ -207,14 +208,14 @@ def print_report(
     prog: str, make: Callable[[], R], to_json: Callable[[R], object], human: Callable[[R], str], as_json: bool
 ) -> int:
     """A gate CLI's output: the report as JSON or as lines (exit 0), or one line on stderr (exit 2) for an unreadable
-    input (the PDF, or what else the gate reads)."""
-    try:
+    input (an ArtifactError: the PDF, or what else the gate reads)."""
+
+    def work() -> int:
         report = make()
-    except ArtifactError as exc:
-        print(f"{prog}: error: {exc}", file=sys.stderr)
-        return 2
-    print(json.dumps(to_json(report), ensure_ascii=False) if as_json else human(report))
-    return 0
+        print(json.dumps(to_json(report), ensure_ascii=False) if as_json else human(report))
+        return 0
+
+    return run_command(prog, work)
 
 
 def _slides(value: str) -> int:

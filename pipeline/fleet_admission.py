@@ -18,7 +18,8 @@ import ray
 from ray.exceptions import RayTaskError
 
 from core.config import Routing
-from core.llm.fleet import FleetState, Grant, NoReplicaUp
+from core.llm.fleet import FleetState, NoReplicaUp
+from core.llm.replica_limit import Grant
 from core.llm.replica_limit import CallOutcome, Policy
 
 MAX_CALLS_WAITING = 100_000  # every call waiting for a slot is one actor call in progress

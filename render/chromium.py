@@ -23,6 +23,7 @@ from playwright.async_api import Error as PlaywrightError
 from render.config import RenderConfig, RenderJail
 from render.jail import launcher, sandboxed
 from render.memory import MemoryCap, memory_cap
+from core.cli import Failed
 
 if TYPE_CHECKING:
     from render.page_pool import Slot
@@ -43,7 +44,7 @@ CLOSE_S = 5.0
 Spawn = Callable[[Coroutine[Any, Any, Any]], "asyncio.Task[Any]"]
 
 
-class RenderError(RuntimeError):
+class RenderError(Failed, RuntimeError):
     """A render failed twice, on two browsers or pages, or no browser could be started."""
 
 

@@ -18,16 +18,17 @@ import numpy as np
 
 from render.defects import EDGE_TOLERANCE_PX
 from core.defects import Defect
-from render.defects.contrast import low_contrast, read_runs
+from render.defects.contrast import read_runs
 from render.defects.decoration import Items, ghost_items
-from render.defects.geometry import blank, broken_images, overflow, size_mismatch, text_clipped
 from render.page_script import page_script
 from render.defects.overlap import (
     OVERLAP_MIN_AREA_PX,
     OVERLAP_MIN_SHARE,
     OVERLAP_MIN_SIDE_PX,
-    overlaps,
 )
+from render.defects.slide import Check, RenderedSlide
+from core.defects import DEFECT_CODES
+from render.defects import contrast, geometry, overlap
 
 if TYPE_CHECKING:
     from render.renderer import Renderer
@@ -36,6 +37,8 @@ MEASURE_JS = page_script("measure.js")
 
 MAX_PER_CODE = 6
 _SEVERITY_ORDER = {"critical": 0, "major": 1, "minor": 2}
+CODE_ORDER = {code: i for i, code in enumerate(DEFECT_CODES)}
+CHECKS: tuple[Check, ...] = (*geometry.CHECKS, *overlap.CHECKS, *contrast.CHECKS)  # each module's list of checks
 
 
 @dataclass(frozen=True)
@@ -126,23 +129,14 @@ def find_defects(
     `known_sizes` are slide sizes that betray a layout made for another format.
     """
     readings = read_runs(layout["texts"], pixels, scale)
-    ratios = [r.ratio if r else None for r in readings]
-    items = Items(layout["items"], ghost_items(layout["texts"], layout["items"], ratios))
-    defects = [
-        *overflow(layout, items),
-        *text_clipped(layout),
-        *overlaps(layout, items, pixels, scale),
-        *low_contrast(layout["texts"], readings, items),
-        *broken_images(layout, failures),
-        *blank(layout, pixels),
-        *size_mismatch(layout, items, known_sizes),
-    ]
-    return _capped(defects)
+    items = Items(layout["items"], ghost_items(layout["texts"], layout["items"], [r.ratio if r else None for r in readings]))
+    slide = RenderedSlide(layout, pixels, scale, readings, items, failures, known_sizes)
+    return _capped([defect for check in CHECKS for defect in check(slide)])
 
 
 def _capped(defects: list[Defect]) -> tuple[Defect, ...]:
     """Most severe first; at most MAX_PER_CODE per code, the last one noting how many more."""
-    ordered = sorted(dict.fromkeys(defects), key=lambda d: _SEVERITY_ORDER[d.severity])
+    ordered = sorted(dict.fromkeys(defects), key=_rank)
     kept: list[Defect] = []
     for code in dict.fromkeys(d.code for d in ordered):
         same = [d for d in ordered if d.code == code]
@@ -159,4 +153,9 @@ def _capped(defects: list[Defect]) -> tuple[Defect, ...]:
                 ),
             ]
         kept.extend(same)
-    return tuple(sorted(kept, key=lambda d: _SEVERITY_ORDER[d.severity]))
+    return tuple(sorted(kept, key=_rank))
+
+
+def _rank(defect: Defect) -> tuple[int, int]:
+    """Most severe first; of one severity, in the defect table's order (core/defects.py)."""
+    return _SEVERITY_ORDER[defect.severity], CODE_ORDER[defect.code]

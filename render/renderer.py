@@ -34,6 +34,7 @@ from render.config import RenderConfig, RenderJail
 from render.inspection import MEASURE_JS, Defect, find_defects, measure_args
 from render.page_pool import BLOCKED_EXTERNAL, BLOCKED_OUTSIDE, PagePool, Slot, blocked_reason, load, screenshot
 from render.print_cache import Printed, PrintCache
+from core.cli import InputError
 
 __all__ = [  # what importers use; the parts live in the modules named in the docstring
     "BLOCKED_EXTERNAL",
@@ -75,7 +76,7 @@ def aspect_size(aspect: str) -> tuple[int, int]:
     return SLIDE_SIZES[key]
 
 
-class RenderTimeout(RenderError):
+class RenderTimeout(InputError, RenderError):
     """The slide did not finish loading within the render timeout while the browser kept answering: the slide hangs."""
 
     def __init__(self, html: Path, timeout_s: float):

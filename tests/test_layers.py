@@ -191,3 +191,93 @@ def test_core_rooms_run_nothing_on_import() -> None:
     assert {room: (PROJECT_ROOT / room.replace(".", "/") / "__init__.py").read_text().strip() for room in CORE_ROOMS} == {
         room: "" for room in CORE_ROOMS
     }
+
+
+# The packages bottom up: a module imports only from its own package and those below it (docs/architecture.md).
+LAYERS = ("core", "render", "deck", "agents", "critic", "filters", "train", "pipeline", "eval")
+
+
+def product_modules() -> list[str]:
+    return sorted(module_name(p) for p in project_sources() if p.relative_to(PROJECT_ROOT).parts[0] in PACKAGES)
+
+
+def test_no_import_runs_up_the_layers() -> None:
+    assert set(LAYERS) == set(PACKAGES)
+    found = [
+        f"{module} line {line}: imports {name}"
+        for module in product_modules()
+        for name, line in imports_of(module)
+        if LAYERS.index(name.split(".")[0]) > LAYERS.index(module.split(".")[0])
+    ]
+    assert not found, "an import runs up the layers:\n" + "\n".join(found)
+
+
+def folder_of(module: str) -> str:
+    path = module_path(module)
+    assert path is not None
+    return str(path.parent.relative_to(PROJECT_ROOT))
+
+
+def import_cycles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """The strongly connected components of more than one module (Tarjan's algorithm, iterative)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    cycles = []
+    for root in graph:
+        if root in index:
+            continue
+        work = [(root, iter(sorted(graph[root])))]
+        index[root] = low[root] = len(index)
+        stack.append(root)
+        on_stack.add(root)
+        while work:
+            node, targets = work[-1]
+            target = next(targets, None)
+            if target is None:
+                work.pop()
+                if work:
+                    low[work[-1][0]] = min(low[work[-1][0]], low[node])
+                if low[node] == index[node]:
+                    component = []
+                    while True:
+                        member = stack.pop()
+                        on_stack.discard(member)
+                        component.append(member)
+                        if member == node:
+                            break
+                    if len(component) > 1:
+                        cycles.append(sorted(component))
+            elif target not in index:
+                index[target] = low[target] = len(index)
+                stack.append(target)
+                on_stack.add(target)
+                work.append((target, iter(sorted(graph[target]))))
+            elif target in on_stack:
+                low[node] = min(low[node], index[target])
+    return cycles
+
+
+def test_import_cycles_stay_inside_one_folder() -> None:
+    """Every import counts, type-only ones and those inside functions too."""
+    modules = product_modules()
+    graph = {m: {name for name, _ in imports_of(m) if name in modules} for m in modules}
+    crossing = [cycle for cycle in import_cycles(graph) if len({folder_of(m) for m in cycle}) > 1]
+    assert not crossing, f"import cycles across folders: {crossing}"
+
+
+def test_the_cycle_finder_finds_cycles() -> None:
+    graph = {"a.x": {"a.y"}, "a.y": {"a.x", "b.z"}, "b.z": {"b.w"}, "b.w": {"b.z"}, "c": set()}
+    assert sorted(import_cycles(graph)) == [["a.x", "a.y"], ["b.w", "b.z"]]
+
+
+def test_no_class_name_is_defined_twice_in_the_product() -> None:
+    where: dict[str, list[str]] = {}
+    for path in project_sources():
+        if path.relative_to(PROJECT_ROOT).parts[0] not in PACKAGES:
+            continue
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.ClassDef):
+                where.setdefault(node.name, []).append(f"{path.relative_to(PROJECT_ROOT)}:{node.lineno}")
+    assert {name: places for name, places in where.items() if len(places) > 1} == {}

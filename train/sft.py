@@ -25,6 +25,7 @@ from train.config import ModelSpec, SFTConfig, store_schema, validate_sft
 from train.launch import LaunchPlan, build_plan
 from train.tokens import has_processor
 from train.validate import validate_file
+from core.cli import InputError, main_prog, run_command
 
 log = logging.getLogger(__name__)
 
@@ -72,19 +73,13 @@ def main(cfg: DictConfig) -> int:
         print("# dry run: nothing trained")
         return 0
     if not dataset_ok:
-        log.error("the dataset in %s is missing or invalid: not training", plan.dataset_dir)
-        return 2
+        raise InputError(f"the dataset in {plan.dataset_dir} is missing or invalid: not training")
     return subprocess.run(plan.argv, env={**os.environ, **plan.env}).returncode
 
 
 @hydra.main(config_path="../configs", config_name="sft", version_base=None)
 def _hydra_main(cfg: DictConfig) -> None:
-    try:
-        code = main(cfg)
-    except ConfigError as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        code = 2
-    sys.exit(code)
+    sys.exit(run_command(main_prog("python -m train.sft"), lambda: main(cfg)))
 
 
 if __name__ == "__main__":

@@ -20,6 +20,7 @@ from markdownify import markdownify
 from agents.research.index import corpus_url
 from core.seams.research import Paper
 from agents.research.terms import clean
+from core.cli import InputError
 
 TEXT_SUFFIXES = (".md", ".markdown", ".txt")
 HTML_SUFFIXES = (".html", ".htm")
@@ -43,7 +44,7 @@ _AFFILIATION = re.compile(
 ABSTRACT_CHARS = 1500
 
 
-class DocumentError(ValueError):
+class DocumentError(InputError, ValueError):
     """A file that cannot be read as a document; the message names it."""
 
 

@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Iterable, Iterator
 
 from core.seams.research import Author, Paper, Scholar, SearchHit, from_json, to_json
 from agents.research.terms import clean, index_terms, match_expression, query_words
+from core.cli import InputError
 
 if TYPE_CHECKING:
     from agents.research.documents import Document
@@ -45,7 +46,7 @@ CREATE VIRTUAL TABLE paper_terms USING fts5(title, authors, abstract, paper_id U
 """
 
 
-class CorpusError(LookupError):
+class CorpusError(InputError, LookupError):
     """An index that is missing, of another version, or lacks what was asked for; the message names it."""
 
 

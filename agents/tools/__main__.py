@@ -1,13 +1,13 @@
 """`python -m agents.tools list`: every role's tool schemas as JSON (role -> list of schemas)."""
 
-import argparse
 import json
 
 from agents.tools.toolsets import ROLES, toolset_for
+from core.cli import OneLineParser
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(prog="python -m agents.tools", description=__doc__)
+    parser = OneLineParser(prog="python -m agents.tools", description=__doc__)
     parser.add_argument("command", choices=["list"])
     parser.parse_args()
     schemas = {role: toolset_for(role).schemas() for role in (*ROLES, "single")}

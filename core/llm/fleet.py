@@ -43,6 +43,7 @@ from core.config import AdmissionMode, ConfigError, LLMConfig, Routing, replica_
 from core.run.metering import current_unit
 from core.llm.replica_limit import KV_USAGE, WAITING, Limit, CallOutcome, Policy, first, gauges, metrics_url
 from core.protocols import Admission
+from core.llm.replica_limit import Grant
 
 log = logging.getLogger(__name__)
 
@@ -83,13 +84,6 @@ class Replica:
 
     def has_room(self, now: float) -> bool:
         return self.up and now >= self.paused_until and self.in_flight < self.limit.slots
-
-
-@dataclass(frozen=True)
-class Grant:
-    url: str
-    seq: int
-    ticket: str
 
 
 def rendezvous(key: str, urls: list[str]) -> str:

@@ -136,3 +136,13 @@ def outcome_of(status: Optional[int], unreachable: bool = False) -> CallOutcome:
     if status in REFUSAL_STATUSES:
         return CallOutcome.refused
     return CallOutcome.ok if status < 300 else CallOutcome.neutral
+
+
+@dataclass(frozen=True)
+class Grant:
+    """A call's slot on a replica: where it goes, the replica's count of grants when it was made (a burst of refusals
+    cuts the limit once: those granted before the cut do not cut it again), and the call's ticket."""
+
+    url: str
+    seq: int
+    ticket: str

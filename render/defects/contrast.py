@@ -11,6 +11,7 @@ import numpy as np
 from core.defects import Defect
 from render.defects.colour import background, contrast_ratio, parse_rgba, region, to_hex
 from render.defects.decoration import Items
+from render.defects.slide import Check
 
 
 @dataclass(frozen=True)
@@ -73,3 +74,6 @@ def low_contrast(texts: Sequence[Mapping[str, Any]], readings: Sequence[Reading 
             )
         )
     return defects
+
+
+CHECKS: tuple[Check, ...] = (lambda slide: low_contrast(slide.layout["texts"], slide.readings, slide.items),)

@@ -13,6 +13,7 @@ from render.defects import EDGE_TOLERANCE_PX, beyond_sides
 from core.defects import Defect
 from render.defects.colour import dominant, to_hex
 from render.defects.decoration import Items
+from render.defects.slide import Check
 
 BLANK_MAX_INK_SHARE = 0.001
 ASPECT_TOLERANCE = 0.03
@@ -173,3 +174,12 @@ def blank(layout: Mapping[str, Any], pixels: np.ndarray) -> list[Defect]:
             )
         ]
     return []
+
+
+CHECKS: tuple[Check, ...] = (
+    lambda slide: overflow(slide.layout, slide.items),
+    lambda slide: text_clipped(slide.layout),
+    lambda slide: broken_images(slide.layout, slide.failures),
+    lambda slide: blank(slide.layout, slide.pixels),
+    lambda slide: size_mismatch(slide.layout, slide.items, slide.known_sizes),
+)

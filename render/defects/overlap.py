@@ -25,6 +25,7 @@ import numpy as np
 from core.defects import Defect
 from render.defects.colour import parse_rgba, plain_share, region
 from render.defects.decoration import FAINT_OPACITY, Items
+from render.defects.slide import Check
 
 OVERLAP_MIN_SIDE_PX = 4.0
 OVERLAP_MIN_AREA_PX = 40.0
@@ -127,3 +128,6 @@ def _plain_under(pair: Mapping[str, Any], text: Mapping[str, Any], pixels: np.nd
     if colour is None or found.size == 0:
         return False
     return plain_share(found, np.array(colour[:3], dtype=np.float64)) >= PLAIN_IMAGE_SHARE
+
+
+CHECKS: tuple[Check, ...] = (lambda slide: overlaps(slide.layout, slide.items, slide.pixels, slide.scale),)

@@ -16,7 +16,8 @@ from pptx import Presentation
 from pptx.enum.shapes import MSO_SHAPE_TYPE
 
 from deck.config import DeckConfig, PptxMode
-from deck.export import DeckExport, export_deck, main
+from agents.deck import main
+from deck.export import DeckExport, export_deck
 from deck.fidelity import words
 from render.renderer import Renderer
 from tests.rendered import FIXTURES, fixture_aspect

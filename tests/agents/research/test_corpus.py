@@ -111,4 +111,4 @@ def test_cli_builds_and_searches(tmp_path: Path, shared_data: Path, corpus_path:
     zh = _cli("search", str(corpus_path), "数值分析", "-n", "2")
     assert "corpus://edu_zh_thu-numerical-analysis-notes" in zh.stdout.splitlines()[2]
     missing = _cli("search", str(tmp_path / "none.db"), "x")
-    assert missing.returncode == 1 and "no corpus index" in missing.stderr
+    assert missing.returncode == 2 and "no corpus index" in missing.stderr  # bad input (core.cli)
