@@ -11,7 +11,7 @@ import pytest
 from PIL import Image, ImageDraw
 
 from core.records import Constraints, Rollout, Task
-from tests.filters.decks import PAGE_SIZES, write_deck
+from fakes.decks import PAGE_SIZES, write_deck
 from core.run.usage import RoleUsage
 
 ENGLISH = "Attention lets a model weigh every input token; training parallelises across the sequence and scales well."

@@ -20,7 +20,7 @@ from core.run.usage import RoleUsage
 from eval.checklist.stage import CheckAnswers, UNITS, deck_checks, judge_all, scored
 from eval.config import EvalConfig, JudgeConfig
 from tests.eval.conftest import ENGLISH, export_workspace
-from tests.fakes.openai_server import FakeOpenAIServer, Reply
+from fakes.openai_server import FakeOpenAIServer, Reply
 
 CHECKS = (
     Check("fundamentals-slides", CheckClass.fundamentals, "The deck has 3 slides.", "slides:3-3"),

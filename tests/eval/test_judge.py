@@ -23,7 +23,7 @@ from eval.scripted_judge import (
 from eval.slides import load_deck
 from core.seams.judging import PageFacts, SlideView
 from tests.eval.conftest import ENGLISH, export_workspace, slide_image
-from tests.fakes.openai_server import FakeOpenAIServer, Reply
+from fakes.openai_server import FakeOpenAIServer, Reply
 from core.defects import Defect
 
 GOOD_DESCRIPTION = json.dumps(

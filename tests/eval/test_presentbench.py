@@ -15,7 +15,7 @@ from eval.presentbench import BenchCase, read_cases, score_case, summary_table
 from tests.eval.test_checklists import answering, is_checklist
 from tests.eval.test_judge import GOOD_DESCRIPTION, GOOD_SCORES, scripted_replies
 from tests.eval.test_run import eval_run
-from tests.fakes.openai_server import FakeOpenAIServer
+from fakes.openai_server import FakeOpenAIServer
 
 SAMPLE = Path(__file__).parent / "presentbench_sample"
 LESSONS = SAMPLE / "education" / "sample_lessons"

@@ -19,7 +19,7 @@ from tests.eval.test_judge import (
     scripted_replies,
 )
 from tests.eval.test_checklists import answering, is_checklist
-from tests.fakes.openai_server import FakeOpenAIServer, Reply
+from fakes.openai_server import FakeOpenAIServer, Reply
 
 TASKS = [
     Task(

@@ -19,7 +19,7 @@ from PIL import Image
 
 from core.records import Constraints, CriticInjection, Message, Rollout, Task, ToolCall, Trajectory, write_parquet
 from core.seams.candidate import Candidate
-from tests.filters.decks import PAGE_SIZES, write_deck
+from fakes.decks import PAGE_SIZES, write_deck
 from core.run.reader import RunReader
 
 SIZES_PX = {"16:9": (1280, 720), "4:3": (960, 720), "A1": (2244, 3178)}

@@ -15,7 +15,7 @@ from filters.config import FiltersConfig
 from filters.consistency import ConsistencyGate, ModelRevisionJudge, RuleRevisionJudge, anchors
 from core.records import ArtifactError
 from filters.gates import SCRIPTED_LABEL
-from tests.fakes.openai_server import FakeOpenAIServer, Reply, replay
+from fakes.openai_server import FakeOpenAIServer, Reply, replay
 from tests.filters.rundir import TITLE_FIX, Spec, TrajectoryBuilder, candidate, title_finding
 
 CFG = FiltersConfig()

@@ -16,7 +16,7 @@ from filters.config import FiltersConfig
 from core.records import ArtifactError
 from filters.gates import SCRIPTED_LABEL
 from filters.quality import QualityGate, VisionJudge
-from tests.fakes.openai_server import FakeOpenAIServer, Reply, replay
+from fakes.openai_server import FakeOpenAIServer, Reply, replay
 from tests.filters.rundir import Spec, candidate, write_defects
 
 CFG = FiltersConfig(quality_images_per_call=2)

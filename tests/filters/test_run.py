@@ -17,7 +17,7 @@ from core.config import ConfigError
 from core.records import Rollout, Verdict, read_parquet
 from filters.acceptance import outcomes
 from filters.run import STAGE, RunIncomplete, judge_rollouts, load_config, main
-from tests.fakes.openai_server import ErrorReply, FakeOpenAIServer, Reply
+from fakes.openai_server import ErrorReply, FakeOpenAIServer, Reply
 from tests.filters.conftest import EXPECTED, SCENARIO, SCRIPTED
 from core.run.reader import RunReader
 

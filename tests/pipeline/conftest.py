@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-BROKEN_TOOL_RUNNER = "rollouts.runner=tests.pipeline.fake_runner:BrokenToolRunner"  # in the config hash: every stage names it
+BROKEN_TOOL_RUNNER = "rollouts.runner=fakes.runner:BrokenToolRunner"  # in the config hash: every stage names it
 
 
 @pytest.fixture(scope="session")
@@ -22,9 +22,7 @@ def scripted_rollouts(tmp_path_factory: pytest.TempPathFactory) -> Path:
     from tests.pipeline.test_acceptance_e2e import synthesize  # here, not at collection: it imports the export's checks
 
     root = tmp_path_factory.mktemp("scripted-rollouts") / "run"
-    synthesize(
-        root, "stages=[tasks,rollouts]", "ray.num_workers=1", "rollouts.runner=tests.pipeline.fake_runner:BrokenToolRunner"
-    )
+    synthesize(root, "stages=[tasks,rollouts]", "ray.num_workers=1", "rollouts.runner=fakes.runner:BrokenToolRunner")
     return root
 
 
@@ -52,8 +50,8 @@ class FakeSynthesis:
 def every_role_synthesis(tmp_path_factory: pytest.TempPathFactory) -> FakeSynthesis:
     """tests.pipeline.test_spending.synthesize (limit=3, every role played by the fake model, priced) against the strict
     fake of the openai profile (read it, do not change it): test_spending's uninterrupted run, test_profiles' openai run."""
-    from tests.fakes.openai_server import FakeOpenAIServer
-    from tests.pipeline.fake_model import every_role
+    from fakes.openai_server import FakeOpenAIServer
+    from fakes.model import every_role
     from tests.pipeline.test_spending import run, synthesize
 
     root = tmp_path_factory.mktemp("every-role-synthesis") / "whole"

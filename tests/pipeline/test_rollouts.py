@@ -14,7 +14,7 @@ from core.run.store import atomic_write_parquet
 from pipeline.rollouts import RunAborted, run_rollouts
 from pipeline.worker_process import bound_threads
 
-RUNNER = "rollouts.runner=tests.pipeline.fake_runner:ScriptedRunner"
+RUNNER = "rollouts.runner=fakes.runner:ScriptedRunner"
 FAST = ["ray.num_workers=2", "ray.rollouts_per_worker=4", "ray.num_cpus_per_worker=0.5", RUNNER, "rollouts.max_wall_s=3"]
 
 

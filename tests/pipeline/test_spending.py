@@ -24,9 +24,8 @@ from core.config import PROJECT_ROOT
 from core.run.ledger import Ledger, read_ledger, usage_of
 from core.records import Rollout, Task, Trajectory, Verdict, read_parquet
 from core.run.usage import total
-from tests.fakes.openai_server import FakeOpenAIServer
-from tests.pipeline.fake_model import every_role
-from tests.pipeline.test_tasks import _fake_writer
+from fakes.openai_server import FakeOpenAIServer
+from fakes.model import every_role, task_writer
 
 if TYPE_CHECKING:
     from tests.pipeline.conftest import FakeSynthesis
@@ -95,7 +94,7 @@ def whole(tmp_path_factory: pytest.TempPathFactory) -> Whole:
     """The uninterrupted tasks stage (one call at a time) both the killed and the capped runs are compared with:
     the fake answers each request the same at any concurrency and latency."""
     root = tmp_path_factory.mktemp("tasks") / "whole"
-    with FakeOpenAIServer(_fake_writer, strict="openai") as srv:
+    with FakeOpenAIServer(task_writer, strict="openai") as srv:
         done = run(*command(root, srv.url, "llm.max_concurrency=1"))
         assert done.returncode == 0, done.stderr[-2000:]
         assert srv.refused == []
@@ -104,7 +103,7 @@ def whole(tmp_path_factory: pytest.TempPathFactory) -> Whole:
 
 def test_killed_and_resumed_the_ledger_counts_every_finished_unit_once(whole: Whole, tmp_path: Path) -> None:
     asked_whole = whole.asked
-    with FakeOpenAIServer(_fake_writer, latency_s=0.3, strict="openai") as srv:
+    with FakeOpenAIServer(task_writer, latency_s=0.3, strict="openai") as srv:
         killed = tmp_path / "killed"
         child = start(*command(killed, srv.url, "llm.max_concurrency=2"))
         deadline = time.monotonic() + 120
@@ -128,7 +127,7 @@ def test_the_run_cap_stops_within_one_unit_and_a_higher_cap_finishes_with_nothin
     whole: Whole, tmp_path: Path
 ) -> None:
     reference, asked_whole = read_ledger(whole.root), whole.asked
-    with FakeOpenAIServer(_fake_writer, strict="openai") as srv:
+    with FakeOpenAIServer(task_writer, strict="openai") as srv:
         cap = round(reference.total().cost / 3, 4)
         capped = tmp_path / "capped"
         stopped = run(*command(capped, srv.url, "llm.max_concurrency=1", f"run.max_cost_usd={cap}"))
@@ -157,7 +156,7 @@ def test_cancelled_at_the_cap_units_in_flight_stop_uncommitted_and_are_played_by
         "tasks.knowledge_grounded_share=1",
         "llm.max_concurrency=4",
     ]  # two calls per draft
-    with FakeOpenAIServer(_fake_writer, latency_s=0.2, strict="openai") as srv:
+    with FakeOpenAIServer(task_writer, latency_s=0.2, strict="openai") as srv:
         whole = run(*command(tmp_path / "whole", srv.url, *persona_notes))
         assert whole.returncode == 0, whole.stderr[-2000:]
         reference = read_ledger(tmp_path / "whole")
@@ -173,7 +172,7 @@ def test_cancelled_at_the_cap_units_in_flight_stop_uncommitted_and_are_played_by
 
 
 def synthesize(run_dir: Path, url: str, *overrides: str, llm: str = "openai") -> list[str]:
-    """The whole pipeline with every role played by the fake model (tests.pipeline.fake_model), all priced;
+    """The whole pipeline with every role played by the fake model (fakes.model), all priced;
     `llm` names the configs/llm preset (and so the profile) the fake stands for."""
     return [
         sys.executable,

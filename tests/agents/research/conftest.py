@@ -17,7 +17,7 @@ from agents.tools import ToolContext
 from agents.tools.toolsets import toolset_for
 from core.seams.steps import Observation
 from core.records import ToolCall
-from tests.fakes.http_server import ScriptedServer
+from fakes.http_server import ScriptedServer
 
 RESPONSES = Path(__file__).parent / "responses"
 ONLINE_SERVICES = ("searxng", "tavily", "brave", "openverse", "wikimedia", "arxiv", "semantic_scholar")

@@ -19,7 +19,7 @@ from core.llm.client import ModelClient
 from core.run.metering import Unit, unit_scope
 from core.records import Trajectory
 from core.seams.steps import Injection, StepState
-from tests.fakes.openai_server import ErrorReply, FakeOpenAIServer, FaultPlan, Reply, replay
+from fakes.openai_server import ErrorReply, FakeOpenAIServer, FaultPlan, Reply, replay
 
 SYSTEM, USER = "You make slides.", "Make a two-slide deck about tides."
 SLIDE = "<html><body><h1>Tides</h1></body></html>"

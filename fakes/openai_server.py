@@ -24,7 +24,7 @@ from typing import Any, Callable, Iterable, Optional, Sequence
 
 from aiohttp import web
 
-from tests.fakes import provider_rules
+from fakes import provider_rules
 
 FAULT_KINDS = ("500", "429", "hang", "malformed_tool_json", "truncated")
 
