@@ -36,6 +36,11 @@ def arguments(call: dict) -> dict:
         return {}
 
 
+def last_tool_text(body: dict[str, Any]) -> str:
+    """The last tool result of a request."""
+    return next(m["content"] for m in reversed(body["messages"]) if m["role"] == "tool")
+
+
 def task_writer(body: dict) -> Reply:
     """The task writer and its quality gate: a persona or a document gets a request; "bicycle" first gets malformed
     JSON (asked again), "chef" a Chinese request labelled English, both "twin"s the same request, "vandal" one the

@@ -30,7 +30,7 @@ from core.records import Trajectory
 from render.renderer import Renderer
 from fakes.http_server import ScriptedAnswer, ScriptedServer
 from fakes.openai_server import FakeOpenAIServer, Reply
-from tests.agents.runtime.test_loop import last_tool_text
+from fakes.model import last_tool_text
 from tests.rendered import session_loop
 
 Call = tuple[str, dict[str, Any]]

@@ -1,11 +1,12 @@
-"""What several filter tests share: the real documents in ../shared/data/, and the synthetic run's scenario (one
-rollout per outcome, fakes.runs) with the fate each rollout should meet."""
+"""What several filter tests share: the real documents in ../shared/data/, the synthetic run's scenario (one rollout
+per outcome, fakes.runs) with the fate each rollout should meet, and a gate's verdict in one line."""
 
 from __future__ import annotations
 
 import csv
 from pathlib import Path
 
+from core.records import Verdict
 from fakes.runs import RolloutSpec, RunSpec
 
 SHARED_DATA = Path(__file__).resolve().parents[3] / "shared" / "data"
@@ -41,3 +42,14 @@ EXPECTED = {  # first failing category; None = accepted
 }
 SCRIPTED = {"llm": {"backend": "scripted", "base_url": "none://scripted", "model": "scripted-policy"}}
 SCENARIO_RUN = RunSpec(SCENARIO, gates=None, config=SCRIPTED, verdicts=False)  # the default gates, none run yet
+
+
+def verdict(task_id: str, gate: str, passed: bool, category: str | None = None, reason: str = "why") -> Verdict:
+    """A gate's verdict: a rejection in `category` (the gate's by default) for `reason`."""
+    return Verdict(
+        task_id=task_id,
+        gate=gate,
+        passed=passed,
+        category=None if passed else category or gate,
+        reasons=() if passed else (reason,),
+    )

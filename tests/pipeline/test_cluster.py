@@ -17,7 +17,7 @@ from core.config import PROJECT_ROOT
 from core.records import Rollout, read_parquet
 from pipeline.rollouts import run_rollouts
 from fakes.openai_server import FakeOpenAIServer, Reply
-from tests.pipeline.test_rollouts import RUNNER, write_tasks
+from tests.pipeline.helpers import RUNNER, write_tasks
 
 CHATTY = "rollouts.runner=fakes.runner:ChattyRunner"
 

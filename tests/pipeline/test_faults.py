@@ -8,7 +8,7 @@ from core.records import Rollout, read_parquet
 from pipeline.rollouts import run_rollouts
 from fakes.openai_server import FakeOpenAIServer, FaultPlan, Reply
 from fakes.model import succeeded
-from tests.pipeline.test_rollouts import write_tasks
+from tests.pipeline.helpers import write_tasks
 
 SLIDE = '<html><body style="margin:0;width:1280px;height:720px"><h1 style="margin:80px;font-size:48px">{}</h1></body></html>'
 

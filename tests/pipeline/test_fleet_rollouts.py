@@ -14,7 +14,7 @@ from core.run.ledger import read_ledger
 from core.records import Rollout, read_parquet
 from pipeline.rollouts import run_rollouts
 from fakes.openai_server import FakeOpenAIServer, Reply
-from tests.pipeline.test_rollouts import write_tasks
+from tests.pipeline.helpers import write_tasks
 
 pytestmark = [pytest.mark.usefixtures("embedded_ray"), pytest.mark.slow]
 CHATTY = "rollouts.runner=fakes.runner:ChattyRunner"

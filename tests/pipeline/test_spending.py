@@ -15,7 +15,6 @@ import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 import psutil
 import pytest
@@ -26,11 +25,8 @@ from core.records import Rollout, Task, Trajectory, Verdict, read_parquet
 from core.run.usage import total
 from fakes.openai_server import FakeOpenAIServer
 from fakes.model import every_role, task_writer
+from tests.pipeline.helpers import ENV, FakeSynthesis, every_role_command, run
 
-if TYPE_CHECKING:
-    from tests.pipeline.conftest import FakeSynthesis
-
-ENV = {**os.environ, "WANDB_MODE": "disabled"}
 pytestmark = pytest.mark.slow
 
 
@@ -51,10 +47,6 @@ def command(run: Path, url: str, *overrides: str) -> list[str]:
         "tasks.eval_size=2",
         *overrides,
     ]
-
-
-def run(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(list(args), cwd=PROJECT_ROOT, env=ENV, capture_output=True, text=True, timeout=300, check=False)
 
 
 def start(*args: str) -> subprocess.Popen[bytes]:
@@ -171,32 +163,6 @@ def test_cancelled_at_the_cap_units_in_flight_stop_uncommitted_and_are_played_by
     assert counted(read_ledger(capped)) == counted(reference)  # every unit committed once, as in the run never capped
 
 
-def synthesize(run_dir: Path, url: str, *overrides: str, llm: str = "openai") -> list[str]:
-    """The whole pipeline with every role played by the fake model (fakes.model), all priced;
-    `llm` names the configs/llm preset (and so the profile) the fake stands for."""
-    return [
-        sys.executable,
-        "-m",
-        "pipeline.synthesize",
-        f"run.dir={run_dir}",
-        "tracking=disabled",
-        "limit=3",
-        "tasks.count=6",
-        "tasks.eval_size=1",
-        f"llm={llm}",
-        f"llm.base_url={url}",
-        "llm.model=fake",
-        "llm.backoff_base_s=0.01",
-        "llm.price.input_per_mtok=1",
-        "llm.price.output_per_mtok=4",
-        "critic=extrinsic",
-        "filters.gates=[consistency,quality]",
-        "ray.num_workers=1",
-        "ray.rollouts_per_worker=3",
-        *overrides,
-    ]  # the judges see every finished deck
-
-
 def kill_session(child: subprocess.Popen) -> None:
     """SIGKILL the child and every process of its session (its Ray workers), by pid."""
     for process in psutil.process_iter():
@@ -213,18 +179,21 @@ def kill_session(child: subprocess.Popen) -> None:
 def test_every_stage_s_calls_are_in_the_ledger_and_a_killed_run_resumes_to_the_same_totals(
     every_role_synthesis: FakeSynthesis, tmp_path: Path
 ) -> None:
-    whole, killed = every_role_synthesis.root, tmp_path / "killed"  # whole: synthesize(whole, url), tests/pipeline/conftest.py
+    whole, killed = (
+        every_role_synthesis.root,
+        tmp_path / "killed",
+    )  # whole: every_role_command(whole, url), tests/pipeline/conftest.py
     done, asked = every_role_synthesis.done, every_role_synthesis.served
     assert done.returncode == 0, done.stderr[-3000:]
     assert every_role_synthesis.refused == []
     with FakeOpenAIServer(every_role, strict="openai") as srv:
-        child = start(*synthesize(killed, srv.url))
+        child = start(*every_role_command(killed, srv.url))
         deadline = time.monotonic() + 600
         while not list(killed.glob("units/rollouts/*.json")) and child.poll() is None and time.monotonic() < deadline:
             time.sleep(0.05)
         kill_session(child)  # mid-rollouts: the others are in flight
         assert len(list(killed.glob("units/rollouts/*.json"))) < 3
-        resumed = run(*synthesize(killed, srv.url))
+        resumed = run(*every_role_command(killed, srv.url))
         assert resumed.returncode == 0, resumed.stderr[-3000:]
         assert srv.refused == []
     usage = json.loads((whole / "stats" / "usage.json").read_text())

@@ -11,7 +11,7 @@ import pytest
 from agents.config import ToolsConfig
 from agents.research.cache import CacheMiss, ToolCache, cache_key
 from agents.research.runtime import build_research
-from tests.agents.research.conftest import Call, pointed_at, response
+from tests.agents.research.helpers import Call, pointed_at, response
 from fakes.http_server import ScriptedAnswer, ScriptedServer
 
 CALLS = [

@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import Callable
 
 from agents.config import SandboxConfig, ToolsConfig
-from tests.agents.research.conftest import Call
+from tests.agents.research.helpers import Call
 from fakes.http_server import ScriptedAnswer, ScriptedServer
 
 ARTICLE = """<!DOCTYPE html><html><head><title>Numerical analysis</title><script>var tracking = 1;</script></head>

@@ -16,7 +16,7 @@ from agents.research.runtime import build_research
 from agents.sandbox import Workspace
 from core.llm.players import Players
 from core.config import LLMConfig, RoleConfig
-from tests.agents.research.conftest import Call
+from tests.agents.research.helpers import Call
 from fakes.http_server import ScriptedAnswer, ScriptedServer
 from fakes.openai_server import ErrorReply, FakeOpenAIServer, Reply
 

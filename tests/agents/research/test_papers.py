@@ -10,7 +10,7 @@ import pytest
 from agents.config import ToolsConfig
 from agents.research.index import CorpusIndex
 from agents.research.papers import arxiv_id
-from tests.agents.research.conftest import Call, pointed_at, response
+from tests.agents.research.helpers import Call, pointed_at, response
 from fakes.http_server import ScriptedAnswer, ScriptedServer
 
 

@@ -11,7 +11,7 @@ from PIL import Image
 from agents.config import ToolsConfig
 from agents.research.imagelib import LIBRARY_FILE, ImageLibrary
 from agents.sandbox import Workspace
-from tests.agents.research.conftest import Call, pointed_at, response
+from tests.agents.research.helpers import Call, pointed_at, response
 from fakes.http_server import ScriptedAnswer, ScriptedServer
 
 

@@ -7,7 +7,7 @@ from typing import Callable
 import pytest
 
 from agents.config import ToolsConfig
-from tests.agents.research.conftest import Call, pointed_at, response
+from tests.agents.research.helpers import Call, pointed_at, response
 from fakes.http_server import ScriptedAnswer, ScriptedServer
 
 
