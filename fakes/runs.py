@@ -30,7 +30,7 @@ from core.seams.candidate import Candidate
 from core.seams.deck import FILE as DECK_FILE
 from core.seams.deck import DeckPptx, DeckReport, DeckSlide
 from fakes.decks import PAGE_SIZES, write_deck
-from fakes.trajectories import SLIDE_PX, play, slide_png, slide_text, write_file
+from fakes.trajectories import SLIDE_PX, play, save, slide_png, slide_text
 from filters.acceptance import ENVIRONMENT
 from filters.config import DEFAULT_GATES
 from filters.gates import environment_verdict
@@ -202,7 +202,7 @@ def _rollout(root: Path, spec: RolloutSpec, run: RunSpec, rng: random.Random) ->
     trajectories = play(spec, run, rng, root / folder)
     artifacts = {TRAJECTORY + t.agent: f"{folder}/{TRAJECTORY_FILE.format(agent=t.agent)}" for t in trajectories}
     for t in trajectories:
-        write_file(root / artifacts[TRAJECTORY + t.agent], t.to_json())
+        save(root / artifacts[TRAJECTORY + t.agent], t.to_json())
     if spec.slides:
         artifacts["manuscript"] = f"{folder}/manuscript.md"
     if spec.slides and not spec.failure:
@@ -250,7 +250,7 @@ def _export(workspace: Path, spec: RolloutSpec) -> None:
     slides = []
     for n in numbers:
         png = f"previews/slide_{n:02d}.png"
-        write_file(workspace / png, slide_png(SLIDE_PX[spec.aspect], n + 1))
+        save(workspace / png, slide_png(SLIDE_PX[spec.aspect], n + 1))
         slides.append(DeckSlide(f"slides/slide_{n:02d}.html", png, tuple(d for at, d in measured if at == n), SLIDE_FIDELITY))
     deck = {"slides": spec.slides, "words": 40 * spec.slides, "tables": 1, "pictures": 2, "within_targets": True}
     fidelity = {"renderer": "LibreOffice 7.4.7.2", "seconds": 4.2, "deck": {**SLIDE_FIDELITY, **deck}}

@@ -132,7 +132,8 @@ def slide_png(size: tuple[int, int], variant: int) -> bytes:
     return buffer.getvalue()
 
 
-def write_file(path: Path, data: bytes | str) -> None:
+def save(path: Path, data: bytes | str) -> None:
+    """Write `data` (text as UTF-8) at `path`, its folders made."""
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_bytes(data.encode() if isinstance(data, str) else data)
 
@@ -272,7 +273,7 @@ def _work(t: TrajectoryBuilder, run: RunSpec, rng: random.Random, workspace: Pat
         render = f"renders/slide_{step + 1:02d}.png"
         variant = rng.randrange(256)
         if t.agent == "presenter":
-            write_file(workspace / render, slide_png(run.render_size or SLIDE_PX[spec.aspect], variant))
+            save(workspace / render, slide_png(run.render_size or SLIDE_PX[spec.aspect], variant))
         calls = [("write_file", {"path": f"slides/slide_{step + 1:02d}.html"}), (inspect, {"path": "manuscript.md"})]
         said, reasoning = _words(rng, 60), _words(rng, 120)
         results = [
@@ -290,13 +291,13 @@ def _manuscript(t: TrajectoryBuilder, spec: RolloutSpec, run: RunSpec, workspace
         f"# {title}\n\n{body}\n\n" for title, body in (slide_text(spec, n) for n in range(1, spec.slides + 1))
     )
     t.call("write_file", "Wrote the manuscript.", path="manuscript.md", content=text)
-    write_file(workspace / "manuscript.md", text)
+    save(workspace / "manuscript.md", text)
 
 
 def _slides(t: TrajectoryBuilder, spec: RolloutSpec, run: RunSpec, workspace: Path) -> None:
     """The slides written; slide 1 inspected (its critic finding answered, with a revision), then again at the end."""
     first, render = "slides/slide_01.html", "renders/slide_01.png"
-    write_file(workspace / render, slide_png(run.render_size or SLIDE_PX[spec.aspect], 1))
+    save(workspace / render, slide_png(run.render_size or SLIDE_PX[spec.aspect], 1))
     t.call(
         "write_file", "Wrote the file.", path=first, content=slide_html(spec, 1, TITLE_FIX[0] if spec.revision else TITLE_FIX[1])
     )
@@ -319,7 +320,7 @@ def _slides(t: TrajectoryBuilder, spec: RolloutSpec, run: RunSpec, workspace: Pa
         t.call("write_file", "Wrote the file.", path=f"slides/slide_{number:02d}.html", content=slide_html(spec, number))
     t.call("inspect_slide", NOTHING_MEASURED, images=(render,), html_file=first)
     for number in range(1, spec.slides + 1):
-        write_file(workspace / "slides" / f"slide_{number:02d}.html", final_html(spec, number))
+        save(workspace / "slides" / f"slide_{number:02d}.html", final_html(spec, number))
 
 
 def _words(rng: random.Random, chars: int) -> str:
