@@ -26,7 +26,7 @@ from core.llm.wire import to_wire
 from core.run.metering import Unit, unit_scope
 from core.records import Message, ToolCall
 from benchmarks.endpoint import fake_endpoint, percentile as _pct
-from tests.fakes.openai_server import Reply
+from fakes.openai_server import Reply
 
 CONVERSATION = [
     Message("system", "You are a presentation designer. " * 50),

@@ -7,7 +7,7 @@ from contextlib import contextmanager
 from multiprocessing.synchronize import Event
 from typing import Iterator
 
-from tests.fakes.openai_server import FakeOpenAIServer, Reply
+from fakes.openai_server import FakeOpenAIServer, Reply
 
 
 def _serve(reply: Reply, latency_s: float, urls: mp.Queue, stop: Event) -> None:

@@ -36,7 +36,7 @@ from filters.constraints import check_deck
 from core.seams.candidate import Candidate
 from filters.quality import deck_slides, measured_rejections
 from filters.run import FilterRunConfig, judge_rollouts
-from tests.filters.decks import CHINESE, CHINESE_WITH_ENGLISH_TERMS, ENGLISH, PAGE_SIZES, write_deck
+from fakes.decks import CHINESE, CHINESE_WITH_ENGLISH_TERMS, ENGLISH, PAGE_SIZES, write_deck
 from core.run.reader import RunReader
 
 SHAPES = ("16:9", "4:3", "A1")

@@ -53,7 +53,8 @@ from core.llm.local_server import LocalServer, ServerSpec, bundled_model
 from core.run.metering import Unit, unit_scope
 from core.records import Message
 from benchmarks.endpoint import percentile
-from tests.fakes.replica_sim import SimSpec, simulated_fleet
+from fakes.replica_sim import SimSpec
+from fakes.sim_fleet import simulated_fleet
 
 SYSTEM = (
     "You are the Presenter. You design one HTML slide at a time, look at each rendered slide, and fix what you see. "

@@ -27,7 +27,7 @@ from collections import defaultdict
 from pathlib import Path
 from typing import Optional
 
-from tests.train.runs import RunShape, build_run
+from fakes.runs import build_run, training_run
 from train.batching import packs as ms_swift_packs
 from train.config import SWIFT_TEMPLATE, ExportConfig, HistoryReasoning
 from train.export import export_run
@@ -35,8 +35,8 @@ from train.throughput import PAPER_EPOCHS, PAPER_GPU_HOURS, PAPER_ROLLOUTS
 from train.tokens import count_rows, make_counter
 from core.run.reader import RunReader
 
-SYNTHETIC = RunShape(
-    tasks=40, failed=0, rejected_every=10**9, steps=8, steps_max=16, observation_chars=3000, slide_size=(1280, 720)
+SYNTHETIC = training_run(
+    tasks=40, failed=0, rejected_every=10**9, steps=8, steps_max=16, observation_chars=3000, render_size=(1280, 720)
 )
 
 
@@ -114,7 +114,8 @@ def main() -> None:
             run = build_run(Path(tmp) / "run", SYNTHETIC)
             cfg = ExportConfig(max_length=10**9, val_fraction=0.05, history_reasoning=HistoryReasoning(args.history_reasoning))
             export = export_run(RunReader(run), cfg).out_dir
-            print(f"synthetic export: {SYNTHETIC}, history_reasoning={cfg.history_reasoning.value}")
+            shape = f"{len(SYNTHETIC.rollouts)} rollouts, {SYNTHETIC.steps}-{SYNTHETIC.steps_max} work steps per agent"
+            print(f"synthetic export: {shape}, history_reasoning={cfg.history_reasoning.value}")
         samples, method = load(export, args.model_dir)
         print(report(samples, method, args.max_length, args.tokens_per_s, args.gpus))
 

@@ -1,8 +1,8 @@
 """Report generation time for a large run: `python -m benchmarks.report [--rollouts 1000]`.
 
-Builds a synthetic run directory (untimed) with tests.pipeline.report_run: rollouts of
-3-12 slides at real slide size (1280x720 or 960x720 PNGs for previews and renders),
-researcher and presenter trajectories (about 3 in 10 with a critic injection, 1 in 10
+Builds a synthetic run directory (untimed) with fakes.runs.varied_run: rollouts of
+3-12 slides at real slide size (1280x720 or 960x720 PNGs for previews and renders, a
+PDF), researcher and presenter trajectories (1 in 3 with a critic injection, 1 in 10
 with a context warning, 1 in 10 failed), verdicts of three gates, a stage record and SFT
 files. Then times `make_report` twice: cold (every cover thumbnail made) and warm (a
 rerun: thumbnails reused from the cache). Target: under 60 s cold for 1,000 rollouts.
@@ -17,7 +17,7 @@ import time
 from pathlib import Path
 
 from pipeline.report import make_report
-from tests.pipeline.report_run import build_run
+from fakes.runs import build_run, varied_run
 from core.run.reader import RunReader
 
 
@@ -29,7 +29,7 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         root = args.keep or Path(tmp) / "run"
         started = time.perf_counter()
-        build_run(root, args.rollouts)
+        build_run(root, varied_run(args.rollouts))
         print(f"built a {args.rollouts}-rollout run in {time.perf_counter() - started:.1f} s at {root} ({os.cpu_count()} CPUs)")
         for label in ("cold", "warm"):
             started = time.perf_counter()

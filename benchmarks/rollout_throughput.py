@@ -75,7 +75,7 @@ from pipeline.config import store_schema
 from pipeline.rollouts import init_ray, run_rollouts, workspace_for
 from pipeline.runner import DeckRunner
 from benchmarks.endpoint import fake_endpoint
-from tests.fakes.openai_server import Reply
+from fakes.openai_server import Reply
 
 SLIDES = 4
 POOL_CONCURRENCY, POOL_DECKS = 8, 24  # the rollouts played first for their decks, on which the render capacity is measured

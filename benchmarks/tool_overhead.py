@@ -39,7 +39,7 @@ from core.llm.client import ModelClient
 from core.llm.results import ChatResult
 from core.records import Message, ToolCall, Trajectory
 from benchmarks.endpoint import fake_endpoint, percentile as _pct
-from tests.fakes.openai_server import Reply
+from fakes.openai_server import Reply
 
 
 REPLY = Reply("", [("read_file", {"path": "manuscript.md"})], reasoning="Check the manuscript again.")

@@ -40,8 +40,7 @@ from pipeline.spending import usage_stats
 from pipeline.report.stage import make_report
 from pipeline.stages import run_stages
 from pipeline.synthesize import STAGES
-from tests.filters.rundir import Spec, build_workspace, export_fake, write_run
-from tests.pipeline.report_run import build_run
+from fakes.runs import RolloutSpec, RunSpec, build_run, varied_run
 from core.run.reader import RunReader
 from core.defects import Defect
 
@@ -62,7 +61,7 @@ def test_a_new_defect_code_reaches_the_critic_and_the_report(monkeypatch: pytest
     review = asyncio.run(RulesCritic().review(Inspection("inspect_slide", "slides/slide_01.html", "", measured), tmp_path, "en"))
     assert [(f.category, f.severity, f.fix) for f in review.findings] == [("style", "minor", "tone the box down")]
 
-    build_run(tmp_path, rollouts=2)
+    build_run(tmp_path, varied_run(2))
     defects_file = next(tmp_path.glob("rollouts/*/deck_defects.json"))
     deck = json.loads(defects_file.read_text())
     deck["slides"][0]["defects"].append({"code": "glare", "severity": "minor", "element": "div.box"})
@@ -191,11 +190,9 @@ def test_a_new_backend_plays_an_agent_and_a_judge(monkeypatch: pytest.MonkeyPatc
     usage = json.loads((out / "stats" / "usage.json").read_text())
     assert usage["stages"]["generate"]["roles"]["agent"]["calls"] == len(agent_calls)
 
-    run = tmp_path / "run"
-    revised = [Spec(f"en-revised-{i}", "16:9", "en", 2, revision=answer) for i, answer in enumerate(("fix", "ignore"))]
-    for spec in revised:
-        export_fake(build_workspace(run, spec), spec)
-    write_run(run, revised, {"llm": {"backend": "scripted", "base_url": "none://scripted", "model": "scripted-policy"}})
+    revised = tuple(RolloutSpec(f"en-revised-{i}", slides=2, revision=answer) for i, answer in enumerate(("fix", "ignore")))
+    scripted = {"llm": {"backend": "scripted", "base_url": "none://scripted", "model": "scripted-policy"}}
+    run = build_run(tmp_path / "run", RunSpec(revised, gates=None, config=scripted, verdicts=False))
     assert (
         filters_main([str(run), "filters.gates=[consistency]", "roles.judge.backend=inproc", "roles.judge.model=inproc-1"]) == 0
     )

@@ -3,7 +3,9 @@
 `core` imports no package above it, not even for a type checker; the config layer (every `*/config.py`)
 imports, however indirectly, only config modules and the small pure core modules below; and no module
 stores a config schema in Hydra's ConfigStore as it is imported (each config module's `store_schema()`
-does it for the entry point that composes).
+does it for the entry point that composes). The product imports none of what tests it (fakes, tests, benchmarks);
+nothing outside tests/ imports tests; and a test module imports no other test module and no conftest (what tests
+share is a plain module; fixtures pytest finds itself).
 """
 
 from __future__ import annotations
@@ -11,13 +13,14 @@ from __future__ import annotations
 import ast
 from collections import deque
 from pathlib import Path
-from typing import Iterator
+from typing import Iterable, Iterator
 
 import pytest
 
 from core.config import PROJECT_ROOT
 
 PACKAGES = ("core", "render", "deck", "agents", "critic", "filters", "pipeline", "train", "eval")
+TEST_SIDE = ("fakes", "tests", "benchmarks")  # what tests and measures the product, never part of it
 ABOVE_CORE = frozenset(PACKAGES) - {"core"}
 CONFIG_MODULES = frozenset(f"{p}.config" for p in PACKAGES if (PROJECT_ROOT / p / "config.py").is_file())
 # What a config module may import besides config modules: small, pure (no clients, no I/O at import, no Ray, no Playwright).
@@ -48,9 +51,10 @@ def module_path(name: str) -> Path | None:
     return None
 
 
-def imported(tree: ast.Module, module: str, is_package: bool) -> Iterator[tuple[str, int]]:
-    """(project module, line) for every import anywhere in the module: top level, functions, `if TYPE_CHECKING:`.
-    `from a import b` gives a.b when that is a module, else a."""
+def imported(tree: ast.Module, module: str, is_package: bool, tops: Iterable[str] = PACKAGES) -> Iterator[tuple[str, int]]:
+    """(module, line) for every import of a module under `tops` (the product's packages unless told) anywhere in the
+    module: top level, functions, `if TYPE_CHECKING:`. `from a import b` gives a.b when that is a module, else a."""
+    tops = frozenset(tops)
     here = module if is_package else module.rpartition(".")[0]
     for node in ast.walk(tree):
         if isinstance(node, ast.Import):
@@ -64,9 +68,9 @@ def imported(tree: ast.Module, module: str, is_package: bool) -> Iterator[tuple[
         else:
             continue
         for target in targets:
-            while target.split(".")[0] in PACKAGES and not module_path(target):
+            while target.split(".")[0] in tops and not module_path(target):
                 target = target.rpartition(".")[0]  # `import a.b.c` of an attribute c: the module a.b
-            if target.split(".")[0] in PACKAGES:
+            if target.split(".")[0] in tops:
                 yield target, node.lineno
 
 
@@ -76,10 +80,10 @@ def with_packages(name: str) -> list[str]:
     return [".".join(parts[:depth]) for depth in range(1, len(parts) + 1)]
 
 
-def imports_of(module: str) -> list[tuple[str, int]]:
+def imports_of(module: str, tops: Iterable[str] = PACKAGES) -> list[tuple[str, int]]:
     path = module_path(module)
     assert path is not None, module
-    return list(imported(ast.parse(path.read_text(encoding="utf-8")), module, path.name == "__init__.py"))
+    return list(imported(ast.parse(path.read_text(encoding="utf-8")), module, path.name == "__init__.py", tops))
 
 
 def module_name(path: Path) -> str:
@@ -87,8 +91,12 @@ def module_name(path: Path) -> str:
     return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
 
 
+def modules_of(*tops: str) -> list[str]:
+    return sorted(module_name(p) for top in tops for p in (PROJECT_ROOT / top).rglob("*.py") if "__pycache__" not in p.parts)
+
+
 def core_modules() -> list[str]:
-    return sorted(module_name(p) for p in (PROJECT_ROOT / "core").rglob("*.py") if "__pycache__" not in p.parts)
+    return modules_of("core")
 
 
 def outside_config_layer(root: str) -> list[str]:
@@ -197,15 +205,11 @@ def test_core_rooms_run_nothing_on_import() -> None:
 LAYERS = ("core", "render", "deck", "agents", "critic", "filters", "train", "pipeline", "eval")
 
 
-def product_modules() -> list[str]:
-    return sorted(module_name(p) for p in project_sources() if p.relative_to(PROJECT_ROOT).parts[0] in PACKAGES)
-
-
 def test_no_import_runs_up_the_layers() -> None:
     assert set(LAYERS) == set(PACKAGES)
     found = [
         f"{module} line {line}: imports {name}"
-        for module in product_modules()
+        for module in modules_of(*PACKAGES)
         for name, line in imports_of(module)
         if LAYERS.index(name.split(".")[0]) > LAYERS.index(module.split(".")[0])
     ]
@@ -261,7 +265,7 @@ def import_cycles(graph: dict[str, set[str]]) -> list[list[str]]:
 
 def test_import_cycles_stay_inside_one_folder() -> None:
     """Every import counts, type-only ones and those inside functions too."""
-    modules = product_modules()
+    modules = modules_of(*PACKAGES)
     graph = {m: {name for name, _ in imports_of(m) if name in modules} for m in modules}
     crossing = [cycle for cycle in import_cycles(graph) if len({folder_of(m) for m in cycle}) > 1]
     assert not crossing, f"import cycles across folders: {crossing}"
@@ -272,12 +276,50 @@ def test_the_cycle_finder_finds_cycles() -> None:
     assert sorted(import_cycles(graph)) == [["a.x", "a.y"], ["b.w", "b.z"]]
 
 
-def test_no_class_name_is_defined_twice_in_the_product() -> None:
+def test_no_class_name_is_defined_twice_in_the_product_or_its_fakes() -> None:
     where: dict[str, list[str]] = {}
     for path in project_sources():
-        if path.relative_to(PROJECT_ROOT).parts[0] not in PACKAGES:
+        if path.relative_to(PROJECT_ROOT).parts[0] not in (*PACKAGES, "fakes"):
             continue
         for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
             if isinstance(node, ast.ClassDef):
                 where.setdefault(node.name, []).append(f"{path.relative_to(PROJECT_ROOT)}:{node.lineno}")
     assert {name: places for name, places in where.items() if len(places) > 1} == {}
+
+
+def test_no_product_package_imports_fakes_tests_or_benchmarks() -> None:
+    """Every import of every product module, wherever it stands (functions, `if TYPE_CHECKING:`): so no chain of
+    imports from the product reaches them either."""
+    found = [
+        f"{module} line {line}: imports {name}"
+        for module in modules_of(*PACKAGES)
+        for name, line in imports_of(module, TEST_SIDE)
+    ]
+    assert not found, "the product never imports its test doubles, tests or benchmarks:\n" + "\n".join(found)
+
+
+def test_nothing_outside_tests_imports_tests() -> None:
+    outside = [module_name(p) for p in project_sources() if p.relative_to(PROJECT_ROOT).parts[0] != "tests"]
+    assert "fakes.runs" in outside and "benchmarks.report" in outside
+    found = [f"{module} line {line}: imports {name}" for module in outside for name, line in imports_of(module, ("tests",))]
+    assert not found, "what benchmarks and fakes share with tests lives in fakes/:\n" + "\n".join(found)
+
+
+def test_no_test_module_imports_a_test_module_or_a_conftest() -> None:
+    found = [
+        f"{module} line {line}: imports {name}"
+        for module in modules_of("tests")
+        for name, line in imports_of(module, ("tests",))
+        if name.rpartition(".")[2].startswith("test_") or name.rpartition(".")[2] == "conftest"
+    ]
+    assert not found, "share helpers through a plain module (tests/<area>/helpers.py or fakes/):\n" + "\n".join(found)
+
+
+def test_the_import_scan_sees_the_test_side() -> None:
+    source = (
+        "import fakes.runs\n"
+        "from tests.filters import helpers, conftest\n"
+        "def f():\n    from tests.pipeline.test_rollouts import write_tasks\n"
+    )
+    found = {name for name, _ in imported(ast.parse(source), "benchmarks.report", False, TEST_SIDE)}
+    assert found == {"fakes.runs", "tests.filters.helpers", "tests.filters.conftest", "tests.pipeline.test_rollouts"}

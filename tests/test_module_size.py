@@ -1,4 +1,4 @@
-"""No module of the project outside tests is longer than a reader can hold: 450 lines."""
+"""No module of the project outside tests (fakes included) is longer than a reader can hold: 450 lines."""
 
 from __future__ import annotations
 
@@ -6,7 +6,8 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 MAX_LINES = 450
-SOURCE_DIRS = ("core", "render", "deck", "agents", "critic", "filters", "pipeline", "eval", "train", "benchmarks", "scripts")
+PACKAGES = ("core", "render", "deck", "agents", "critic", "filters", "pipeline", "eval", "train")
+SOURCE_DIRS = (*PACKAGES, "benchmarks", "scripts", "fakes")
 
 
 def test_no_module_is_over_the_line_limit():
@@ -16,7 +17,6 @@ def test_no_module_is_over_the_line_limit():
     assert {name: n for name, n in sizes.items() if n > MAX_LINES} == {}
 
 
-PACKAGES = ("core", "render", "deck", "agents", "critic", "filters", "pipeline", "eval", "train")
 MAX_PACKAGE_SHARE = 0.30
 
 

@@ -28,9 +28,9 @@ from core.config import LLMConfig
 from core.llm.client import ModelClient
 from core.records import Trajectory
 from render.renderer import Renderer
-from tests.fakes.http_server import Answer, ScriptedServer
-from tests.fakes.openai_server import FakeOpenAIServer, Reply
-from tests.agents.runtime.test_loop import last_tool_text
+from fakes.http_server import ScriptedAnswer, ScriptedServer
+from fakes.openai_server import FakeOpenAIServer, Reply
+from fakes.model import last_tool_text
 from tests.rendered import session_loop
 
 Call = tuple[str, dict[str, Any]]
@@ -190,8 +190,8 @@ async def test_a_fetch_that_times_out_twice_then_succeeds_is_not_a_loop(
     sandbox = SandboxConfig(allow_private_addresses=True, call_timeout_s=0.5)  # a fetch stopped after 0.5 s
     cfg = replace(tools_config, fetch_backend="web", sandbox=sandbox)
     async with ScriptedServer() as server:
-        slow = Answer(page, content_type="text/html", delay_s=1.5)
-        server.on("/tides", slow, slow, Answer(page, content_type="text/html"))
+        slow = ScriptedAnswer(page, content_type="text/html", delay_s=1.5)
+        server.on("/tides", slow, slow, ScriptedAnswer(page, content_type="text/html"))
 
         def script() -> Script:
             for _ in range(3):

@@ -26,7 +26,7 @@ from filters.config import FiltersConfig
 from filters.constraints import check_deck
 from filters.content import check_deck as check_content
 from tests.rendered import session_loop
-from tests.fakes.openai_server import FakeOpenAIServer, Reply
+from fakes.openai_server import FakeOpenAIServer, Reply
 
 SHARED = Path(__file__).parents[3] / "shared" / "data"
 pytestmark = [pytest.mark.chromium, session_loop]

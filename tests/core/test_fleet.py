@@ -18,7 +18,7 @@ from core.llm.replica_limit import Limit
 from core.llm.client import ModelClient
 from core.run.metering import Unit, unit_scope
 from core.records import Message
-from tests.fakes.openai_server import ErrorReply, FakeOpenAIServer, FaultPlan, Reply
+from fakes.openai_server import ErrorReply, FakeOpenAIServer, FaultPlan, Reply
 
 HELLO = [Message("user", "hello")]
 

@@ -18,7 +18,7 @@ from core.records import Message, Verdict
 from core.run.store import ConfigMismatch, RunStore
 from core.run.usage import RoleUsage
 from pipeline.config import SynthesizeConfig
-from tests.fakes.openai_server import FakeOpenAIServer, Reply
+from fakes.openai_server import FakeOpenAIServer, Reply
 
 PRICE = PriceConfig(input_per_mtok=1000.0, output_per_mtok=2000.0, cached_input_per_mtok=100.0)  # $0.001 per prompt token
 HELLO = [Message("user", "hello")]

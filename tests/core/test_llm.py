@@ -19,7 +19,7 @@ from core.llm.wire import DataURLs
 from core.run.usage import UsageMeter
 from core.llm.results import ModelError
 from core.records import Message, ToolCall
-from tests.fakes.openai_server import ErrorReply, FakeOpenAIServer, FaultPlan, Reply, replay
+from fakes.openai_server import ErrorReply, FakeOpenAIServer, FaultPlan, Reply, replay
 
 HELLO = [Message("user", "hello")]
 

@@ -21,6 +21,7 @@ from core.llm.local_server import LocalServerError, serving
 from core.llm.players import LOCAL_UNSTARTED, Players
 from core.protocols import Play
 from core.records import Message
+from tests.local_servers import servers_running
 
 pytestmark = pytest.mark.real_model
 
@@ -38,20 +39,6 @@ class Cfg:
 def client_of(cfg: Cfg, role: str) -> object:
     """The role's model client, or "stand-in" where its backend plays it by rule."""
     return Players(cfg.llm, cfg.roles).play(role, Play(lambda client: client, lambda _: "stand-in"))
-
-
-def servers_running(marker: str) -> list[psutil.Process]:
-    """The local model servers (core.llm.local_server starts `python -m core.llm.llama_server`) whose command line holds
-    `marker`: the model's path, or `--port N ` (other tests' servers may run meanwhile)."""
-    found = []
-    for process in psutil.process_iter(["cmdline"]):
-        try:
-            command = " ".join(process.info["cmdline"] or ()) + " "
-            if "core.llm.llama_server" in command and marker in command:
-                found.append(process)
-        except psutil.Error:
-            continue
-    return found
 
 
 def test_a_served_model_answers_with_its_usage_and_the_server_stops_after(tmp_path: Path) -> None:

@@ -17,7 +17,7 @@ from eval.config import store_schema as store_eval_schema
 from eval.config import validate as validate_eval
 from pipeline.config import store_schema as store_synthesize_schema
 from pipeline.config import validate
-from tests.fakes.openai_server import FakeOpenAIServer, Reply
+from fakes.openai_server import FakeOpenAIServer, Reply
 
 HOSTED = "https://api.example.com/v1"
 

@@ -21,7 +21,7 @@ from core.records import ToolCall
 from core.seams.review import Finding, Inspection, Review
 from core.seams.steps import Observation, StepState
 from critic.critic import CriticHook, ModelCritic, RulesCritic, make_critic_hook
-from tests.fakes.openai_server import FakeOpenAIServer, Reply
+from fakes.openai_server import FakeOpenAIServer, Reply
 from core.seams.steps import ManuscriptMeasured, ManuscriptReport, Measured, SlideMeasured
 from core.defects import Defect, ManuscriptIssue
 from dataclasses import replace

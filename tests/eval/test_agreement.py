@@ -10,10 +10,10 @@ from scipy.stats import spearmanr
 
 from eval.agreement import agreement, categories, cohen_kappa
 from eval.calibrate import main
-from tests.eval.conftest import ENGLISH, export_workspace, slide_image
-from tests.eval.test_judge import GOOD_DESCRIPTION, GOOD_SCORES, scripted_replies
-from tests.fakes.openai_server import FakeOpenAIServer
-from tests.filters.decks import uniform_deck
+from tests.eval.helpers import ENGLISH, export_workspace, slide_image
+from tests.eval.helpers import GOOD_DESCRIPTION, GOOD_SCORES, scripted_replies
+from fakes.openai_server import FakeOpenAIServer
+from fakes.decks import uniform_deck
 
 
 def test_perfect_and_reversed_raters() -> None:

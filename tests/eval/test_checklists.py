@@ -4,7 +4,6 @@ judge behind the fake OpenAI server (real HTTP), scores per class, resume per ch
 from __future__ import annotations
 
 import asyncio
-import json
 import logging
 import re
 from pathlib import Path
@@ -19,8 +18,8 @@ from core.run.store import RunStore
 from core.run.usage import RoleUsage
 from eval.checklist.stage import CheckAnswers, UNITS, deck_checks, judge_all, scored
 from eval.config import EvalConfig, JudgeConfig
-from tests.eval.conftest import ENGLISH, export_workspace
-from tests.fakes.openai_server import FakeOpenAIServer, Reply
+from tests.eval.helpers import ENGLISH, answering, export_workspace
+from fakes.openai_server import FakeOpenAIServer
 
 CHECKS = (
     Check("fundamentals-slides", CheckClass.fundamentals, "The deck has 3 slides.", "slides:3-3"),
@@ -46,29 +45,6 @@ def config(url: str = "none://scripted", **judge: Any) -> EvalConfig:
     backend = "scripted" if url.startswith("none") else "openai"
     endpoint = LLMConfig(backend=backend, base_url=url, model="fake-judge", max_retries=0, temperature=0.0, **judge)
     return EvalConfig(tasks="unused.parquet", judge=JudgeConfig(endpoint=endpoint, max_concurrency=1))
-
-
-def prompt_text(body: dict) -> str:
-    content = body["messages"][-1]["content"]
-    return content if isinstance(content, str) else " ".join(part.get("text", "") for part in content)
-
-
-def is_checklist(body: dict) -> bool:
-    return prompt_text(body).startswith("You check a finished presentation deck")
-
-
-def answering(no: set[str], delay_s: float = 0.0):
-    """A judge that answers every check of the request yes, but those in `no`; records the check ids asked."""
-    asked: list[str] = []
-
-    def policy(body: dict) -> Reply:
-        ids = re.findall(r"^- (\S+): ", prompt_text(body), re.MULTILINE)
-        asked.extend(ids)
-        rows = [{"check_id": i, "answer": "no" if i in no else "yes", "reason": "seen"} for i in ids]
-        return Reply(json.dumps({"answers": rows}), delay_s=delay_s)
-
-    policy.asked = asked  # type: ignore[attr-defined]
-    return policy
 
 
 def judged(cfg: EvalConfig, root: Path, rollouts: dict[str, Any], cap: SpendingCap | None = None):

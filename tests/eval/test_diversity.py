@@ -16,7 +16,7 @@ from eval.diversity import (
     vendi_score,
 )
 from core.seams.judging import SlideView
-from tests.eval.conftest import slide_image
+from tests.eval.helpers import slide_image
 
 
 def test_identical_items_count_as_one() -> None:

@@ -3,9 +3,7 @@
 from __future__ import annotations
 
 import asyncio
-import json
 from pathlib import Path
-from typing import Any
 
 import pytest
 
@@ -22,31 +20,9 @@ from eval.scripted_judge import (
 )
 from eval.slides import load_deck
 from core.seams.judging import PageFacts, SlideView
-from tests.eval.conftest import ENGLISH, export_workspace, slide_image
-from tests.fakes.openai_server import FakeOpenAIServer, Reply
+from tests.eval.helpers import ENGLISH, GOOD_DESCRIPTION, GOOD_SCORES, export_workspace, scripted_replies, slide_image
+from fakes.openai_server import FakeOpenAIServer
 from core.defects import Defect
-
-GOOD_DESCRIPTION = json.dumps(
-    {"content": "A title and three short bullets; a photo of a reef.", "style": "Blue palette, aligned."}
-)
-GOOD_SCORES = json.dumps({"content": {"score": 4, "reason": "clear bullets"}, "style": {"score": 3, "reason": "plain layout"}})
-
-
-def has_image(body: dict[str, Any]) -> bool:
-    return any(
-        isinstance(m["content"], list) and any(p.get("type") == "image_url" for p in m["content"]) for m in body["messages"]
-    )
-
-
-def scripted_replies(describer: list[str], judge: list[str]):
-    """Describer requests (they carry the image) and judge requests each get the next reply of their list."""
-    queues = {True: list(describer), False: list(judge)}
-
-    def policy(body: dict[str, Any]) -> Reply:
-        queue = queues[has_image(body)]
-        return Reply(content=queue.pop(0) if len(queue) > 1 else queue[0])
-
-    return policy
 
 
 def judge_config(url: str, model: str = "fake-judge", retries: int = 2) -> JudgeConfig:

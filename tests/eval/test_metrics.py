@@ -13,8 +13,8 @@ from eval.config import JudgeConfig
 from eval.slide_judge import build_judging
 from eval.metrics import DeckScore, aggregate, by_domain, constraint_score
 from eval.scoring import score_deck
-from tests.eval.conftest import CHINESE, ENGLISH, export_workspace, task
-from tests.filters.decks import PAGE_SIZES, uniform_deck, write_deck
+from tests.eval.helpers import CHINESE, ENGLISH, export_workspace, task
+from fakes.decks import PAGE_SIZES, uniform_deck, write_deck
 
 
 @pytest.mark.parametrize(

@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import csv
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -12,14 +10,8 @@ import pytest
 from core.records import Constraints, Task, read_parquet, write_parquet
 from eval.report import main as report_main
 from eval.summary import RunSummary
-from tests.eval.test_judge import (
-    GOOD_DESCRIPTION,
-    GOOD_SCORES,
-    has_image,
-    scripted_replies,
-)
-from tests.eval.test_checklists import answering, is_checklist
-from tests.fakes.openai_server import FakeOpenAIServer, Reply
+from tests.eval.helpers import GOOD_DESCRIPTION, GOOD_SCORES, answering, eval_run, has_image, is_checklist, scripted_replies
+from fakes.openai_server import FakeOpenAIServer, Reply
 
 TASKS = [
     Task(
@@ -33,16 +25,6 @@ TASKS = [
     Task("arxiv-1", "arxiv", "一次关于注意力机制的组会报告。", "zh", constraints=Constraints(aspect_ratio="4:3", language="zh")),
     Task("persona-2", "persona", "Beyond the limit.", "en"),
 ]
-# One worker (one browser) plays the three tasks at once: a second one only adds its start-up on two CPUs.
-FAST = ["tracking=disabled", "ray.num_workers=1", "ray.num_cpus_per_worker=0.5", "ray.rollouts_per_worker=3"]
-
-
-def eval_run(cwd: Path, *overrides: str) -> subprocess.CompletedProcess[str]:
-    done = subprocess.run(
-        [sys.executable, "-m", "eval.run", *FAST, *overrides], cwd=cwd, capture_output=True, text=True, timeout=400
-    )
-    assert done.returncode == 0, done.stderr[-3000:]
-    return done
 
 
 @pytest.mark.chromium

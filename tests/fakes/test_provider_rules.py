@@ -12,8 +12,8 @@ import openai
 import pytest
 from openai.types.chat import ChatCompletionAssistantMessageParam, ChatCompletionMessageParam
 
-from tests.fakes import provider_rules
-from tests.fakes.openai_server import IMAGE_TOKENS, FakeOpenAIServer, Reply
+from fakes import provider_rules
+from fakes.openai_server import IMAGE_TOKENS, FakeOpenAIServer, Reply
 
 PNG = "data:image/png;base64,iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8BQDwAEhQGAhKmMIQAAAABJRU5ErkJggg=="
 TOOLS = [

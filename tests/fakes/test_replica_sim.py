@@ -10,9 +10,10 @@ import httpx
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
-from tests.fakes import provider_rules
-from tests.fakes.openai_server import _prompt_tokens
-from tests.fakes.replica_sim import ReplicaSim, SimSpec, simulated_fleet
+from fakes import provider_rules
+from fakes.openai_server import _prompt_tokens
+from fakes.replica_sim import ReplicaSim, SimSpec
+from fakes.sim_fleet import simulated_fleet
 
 FAST = SimSpec(decode_s_per_token=0.001)  # a request takes about 30 ms
 SYSTEM = {"role": "system", "content": "You make slides. " * 50}

@@ -1,27 +1,22 @@
-"""Shared assets of the filter tests: the real documents in ../shared/data/, a synthetic run directory, and the
-content gate's page decks exported once."""
+"""Fixtures of the filter tests: the real documents (tests/filters/helpers.py), the scenario's run directory with
+PyMuPDF or Chromium decks, and the content gate's page decks exported once."""
 
 from __future__ import annotations
 
 import asyncio
-import csv
 import shutil
 from pathlib import Path
 
 import pytest
 import pytest_asyncio
 
+from core.seams.deck import FILE as DECK_FILE
+from deck.export import export_deck
+from fakes.runs import build_run
+from render.config import RenderConfig
 from render.renderer import Renderer
 from tests.filters.content_set import PAGE_DECKS, export_pages, load_set
-from tests.filters.rundir import Spec, build_workspace, export_fake, export_real, write_run
-
-SHARED_DATA = Path(__file__).resolve().parents[3] / "shared" / "data"
-
-
-def shared_pdfs() -> list[dict[str, str]]:
-    """MANIFEST.tsv rows of the bundled PDFs: file, pages, page_size_pt, language, ..."""
-    with (SHARED_DATA / "MANIFEST.tsv").open(encoding="utf-8") as fh:
-        return [row for row in csv.DictReader(fh, delimiter="\t") if row["file"].endswith(".pdf")]
+from tests.filters.helpers import SCENARIO, SCENARIO_RUN, SHARED_DATA
 
 
 @pytest_asyncio.fixture(scope="session", loop_scope="session")
@@ -39,41 +34,23 @@ def shared_data() -> Path:
 
 # ---------------------------------------------------------------- a synthetic run: one rollout per outcome
 
-SCENARIO = (
-    Spec("en-169-ok", "16:9", "en", 3, revision="fix"),
-    Spec("zh-43-ok", "4:3", "zh", 2, revision="fix"),
-    Spec("en-a1-poster", "A1", "en", 1),
-    Spec("zh-169-count", "16:9", "zh", 3, asked_slides=5),
-    Spec("en-43-ignored", "4:3", "en", 2, revision="ignore"),
-    Spec("en-169-broken", "16:9", "en", 2, broken_image=True),
-    Spec("en-169-junk", "16:9", "en", 3, revision="fix", repeated=True),  # the content gate rejects it: no judge sees it
-    Spec("zh-failed", "16:9", "zh", 1, status="failed", failure="environment/context_overflow", files=("trajectory:presenter",)),
-    Spec("en-no-deck", "16:9", "en", 2),  # finished, but the export left no deck
-)
-NOT_EXPORTED = {"zh-failed", "en-no-deck"}
-EXPECTED = {  # first failing category; None = accepted
-    "en-169-ok": None,
-    "zh-43-ok": None,
-    "en-a1-poster": None,
-    "zh-169-count": "constraint",
-    "en-43-ignored": "consistency",
-    "en-169-broken": "quality",
-    "en-169-junk": "duplicate_slides",
-    "zh-failed": "environment",
-    "en-no-deck": "environment",
-}
-SCRIPTED = {"llm": {"backend": "scripted", "base_url": "none://scripted", "model": "scripted-policy"}}
+
+async def _export_with_chromium(decks: list[tuple[Path, str]]) -> None:
+    """The real deck export (deck.export.export_deck: PDF, previews, deck_defects.json) of each (workspace, aspect),
+    over what the builder wrote."""
+    async with Renderer(RenderConfig(max_concurrent=4, max_pages=4, timeout_s=30), roots=[ws for ws, _ in decks]) as renderer:
+        exports = [
+            export_deck(renderer, ws / "slides", aspect, ws / "deck.pdf", png_dir=ws / "previews", report_path=ws / DECK_FILE)
+            for ws, aspect in decks
+        ]
+        await asyncio.gather(*exports)
 
 
 def _scenario(root: Path, real: bool) -> Path:
-    workspaces = [(build_workspace(root, spec), spec) for spec in SCENARIO]
-    exported = [(w, s) for w, s in workspaces if s.task_id not in NOT_EXPORTED]
+    build_run(root, SCENARIO_RUN)
     if real:
-        asyncio.run(export_real(exported))
-    else:
-        for workspace, spec in exported:
-            export_fake(workspace, spec)
-    write_run(root, SCENARIO, SCRIPTED)
+        exported = [s for s in SCENARIO if s.exported and not s.failure]
+        asyncio.run(_export_with_chromium([(root / "rollouts" / s.task_id, s.aspect) for s in exported]))
     return root
 
 

@@ -6,22 +6,13 @@ from pathlib import Path
 
 import yaml
 
-from core.records import Rollout, Verdict
+from core.records import Rollout
 from filters.acceptance import UNDECIDED, category_order, outcomes, run_gates
 from filters.config import DEFAULT_GATES
 from core.run.reader import RunReader
+from tests.filters.helpers import verdict
 
 GATES = ("constraint", "consistency", "quality")
-
-
-def verdict(task_id: str, gate: str, passed: bool, category: str | None = None, reason: str = "why") -> Verdict:
-    return Verdict(
-        task_id=task_id,
-        gate=gate,
-        passed=passed,
-        category=None if passed else category or gate,
-        reasons=() if passed else (reason,),
-    )
 
 
 def test_each_rollout_counts_once_under_its_first_failing_category() -> None:

@@ -15,8 +15,9 @@ from filters.config import FiltersConfig
 from filters.consistency import ConsistencyGate, ModelRevisionJudge, RuleRevisionJudge, anchors
 from core.records import ArtifactError
 from filters.gates import SCRIPTED_LABEL
-from tests.fakes.openai_server import FakeOpenAIServer, Reply, replay
-from tests.filters.rundir import TITLE_FIX, Spec, TrajectoryBuilder, candidate, title_finding
+from fakes.openai_server import FakeOpenAIServer, Reply, replay
+from fakes.runs import RolloutSpec, candidate
+from fakes.trajectories import TITLE_FIX, TrajectoryBuilder, slide_html, title_finding
 
 CFG = FiltersConfig()
 
@@ -41,7 +42,7 @@ def prompt(request: dict[str, Any]) -> str:
 
 async def test_no_injections_pass_without_a_call(tmp_path: Path) -> None:
     with FakeOpenAIServer(replay([judged((1, "ignored"))]), strict="vllm-glm") as srv:
-        verdict = await model_gate(srv).judge(candidate(tmp_path, Spec("t1", "16:9", "en", 2)))
+        verdict = await model_gate(srv).judge(candidate(tmp_path, RolloutSpec("t1", slides=2)))
         assert srv.requests == []
     assert (verdict.gate, verdict.passed, verdict.category, verdict.score, verdict.reasons) == (
         "consistency",
@@ -54,7 +55,7 @@ async def test_no_injections_pass_without_a_call(tmp_path: Path) -> None:
 
 async def test_judge_sees_findings_actions_and_diff_and_passes_an_addressed_injection(tmp_path: Path) -> None:
     with FakeOpenAIServer(replay([judged((1, "addressed"))]), strict="vllm-glm") as srv:
-        verdict = await model_gate(srv).judge(candidate(tmp_path, Spec("t2", "16:9", "en", 2, revision="fix")))
+        verdict = await model_gate(srv).judge(candidate(tmp_path, RolloutSpec("t2", slides=2, revision="fix")))
         (request,) = srv.requests
     text = prompt(request)
     assert "1. [layout/critical] overflow at h1.title" in text
@@ -72,7 +73,9 @@ async def test_malformed_reply_is_asked_again(tmp_path: Path) -> None:
         judged((1, "addressed")),
     ]
     with FakeOpenAIServer(replay(replies), strict="vllm-glm") as srv:
-        verdict = await model_gate(srv).judge(candidate(tmp_path, Spec("t3", "4:3", "zh", 2, revision="fix")))
+        verdict = await model_gate(srv).judge(
+            candidate(tmp_path, RolloutSpec("t3", language="zh", aspect="4:3", slides=2, revision="fix"))
+        )
         assert len(srv.requests) == 3
         assert "could not be used: not valid JSON" in srv.requests[1]["messages"][-1]["content"]
     assert verdict.passed
@@ -81,13 +84,13 @@ async def test_malformed_reply_is_asked_again(tmp_path: Path) -> None:
 async def test_judge_that_never_answers_in_json_raises_for_the_run_to_leave_undecided(tmp_path: Path) -> None:
     with FakeOpenAIServer(replay([Reply("no")]), strict="vllm-glm") as srv:
         with pytest.raises(JSONReplyError, match="malformed_json"):
-            await model_gate(srv).judge(candidate(tmp_path, Spec("t4", "16:9", "en", 1, revision="fix")))
+            await model_gate(srv).judge(candidate(tmp_path, RolloutSpec("t4", slides=1, revision="fix")))
         assert len(srv.requests) == 1 + CFG.json_retries
 
 
 async def test_passed_true_beside_an_ignored_finding_rejects(tmp_path: Path) -> None:
     with FakeOpenAIServer(replay([judged((1, "ignored"), passed=True)]), strict="vllm-glm") as srv:
-        verdict = await model_gate(srv).judge(candidate(tmp_path, Spec("t5", "16:9", "en", 2, revision="ignore")))
+        verdict = await model_gate(srv).judge(candidate(tmp_path, RolloutSpec("t5", slides=2, revision="ignore")))
         assert len(srv.requests) == 1  # a consistent enough reply: the named finding decides, no re-ask
     assert (verdict.passed, verdict.category, verdict.score) == (False, "consistency", 0.0)
     assert verdict.reasons == (
@@ -104,14 +107,14 @@ async def test_passed_false_naming_nothing_is_asked_again(tmp_path: Path) -> Non
     with FakeOpenAIServer(
         replay([judged((1, "addressed"), passed=False), judged((1, "contradicted"))]), strict="vllm-glm"
     ) as srv:
-        verdict = await model_gate(srv).judge(candidate(tmp_path, Spec("t6", "16:9", "en", 2, revision="other")))
+        verdict = await model_gate(srv).judge(candidate(tmp_path, RolloutSpec("t6", slides=2, revision="other")))
         assert len(srv.requests) == 2
         assert "'passed' is false but every finding is marked addressed" in srv.requests[1]["messages"][-1]["content"]
     assert not verdict.passed and "contradicted (line 1 of the diff)" in verdict.reasons[0]
 
 
 async def test_reply_must_judge_every_finding_once(tmp_path: Path) -> None:
-    html = Spec("t", "16:9", "en", 1).html(1, TITLE_FIX[0])
+    html = slide_html(RolloutSpec("t", slides=1), 1, TITLE_FIX[0])
     two = [
         title_finding(1),
         {"category": "style", "severity": "major", "evidence": "low_contrast at p.body: 2.1:1", "fix": "darker text"},
@@ -124,9 +127,8 @@ async def test_reply_must_judge_every_finding_once(tmp_path: Path) -> None:
     t.inject("slides/slide_01.html", two).call(
         "edit_file", path="slides/slide_01.html", old_string=TITLE_FIX[0], new_string=TITLE_FIX[1]
     )
-    spec = Spec("t7", "16:9", "en", 1)
-    cand = candidate(tmp_path, spec)
-    (tmp_path / spec.rollout().artifacts["trajectory:presenter"]).write_text(t.build().to_json())
+    cand = candidate(tmp_path, RolloutSpec("t7", slides=1))
+    cand.path("trajectory:presenter").write_text(t.build().to_json())
     with FakeOpenAIServer(
         replay([judged((1, "addressed")), judged((1, "addressed"), (1, "ignored")), judged((1, "addressed"), (2, "ignored"))]),
         strict="vllm-glm",
@@ -138,15 +140,7 @@ async def test_reply_must_judge_every_finding_once(tmp_path: Path) -> None:
 
 
 async def test_every_injection_of_every_trajectory_is_judged(tmp_path: Path) -> None:
-    spec = Spec(
-        "t8",
-        "16:9",
-        "en",
-        2,
-        revision="fix",
-        files=("pdf", "previews", "defects", "trajectory:researcher", "trajectory:presenter"),
-    )
-    cand = candidate(tmp_path, spec)
+    cand = candidate(tmp_path, RolloutSpec("t8", slides=2, revision="fix"))  # a researcher and a presenter
     researcher = TrajectoryBuilder("t8", agent="researcher").call("write_file", path="manuscript.md", content="# A\n")
     researcher.call("inspect_manuscript", path="manuscript.md")
     researcher.inject(
@@ -154,8 +148,7 @@ async def test_every_injection_of_every_trajectory_is_judged(tmp_path: Path) -> 
         [{"category": "constraint", "severity": "major", "evidence": "slide_count: 1, asked 2", "fix": "add one"}],
         tool="inspect_manuscript",
     )
-    workspace = tmp_path / "rollouts" / "t8"
-    (workspace / "trajectory_researcher.json").write_text(researcher.build().to_json())
+    cand.path("trajectory:researcher").write_text(researcher.build().to_json())
     with FakeOpenAIServer(
         lambda body: judged((1, "ignored" if "manuscript.md" in prompt(body) else "addressed")), strict="vllm-glm"
     ) as srv:
@@ -167,9 +160,8 @@ async def test_every_injection_of_every_trajectory_is_judged(tmp_path: Path) -> 
 
 
 async def test_missing_trajectory_is_an_artifact_error(tmp_path: Path) -> None:
-    spec = Spec("t9", "16:9", "en", 1)
-    cand = candidate(tmp_path, spec)
-    (tmp_path / spec.rollout().artifacts["trajectory:presenter"]).unlink()
+    cand = candidate(tmp_path, RolloutSpec("t9", slides=1))
+    cand.path("trajectory:presenter").unlink()
     with pytest.raises(ArtifactError, match="trajectory_presenter.json: no such file"):
         await ConsistencyGate(RuleRevisionJudge()).judge(cand)
 
@@ -188,7 +180,7 @@ async def test_missing_trajectory_is_an_artifact_error(tmp_path: Path) -> None:
 async def test_rule_judge_wants_a_change_touching_the_named_element(
     tmp_path: Path, revision: str, passed: bool, why: str | None
 ) -> None:
-    verdict = await ConsistencyGate(RuleRevisionJudge()).judge(candidate(tmp_path, Spec("t", "16:9", "en", 2, revision=revision)))
+    verdict = await ConsistencyGate(RuleRevisionJudge()).judge(candidate(tmp_path, RolloutSpec("t", slides=2, revision=revision)))
     assert verdict.passed is passed and verdict.reasons[-1] == SCRIPTED_LABEL
     if why:
         assert verdict.reasons[0].endswith(why) and verdict.category == "consistency"
@@ -207,9 +199,8 @@ async def test_rule_judge_without_named_elements_wants_the_artifact_changed(tmp_
         .call("inspect_slide", html_file="slides/slide_01.html")
     )
     t.inject("slides/slide_01.html", [finding])
-    spec = Spec("t", "16:9", "en", 1)
-    cand = candidate(tmp_path, spec)
-    path = tmp_path / spec.rollout().artifacts["trajectory:presenter"]
+    cand = candidate(tmp_path, RolloutSpec("t", slides=1))
+    path = cand.path("trajectory:presenter")
     path.write_text(t.build().to_json())
     assert not (await ConsistencyGate(RuleRevisionJudge()).judge(cand)).passed
     path.write_text(t.call("write_file", path="slides/slide_01.html", content="<p style='color:#111'>a</p>").build().to_json())

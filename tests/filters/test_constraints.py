@@ -13,8 +13,8 @@ import pytest
 from core.records import Constraints, Verdict
 from filters.config import FiltersConfig
 from filters.constraints import ConstraintCheck, UnusablePDF, check_deck, main
-from tests.filters.conftest import SHARED_DATA, shared_pdfs
-from tests.filters.decks import CHINESE, CHINESE_WITH_ENGLISH_TERMS, ENGLISH, PAGE_SIZES, uniform_deck, write_deck
+from tests.filters.helpers import SHARED_DATA, shared_pdfs
+from fakes.decks import CHINESE, CHINESE_WITH_ENGLISH_TERMS, ENGLISH, PAGE_SIZES, uniform_deck, write_deck
 
 REPO = Path(__file__).resolve().parents[2]
 CFG = FiltersConfig()

@@ -28,7 +28,7 @@ from tests.filters.content_set import (
     read,
     read_page_deck,
 )
-from tests.filters.rundir import Spec, candidate
+from fakes.runs import RolloutSpec, candidate
 from tests.rendered import session_loop
 
 REPO = Path(__file__).resolve().parents[2]
@@ -186,7 +186,7 @@ def test_tables_code_and_figures_are_content_but_not_prose() -> None:
 
 
 def test_the_gate_reads_the_layout_the_rollout_recorded(tmp_path: Path) -> None:
-    rollout = candidate(tmp_path, Spec("en-169-ok", "16:9", "en", 3))
+    rollout = candidate(tmp_path, RolloutSpec("en-169-ok", slides=3))
     assert asyncio.run(ContentGate(CFG).judge(rollout)).passed  # its PDF
     layout = [
         [("Tides", 300, 58, "heading")],

@@ -39,7 +39,7 @@ def test_a_new_gate_judges_every_rollout_and_what_it_rejects_is_not_exported(
     monkeypatch: pytest.MonkeyPatch, make_run: Callable[..., RunContext], fake_scenario_run: Path
 ) -> None:
     monkeypatch.setitem(GATES, "short_deck", GateSpec("short_deck", lambda cfg: ShortDeckGate()))
-    ctx = make_run("filters.gates=[short_deck]")
+    ctx = make_run("filters.gates=[short_deck]", "run.resume=force")  # the stage's config replaces the builder's
     figures = run_filters(ctx)
     verdicts = ctx.store.load(STAGE, Verdict)
     environment = {v.task_id for v in verdicts if v.category == "environment"}  # no deck to judge

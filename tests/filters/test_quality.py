@@ -11,16 +11,16 @@ import pytest
 
 from core.config import LLMConfig
 from core.llm.client import ModelClient
-from core.defects import Severity
+from core.defects import Defect, Severity
 from filters.config import FiltersConfig
 from core.records import ArtifactError
 from filters.gates import SCRIPTED_LABEL
 from filters.quality import QualityGate, VisionJudge
-from tests.fakes.openai_server import FakeOpenAIServer, Reply, replay
-from tests.filters.rundir import Spec, candidate, write_defects
+from fakes.openai_server import FakeOpenAIServer, Reply, replay
+from fakes.runs import RolloutSpec, candidate
 
 CFG = FiltersConfig(quality_images_per_call=2)
-MAJOR = {"code": "low_contrast", "severity": "major", "element": "p.note", "detail": "contrast 2.8:1"}
+MAJOR = Defect("low_contrast", "major", "p.note", "contrast 2.8:1")
 
 
 def answer(*defects: tuple[int, str, bool], passed: bool | None = None) -> Reply:
@@ -47,7 +47,7 @@ def images(request: dict[str, Any]) -> int:
 
 async def test_critical_measured_defect_rejects_without_a_call(tmp_path: Path) -> None:
     with FakeOpenAIServer(replay([answer()]), strict="vllm-glm") as srv:
-        verdict = await vision_gate(srv).judge(candidate(tmp_path, Spec("q1", "16:9", "en", 4, broken_image=True)))
+        verdict = await vision_gate(srv).judge(candidate(tmp_path, RolloutSpec("q1", slides=4, broken_image=True)))
         assert srv.requests == []
     assert (verdict.gate, verdict.passed, verdict.category, verdict.score) == ("quality", False, "quality", 0.75)
     assert verdict.reasons == (
@@ -57,8 +57,7 @@ async def test_critical_measured_defect_rejects_without_a_call(tmp_path: Path) -
 
 
 async def test_reject_severity_comes_from_config(tmp_path: Path) -> None:
-    cand = candidate(tmp_path, Spec("q2", "4:3", "zh", 2))
-    write_defects(tmp_path / "rollouts" / "q2", "4:3", [[], [MAJOR]])
+    cand = candidate(tmp_path, RolloutSpec("q2", language="zh", aspect="4:3", slides=2, defects=((2, MAJOR),)))
     scripted = await QualityGate(FiltersConfig(), None).judge(cand)
     assert (scripted.passed, scripted.reasons) == (True, ("no critical measured defect (1 lesser)", SCRIPTED_LABEL))
     strict = await QualityGate(FiltersConfig(quality_reject_severity=Severity.major), None).judge(cand)
@@ -69,8 +68,7 @@ async def test_reject_severity_comes_from_config(tmp_path: Path) -> None:
 
 
 async def test_vision_judge_sees_every_slide_in_batches_within_the_image_limit(tmp_path: Path) -> None:
-    cand = candidate(tmp_path, Spec("q3", "16:9", "zh", 5))
-    write_defects(tmp_path / "rollouts" / "q3", "16:9", [[], [], [MAJOR], [], []])
+    cand = candidate(tmp_path, RolloutSpec("q3", language="zh", slides=5, defects=((3, MAJOR),)))
     with FakeOpenAIServer(replay([answer()]), strict="vllm-glm") as srv:
         verdict = await vision_gate(srv).judge(cand)
         requests = sorted(srv.requests, key=lambda r: shown(r)[0])
@@ -89,14 +87,14 @@ async def test_critical_defect_seen_by_the_judge_rejects_naming_slide_and_defect
         return answer((3, "overlap", True), (4, "other", False)) if shown(body) == [3, 4] else answer()
 
     with FakeOpenAIServer(policy, strict="vllm-glm") as srv:
-        verdict = await vision_gate(srv).judge(candidate(tmp_path, Spec("q4", "16:9", "en", 4)))
+        verdict = await vision_gate(srv).judge(candidate(tmp_path, RolloutSpec("q4", slides=4)))
     assert (verdict.passed, verdict.category, verdict.score) == (False, "quality", 0.75)
     assert verdict.reasons == ("slide 3 (slides/slide_03.html): overlap: overlap on slide 3",)
 
 
 async def test_passed_true_beside_a_critical_defect_rejects(tmp_path: Path) -> None:
     with FakeOpenAIServer(replay([answer((1, "blank", True), passed=True)]), strict="vllm-glm") as srv:
-        verdict = await vision_gate(srv, FiltersConfig()).judge(candidate(tmp_path, Spec("q5", "A1", "en", 1)))
+        verdict = await vision_gate(srv, FiltersConfig()).judge(candidate(tmp_path, RolloutSpec("q5", aspect="A1", slides=1)))
         assert len(srv.requests) == 1
     assert not verdict.passed and verdict.reasons == ("slide 1 (slides/slide_01.html): blank: blank on slide 1",)
 
@@ -112,7 +110,7 @@ async def test_passed_true_beside_a_critical_defect_rejects(tmp_path: Path) -> N
 )
 async def test_unusable_reply_is_asked_again(tmp_path: Path, bad: Reply, complaint: str) -> None:
     with FakeOpenAIServer(replay([bad, answer((2, "text_clipped", True))]), strict="vllm-glm") as srv:
-        verdict = await vision_gate(srv).judge(candidate(tmp_path, Spec("q6", "16:9", "en", 2)))
+        verdict = await vision_gate(srv).judge(candidate(tmp_path, RolloutSpec("q6", slides=2)))
         assert len(srv.requests) == 2 and complaint in srv.requests[1]["messages"][-1]["content"]
     assert verdict.reasons == ("slide 2 (slides/slide_02.html): text_clipped: text_clipped on slide 2",)
 
@@ -128,13 +126,13 @@ async def test_unusable_reply_is_asked_again(tmp_path: Path, bad: Reply, complai
     ids=["no-defects-file", "bad-json", "no-slides", "no-preview"],
 )
 async def test_missing_or_unreadable_inputs_are_artifact_errors(tmp_path: Path, breakage: Any, message: str) -> None:
-    cand = candidate(tmp_path, Spec("q7", "16:9", "en", 2))
+    cand = candidate(tmp_path, RolloutSpec("q7", slides=2))
     breakage(tmp_path / "rollouts" / "q7")
     with FakeOpenAIServer(replay([answer()]), strict="vllm-glm") as srv, pytest.raises(ArtifactError, match=message):
         await vision_gate(srv).judge(cand)
 
 
 async def test_rollout_without_a_defects_artifact_is_an_artifact_error(tmp_path: Path) -> None:
-    spec = Spec("q8", "16:9", "en", 1, files=("pdf", "trajectory:presenter"))
+    spec = RolloutSpec("q8", slides=1, recorded=("pdf", "trajectory:presenter"))
     with pytest.raises(ArtifactError, match="q8: the rollout recorded no 'defects' artifact"):
         await QualityGate(FiltersConfig(), None).judge(candidate(tmp_path, spec))

@@ -9,7 +9,7 @@ from pathlib import Path
 from core.records import Rollout, Verdict
 from filters.acceptance import outcomes
 from filters.report import markdown, write_report
-from tests.filters.test_acceptance import verdict
+from tests.filters.helpers import verdict
 from core.run.reader import RunReader
 
 GATES = ("constraint", "consistency", "quality")

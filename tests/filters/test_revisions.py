@@ -2,17 +2,26 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from core.records import ArtifactError
 from filters.revisions import revisions
-from tests.filters.rundir import TITLE_FIX, Spec, TrajectoryBuilder, title_finding
+from core.records import Trajectory
+from fakes.runs import RolloutSpec, candidate
+from fakes.trajectories import TITLE_FIX, TrajectoryBuilder, slide_html, title_finding
 
 SLIDE = "slides/slide_01.html"
 
 
-def test_fix_shows_as_the_net_diff_of_the_inspected_slide_up_to_its_next_inspection() -> None:
-    (revision,) = revisions(Spec("t", "16:9", "en", 2, revision="fix").trajectory())
+def presenter(root: Path, spec: RolloutSpec) -> Trajectory:
+    """The presenter's trajectory of a rollout built from `spec`."""
+    return next(t for t in candidate(root, spec).trajectories() if t.agent == "presenter")
+
+
+def test_fix_shows_as_the_net_diff_of_the_inspected_slide_up_to_its_next_inspection(tmp_path: Path) -> None:
+    (revision,) = revisions(presenter(tmp_path, RolloutSpec("t", slides=2, revision="fix")))
     assert (revision.agent, revision.tool, revision.artifact, revision.reinspected) == ("presenter", "inspect_slide", SLIDE, True)
     assert revision.findings[0].evidence.startswith("overflow at h1.title")
     assert [path for path, _ in revision.diffs] == [SLIDE, "slides/slide_02.html"]  # the artifact first
@@ -23,18 +32,18 @@ def test_fix_shows_as_the_net_diff_of_the_inspected_slide_up_to_its_next_inspect
     assert revision.actions == (
         "said: Shrinking the title.",
         f"edit_file {SLIDE}: replace '{TITLE_FIX[0]}'",
-        f"write_file slides/slide_02.html: {len(Spec('t', '16:9', 'en', 2).html(2))} characters",
+        f"write_file slides/slide_02.html: {len(slide_html(RolloutSpec('t', slides=2), 2))} characters",
     )
 
 
-def test_ignored_finding_leaves_the_artifact_unchanged() -> None:
-    (revision,) = revisions(Spec("t", "4:3", "zh", 3, revision="ignore").trajectory())
+def test_ignored_finding_leaves_the_artifact_unchanged(tmp_path: Path) -> None:
+    (revision,) = revisions(presenter(tmp_path, RolloutSpec("t", language="zh", aspect="4:3", slides=3, revision="ignore")))
     assert not revision.artifact_changed and revision.artifact_lines() == []
     assert [path for path, _ in revision.diffs] == ["slides/slide_02.html", "slides/slide_03.html"]
 
 
 def test_window_ends_at_the_next_inspection_of_the_same_artifact_only() -> None:
-    html = Spec("t", "16:9", "en", 1).html(1, TITLE_FIX[0])
+    html = slide_html(RolloutSpec("t", slides=1), 1, TITLE_FIX[0])
     t = TrajectoryBuilder("t").call("write_file", path=SLIDE, content=html).call("inspect_slide", html_file=SLIDE)
     t.inject(SLIDE, [title_finding(1)])
     t.call("inspect_slide", html_file="slides/slide_02.html")  # another slide: the window goes on
@@ -48,7 +57,7 @@ def test_window_ends_at_the_next_inspection_of_the_same_artifact_only() -> None:
 
 
 def test_failed_calls_change_nothing_and_show_their_error() -> None:
-    html = Spec("t", "16:9", "en", 1).html(1, TITLE_FIX[0])
+    html = slide_html(RolloutSpec("t", slides=1), 1, TITLE_FIX[0])
     t = TrajectoryBuilder("t").call("write_file", path=SLIDE, content=html).call("inspect_slide", html_file=SLIDE)
     t.inject(SLIDE, [title_finding(1)])
     t.call(

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import shutil
 import subprocess
 import sys
 from collections import defaultdict
@@ -17,8 +18,8 @@ from core.config import ConfigError
 from core.records import Rollout, Verdict, read_parquet
 from filters.acceptance import outcomes
 from filters.run import STAGE, RunIncomplete, judge_rollouts, load_config, main
-from tests.fakes.openai_server import ErrorReply, FakeOpenAIServer, Reply
-from tests.filters.conftest import EXPECTED, SCENARIO, SCRIPTED
+from fakes.openai_server import ErrorReply, FakeOpenAIServer, Reply
+from tests.filters.helpers import EXPECTED, SCENARIO, SCRIPTED
 from core.run.reader import RunReader
 
 REPO = Path(__file__).resolve().parents[2]
@@ -62,7 +63,7 @@ def test_cli_filters_the_scenario_and_writes_verdicts_and_report(scenario_run: P
     found = verdicts(scenario_run)
     assert set(found["zh-failed"]) == {"environment"}  # a failed rollout runs no gate
     assert all(
-        set(found[s.task_id]) == set(RULES if s.task_id in REJECTED_BY_RULES else GATES) for s in SCENARIO if s.status == "done"
+        set(found[s.task_id]) == set(RULES if s.task_id in REJECTED_BY_RULES else GATES) for s in SCENARIO if not s.failure
     )
     for task_id in ("en-169-ok", "zh-43-ok", "en-a1-poster", "en-43-ignored", "en-169-broken"):  # real decks read as sound
         assert found[task_id]["content"].passed, found[task_id]["content"].reasons
@@ -98,7 +99,8 @@ def test_cli_refuses_bad_input_with_exit_2_and_one_line(fake_scenario_run: Path,
     assert caught.value.code == 2
     assert main([str(fake_scenario_run / "nowhere")]) == 2  # not a run directory
     assert main([str(fake_scenario_run), "filters.gates=[constraint,vibes]"]) == 2
-    (fake_scenario_run / "rollouts.parquet").unlink()
+    (fake_scenario_run / "rollouts.parquet").unlink()  # no rollouts stage: neither its view nor its units
+    shutil.rmtree(fake_scenario_run / "units" / "rollouts")
     assert main([str(fake_scenario_run)]) == 2
     errors = capsys.readouterr().err.splitlines()
     assert len(errors) == 4 and all(line.startswith("python -m filters.run: error: ") for line in errors)

@@ -11,12 +11,14 @@ from filters.run import STAGE
 from pipeline.synthesize import run_filters
 from pipeline.synthesize import STAGES
 
+FORCE = "run.resume=force"  # the scenario's run was made with the builder's config: the stage's config replaces it
+
 
 def test_pipeline_stage_with_no_gates_keeps_every_finished_rollout(
     make_run: Callable[..., RunContext], fake_scenario_run: Path
 ) -> None:
     assert STAGES["filters"] is run_filters
-    ctx = make_run("filters=none")
+    ctx = make_run("filters=none", FORCE)
     assert ctx.store.root == fake_scenario_run  # make_run opens tmp_path/run, where the scenario was built
     figures = run_filters(ctx)
     assert figures == {
@@ -34,7 +36,7 @@ def test_pipeline_stage_with_no_gates_keeps_every_finished_rollout(
 def test_pipeline_stage_with_the_default_gates_and_scripted_judges(
     make_run: Callable[..., RunContext], fake_scenario_run: Path
 ) -> None:
-    ctx = make_run("filters.quality_images_per_call=4")  # llm=scripted by default
+    ctx = make_run("filters.quality_images_per_call=4", FORCE)  # llm=scripted by default
     figures = run_filters(ctx)
     assert figures == {
         "rollouts": 9,

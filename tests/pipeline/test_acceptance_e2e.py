@@ -3,22 +3,17 @@
 from __future__ import annotations
 
 import json
-import os
-import shutil
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
-from core.config import PROJECT_ROOT
 from core.records import Rollout, Verdict, read_parquet
 from filters.acceptance import outcomes, run_gates
 from train.parity import tokenizer_dir
 from train.validate import validate_file
 from core.run.reader import RunReader
+from tests.pipeline.helpers import filter_and_export
 
-ENV = {**os.environ, "WANDB_MODE": "disabled", "RAY_AUTH_MODE": "disabled"}
 pytestmark = [pytest.mark.chromium, pytest.mark.slow, pytest.mark.swift]
 
 
@@ -26,20 +21,6 @@ def trajectories(root: Path) -> int:
     """The trajectories the export made samples of (one or more parts each)."""
     rows = [json.loads(line) for split in ("train", "val") for line in (root / "sft" / f"{split}.jsonl").read_text().splitlines()]
     return len({(row["task_id"], row["agent"]) for row in rows})
-
-
-def synthesize(root: Path, *overrides: str) -> None:
-    command = [sys.executable, "-m", "pipeline.synthesize", f"run.dir={root}", "limit=3", "tracking=disabled", *overrides]
-    done = subprocess.run(command, cwd=PROJECT_ROOT, env=ENV, capture_output=True, text=True, check=False, timeout=900)
-    assert done.returncode == 0, done.stderr[-3000:]
-
-
-def filter_and_export(played: Path, root: Path, *overrides: str) -> Path:
-    """A copy at `root` of a run whose tasks and rollouts stages are done, run on through the filters, export and
-    report stages with `overrides` (nothing the filters configure reaches the stages before them)."""
-    shutil.copytree(played, root)
-    synthesize(root, "stages=[filters,export,report]", *overrides)
-    return root
 
 
 def test_without_filters_every_finished_rollout_is_exported(scripted_rollouts: Path, tmp_path: Path) -> None:

@@ -16,10 +16,10 @@ from ray.cluster_utils import Cluster
 from core.config import PROJECT_ROOT
 from core.records import Rollout, read_parquet
 from pipeline.rollouts import run_rollouts
-from tests.fakes.openai_server import FakeOpenAIServer, Reply
-from tests.pipeline.test_rollouts import RUNNER, write_tasks
+from fakes.openai_server import FakeOpenAIServer, Reply
+from tests.pipeline.helpers import RUNNER, write_tasks
 
-CHATTY = "rollouts.runner=tests.pipeline.fake_runner:ChattyRunner"
+CHATTY = "rollouts.runner=fakes.runner:ChattyRunner"
 
 
 @pytest.fixture

@@ -2,49 +2,27 @@
 
 from __future__ import annotations
 
-import json
-
 import pytest
 
 from core.records import Rollout, read_parquet
 from pipeline.rollouts import run_rollouts
-from tests.fakes.openai_server import FakeOpenAIServer, FaultPlan, Reply
-from tests.pipeline.test_rollouts import write_tasks
+from fakes.openai_server import FakeOpenAIServer, FaultPlan, Reply
+from fakes.model import succeeded
+from tests.pipeline.helpers import write_tasks
 
 SLIDE = '<html><body style="margin:0;width:1280px;height:720px"><h1 style="margin:80px;font-size:48px">{}</h1></body></html>'
-
-
-def _succeeded(messages: list[dict], name: str, **args: str) -> bool:
-    """Whether a call to `name` (with these arguments) got a non-error result in this conversation."""
-    ids = {
-        c["id"]
-        for m in messages
-        if m["role"] == "assistant"
-        for c in m.get("tool_calls") or []
-        if c["function"]["name"] == name and _arguments(c).items() >= args.items()
-    }
-    return any(
-        m["role"] == "tool" and m.get("tool_call_id") in ids and not str(m["content"]).startswith("Error") for m in messages
-    )
-
-
-def _arguments(call: dict) -> dict:
-    try:
-        return json.loads(call["function"]["arguments"])
-    except json.JSONDecodeError:
-        return {}
 
 
 def steady_model(body: dict) -> Reply:
     """Does the next thing not yet done; repeats a step whose call failed (e.g. malformed arguments)."""
     messages = body["messages"]
     if messages[0]["content"].startswith("You are the Researcher"):
-        if not _succeeded(messages, "write_file", path="manuscript.md"):
+        if not succeeded(messages, "write_file", path="manuscript.md"):
             return Reply("", [("write_file", {"path": "manuscript.md", "content": "# One\n\n- a\n\n---\n\n# Two\n\n- b\n"})])
         return Reply("", [("finalize", {"outcome": "manuscript.md"})])
     for n in (1, 2):
         path = f"slides/slide_0{n}.html"
-        if not _succeeded(messages, "write_file", path=path):
+        if not succeeded(messages, "write_file", path=path):
             return Reply("", [("write_file", {"path": path, "content": SLIDE.format(f"Slide {n}")})])
     return Reply("", [("finalize", {"outcome": "slides"})])
 

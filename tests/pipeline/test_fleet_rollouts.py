@@ -13,11 +13,11 @@ from core.llm.fleet import rendezvous
 from core.run.ledger import read_ledger
 from core.records import Rollout, read_parquet
 from pipeline.rollouts import run_rollouts
-from tests.fakes.openai_server import FakeOpenAIServer, Reply
-from tests.pipeline.test_rollouts import write_tasks
+from fakes.openai_server import FakeOpenAIServer, Reply
+from tests.pipeline.helpers import write_tasks
 
 pytestmark = [pytest.mark.usefixtures("embedded_ray"), pytest.mark.slow]
-CHATTY = "rollouts.runner=tests.pipeline.fake_runner:ChattyRunner"
+CHATTY = "rollouts.runner=fakes.runner:ChattyRunner"
 
 
 def noted(_: dict) -> Reply:

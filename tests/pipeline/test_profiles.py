@@ -12,9 +12,9 @@ from typing import Any
 import pytest
 
 from core.llm.conversation import IMAGE_NOTE
-from tests.fakes.openai_server import FakeOpenAIServer, Reply
-from tests.pipeline.fake_model import every_role
-from tests.pipeline.test_spending import run, synthesize
+from fakes.openai_server import FakeOpenAIServer, Reply
+from fakes.model import every_role
+from tests.pipeline.helpers import every_role_command, run
 
 pytestmark = [pytest.mark.slow, pytest.mark.chromium, pytest.mark.swift]
 
@@ -43,13 +43,15 @@ def _inspections_seen(requests: list[dict[str, Any]]) -> int:
 def test_synthesize_against_the_strict_fake_of_each_profile(
     tmp_path: Path, request: pytest.FixtureRequest, strict: str, llm: str, policy
 ) -> None:
-    if strict == "openai":  # the very run test_spending reads: synthesize(root, url) with every_role (tests/pipeline/conftest.py)
+    if (
+        strict == "openai"
+    ):  # the very run test_spending reads: every_role_command(root, url) with every_role (tests/pipeline/conftest.py)
         shared = request.getfixturevalue("every_role_synthesis")
         run_dir, done, requests, refused = shared.root, shared.done, shared.requests, shared.refused
     else:
         run_dir = tmp_path / "run"
         with FakeOpenAIServer(policy, strict=strict, model="fake", max_model_len=65_536) as srv:
-            done = run(*synthesize(run_dir, srv.url, "llm.max_tokens=512", llm=llm))  # limit=3: two rollouts
+            done = run(*every_role_command(run_dir, srv.url, "llm.max_tokens=512", llm=llm))  # limit=3: two rollouts
             requests, refused = list(srv.requests), list(srv.refused)
     assert done.returncode == 0, done.stderr[-3000:]
     assert refused == []

@@ -9,8 +9,9 @@ from pathlib import Path
 import pytest
 
 from core.records import ModelUse, Origin, Task, Verdict, read_parquet, write_parquet
+from core.run.store import RunStore
 from pipeline.provenance import main
-from tests.train.runs import build_run
+from fakes.runs import build_run, training_run
 
 WRITER = Origin({"pipeline/prompts/persona_task.j2": "cccccccccccc"}, {"task_writer": ModelUse("writer-model", temperature=1.0)})
 JUDGE = Origin({"filters/prompts/quality.j2": "dddddddddddd"}, {"quality_judge": ModelUse("judge-model", temperature=0.0)})
@@ -19,16 +20,16 @@ JUDGE = Origin({"filters/prompts/quality.j2": "dddddddddddd"}, {"quality_judge":
 @pytest.fixture(scope="module")
 def run_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A run whose tasks and quality verdicts name their origin, and one presenter made with an edited template."""
-    root = build_run(tmp_path_factory.mktemp("provenance") / "run")
+    root = build_run(tmp_path_factory.mktemp("provenance") / "run", training_run())
     for split in ("train", "eval"):
         path = root / "tasks" / f"{split}.parquet"
         write_parquet([dataclasses.replace(t, origin=WRITER) for t in read_parquet(path, Task)], path, Task)
-    verdicts = root / "verdicts.parquet"
-    write_parquet(
-        [dataclasses.replace(v, origin=JUDGE) if v.gate == "quality" else v for v in read_parquet(verdicts, Verdict)],
-        verdicts,
-        Verdict,
-    )
+    store = RunStore(root)
+    for unit, verdict in store.load_map("verdicts", Verdict).items():  # the verdicts as the filters stage published them
+        if verdict.gate == "quality":
+            store.path("units", "verdicts", f"{unit}.json").unlink()
+            store.commit("verdicts", unit, dataclasses.replace(verdict, origin=JUDGE))
+    store.compact("verdicts", Verdict)
     edited = root / "rollouts" / "task-0000" / "trajectory_presenter.json"
     data = json.loads(edited.read_text())
     data["origin"]["templates"] = {"agents/roles/prompts/presenter.en.j2": "eeeeeeeeeeee"}

@@ -18,7 +18,7 @@ import pytest
 
 from agents.config import GuardConfig
 from core.records import Rollout, Task, Trajectory, read_parquet, write_parquet
-from tests.core.test_local_server import servers_running
+from tests.local_servers import servers_running
 from train.parity import check_run
 from core.run.reader import RunReader
 

@@ -10,6 +10,7 @@ import re
 import shutil
 import subprocess
 import sys
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 from urllib.parse import unquote
@@ -32,19 +33,19 @@ from pipeline.report.figures import ACCEPTED, NOT_FILTERED, compute_figures, met
 from pipeline.report.steps import WARNING_MARK, view
 from pipeline.spending import project_rollouts, usage_stats
 from pipeline.synthesize import STAGES
-from tests.pipeline.report_run import JUDGE_COST, INJECTED_FINDING, RolloutSpec, add_rollout, build_run, make_task
+from fakes.runs import RolloutSpec, RunSpec, build_run, varied_run
+from fakes.trajectories import title_finding
 from core.run.reader import RunReader
 
 PYTHON = sys.executable
 ENV = {**os.environ, "WANDB_MODE": "disabled", "RAY_AUTH_MODE": "disabled"}
 SRC = re.compile(r'(?:src|href)="([^"#]+)"')
+JUDGE_COST = 0.001  # what each judge verdict's call cost
 
 
 @pytest.fixture
 def synthetic(tmp_path: Path) -> Path:
-    root = tmp_path / "run"
-    build_run(root, 12, seed=3)
-    return root
+    return build_run(tmp_path / "run", replace(varied_run(12, seed=3), judge_cost_usd=JUDGE_COST))
 
 
 def _local_links(page: Path) -> list[Path]:
@@ -70,7 +71,8 @@ def test_figures_count_the_funnel_outcomes_and_defects(synthetic: Path) -> None:
     )
     assert figures.cost_usd == pytest.approx(spent)  # every stage's calls (the ledger), the judges' too
     assert figures.headline["cost_per_accepted_usd"] == pytest.approx(spent / len(accepted))
-    assert figures.spending["stages"]["verdicts"]["roles"]["judge"]["cost_usd"] == pytest.approx(
+    judges = figures.spending["stages"]["verdicts"]["roles"]  # the consistency gate's role and the quality gate's
+    assert judges["judge"]["cost_usd"] + judges["quality_judge"]["cost_usd"] == pytest.approx(
         spent - sum(r.cost_usd for r in run.rollouts)
     )
     by_role = {u.role: u for u in figures.usage}
@@ -126,8 +128,7 @@ def test_a_run_without_filters_or_export_says_so(make_run: Any) -> None:
 
 
 def test_rows_of_an_unfiltered_failed_rollout_carry_its_failure_category(tmp_path: Path) -> None:
-    root = tmp_path / "run"
-    build_run(root, 20, seed=1)
+    root = build_run(tmp_path / "run", varied_run(20, seed=1))
     for path in [root / "verdicts.parquet", *(root / "units" / "verdicts").iterdir()]:
         path.unlink()
     (root / "units" / "verdicts").rmdir()
@@ -140,7 +141,7 @@ def test_rows_of_an_unfiltered_failed_rollout_carry_its_failure_category(tmp_pat
 
 
 def test_steps_show_calls_observations_injections_and_warnings() -> None:
-    finding = json.dumps([INJECTED_FINDING])
+    finding = json.dumps([title_finding(1)])
     messages = (
         Message("system", "sys", kind="prompt"),
         Message("user", "make slides", kind="prompt"),
@@ -182,7 +183,7 @@ def test_steps_show_calls_observations_injections_and_warnings() -> None:
     injection = first.injections[0]
     assert (injection.tool, injection.artifact, injection.image) == ("inspect_slide", "slides/s.html", "renders/s.png")
     assert (
-        injection.findings == [INJECTED_FINDING]
+        injection.findings == [title_finding(1)]
         and injection.thought == "fix the title"
         and injection.critic_model == "critic-vlm"
     )
@@ -355,9 +356,9 @@ def scripted_run(scripted_synthesis: Path, tmp_path_factory: pytest.TempPathFact
         assert filtered.returncode == 0, filtered.stderr[-3000:]
     injected = next((r.task_id for r in load_run(RunReader(root)).rollouts if r.injections), None)
     if injected is None:
-        injected = add_rollout(
-            root, make_task("synthetic-injected", aspect="4:3"), RolloutSpec(slides=3, injected=True, warned=True)
-        ).task_id
+        injected = "synthetic-injected"
+        spec = RolloutSpec(injected, aspect="4:3", slides=3, revision="fix", warned=True)
+        build_run(root, RunSpec((spec,), verdicts=(root / "verdicts.parquet").exists()))
     report = run_module("pipeline.report", str(root), timeout=300)
     assert report.returncode == 0, report.stderr[-3000:]
     return root, injected

@@ -16,7 +16,7 @@ import pytest
 from core.run.ledger import read_ledger
 from core.records import Rollout, Task, read_parquet
 
-RUNNER = "rollouts.runner=tests.pipeline.fake_runner:ScriptedRunner"
+RUNNER = "rollouts.runner=fakes.runner:ScriptedRunner"
 
 
 def command(run: Path) -> list[str]:

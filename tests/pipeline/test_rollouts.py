@@ -9,23 +9,15 @@ import threading
 import pytest
 
 from core.run.ledger import BudgetExhausted, read_ledger
-from core.records import Rollout, StageDone, Task, read_parquet
-from core.run.store import atomic_write_parquet
+from core.records import Rollout, StageDone, read_parquet
 from pipeline.rollouts import RunAborted, run_rollouts
 from pipeline.worker_process import bound_threads
+from tests.pipeline.helpers import RUNNER, write_tasks
 
-RUNNER = "rollouts.runner=tests.pipeline.fake_runner:ScriptedRunner"
 FAST = ["ray.num_workers=2", "ray.rollouts_per_worker=4", "ray.num_cpus_per_worker=0.5", RUNNER, "rollouts.max_wall_s=3"]
 
 
 pytestmark = pytest.mark.usefixtures("embedded_ray")
-
-
-def write_tasks(ctx, words: list[str]) -> list[Task]:
-    tasks = [Task(f"t{i:02d}", "manual", f"make a deck {w}", "en", split="train") for i, w in enumerate(words)]
-    (ctx.store.root / "tasks").mkdir(exist_ok=True)
-    atomic_write_parquet(tasks, ctx.store.root / "tasks" / "train.parquet", Task)
-    return tasks
 
 
 def rollouts(ctx) -> dict[str, Rollout]:

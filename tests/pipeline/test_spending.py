@@ -15,7 +15,6 @@ import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 import psutil
 import pytest
@@ -24,14 +23,10 @@ from core.config import PROJECT_ROOT
 from core.run.ledger import Ledger, read_ledger, usage_of
 from core.records import Rollout, Task, Trajectory, Verdict, read_parquet
 from core.run.usage import total
-from tests.fakes.openai_server import FakeOpenAIServer
-from tests.pipeline.fake_model import every_role
-from tests.pipeline.test_tasks import _fake_writer
+from fakes.openai_server import FakeOpenAIServer
+from fakes.model import every_role, task_writer
+from tests.pipeline.helpers import ENV, FakeSynthesis, every_role_command, run
 
-if TYPE_CHECKING:
-    from tests.pipeline.conftest import FakeSynthesis
-
-ENV = {**os.environ, "WANDB_MODE": "disabled"}
 pytestmark = pytest.mark.slow
 
 
@@ -52,10 +47,6 @@ def command(run: Path, url: str, *overrides: str) -> list[str]:
         "tasks.eval_size=2",
         *overrides,
     ]
-
-
-def run(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(list(args), cwd=PROJECT_ROOT, env=ENV, capture_output=True, text=True, timeout=300, check=False)
 
 
 def start(*args: str) -> subprocess.Popen[bytes]:
@@ -95,7 +86,7 @@ def whole(tmp_path_factory: pytest.TempPathFactory) -> Whole:
     """The uninterrupted tasks stage (one call at a time) both the killed and the capped runs are compared with:
     the fake answers each request the same at any concurrency and latency."""
     root = tmp_path_factory.mktemp("tasks") / "whole"
-    with FakeOpenAIServer(_fake_writer, strict="openai") as srv:
+    with FakeOpenAIServer(task_writer, strict="openai") as srv:
         done = run(*command(root, srv.url, "llm.max_concurrency=1"))
         assert done.returncode == 0, done.stderr[-2000:]
         assert srv.refused == []
@@ -104,7 +95,7 @@ def whole(tmp_path_factory: pytest.TempPathFactory) -> Whole:
 
 def test_killed_and_resumed_the_ledger_counts_every_finished_unit_once(whole: Whole, tmp_path: Path) -> None:
     asked_whole = whole.asked
-    with FakeOpenAIServer(_fake_writer, latency_s=0.3, strict="openai") as srv:
+    with FakeOpenAIServer(task_writer, latency_s=0.3, strict="openai") as srv:
         killed = tmp_path / "killed"
         child = start(*command(killed, srv.url, "llm.max_concurrency=2"))
         deadline = time.monotonic() + 120
@@ -128,7 +119,7 @@ def test_the_run_cap_stops_within_one_unit_and_a_higher_cap_finishes_with_nothin
     whole: Whole, tmp_path: Path
 ) -> None:
     reference, asked_whole = read_ledger(whole.root), whole.asked
-    with FakeOpenAIServer(_fake_writer, strict="openai") as srv:
+    with FakeOpenAIServer(task_writer, strict="openai") as srv:
         cap = round(reference.total().cost / 3, 4)
         capped = tmp_path / "capped"
         stopped = run(*command(capped, srv.url, "llm.max_concurrency=1", f"run.max_cost_usd={cap}"))
@@ -157,7 +148,7 @@ def test_cancelled_at_the_cap_units_in_flight_stop_uncommitted_and_are_played_by
         "tasks.knowledge_grounded_share=1",
         "llm.max_concurrency=4",
     ]  # two calls per draft
-    with FakeOpenAIServer(_fake_writer, latency_s=0.2, strict="openai") as srv:
+    with FakeOpenAIServer(task_writer, latency_s=0.2, strict="openai") as srv:
         whole = run(*command(tmp_path / "whole", srv.url, *persona_notes))
         assert whole.returncode == 0, whole.stderr[-2000:]
         reference = read_ledger(tmp_path / "whole")
@@ -170,32 +161,6 @@ def test_cancelled_at_the_cap_units_in_flight_stop_uncommitted_and_are_played_by
         assert finished.returncode == 0, finished.stderr[-2000:]
         assert srv.refused == []
     assert counted(read_ledger(capped)) == counted(reference)  # every unit committed once, as in the run never capped
-
-
-def synthesize(run_dir: Path, url: str, *overrides: str, llm: str = "openai") -> list[str]:
-    """The whole pipeline with every role played by the fake model (tests.pipeline.fake_model), all priced;
-    `llm` names the configs/llm preset (and so the profile) the fake stands for."""
-    return [
-        sys.executable,
-        "-m",
-        "pipeline.synthesize",
-        f"run.dir={run_dir}",
-        "tracking=disabled",
-        "limit=3",
-        "tasks.count=6",
-        "tasks.eval_size=1",
-        f"llm={llm}",
-        f"llm.base_url={url}",
-        "llm.model=fake",
-        "llm.backoff_base_s=0.01",
-        "llm.price.input_per_mtok=1",
-        "llm.price.output_per_mtok=4",
-        "critic=extrinsic",
-        "filters.gates=[consistency,quality]",
-        "ray.num_workers=1",
-        "ray.rollouts_per_worker=3",
-        *overrides,
-    ]  # the judges see every finished deck
 
 
 def kill_session(child: subprocess.Popen) -> None:
@@ -214,18 +179,21 @@ def kill_session(child: subprocess.Popen) -> None:
 def test_every_stage_s_calls_are_in_the_ledger_and_a_killed_run_resumes_to_the_same_totals(
     every_role_synthesis: FakeSynthesis, tmp_path: Path
 ) -> None:
-    whole, killed = every_role_synthesis.root, tmp_path / "killed"  # whole: synthesize(whole, url), tests/pipeline/conftest.py
+    whole, killed = (
+        every_role_synthesis.root,
+        tmp_path / "killed",
+    )  # whole: every_role_command(whole, url), tests/pipeline/conftest.py
     done, asked = every_role_synthesis.done, every_role_synthesis.served
     assert done.returncode == 0, done.stderr[-3000:]
     assert every_role_synthesis.refused == []
     with FakeOpenAIServer(every_role, strict="openai") as srv:
-        child = start(*synthesize(killed, srv.url))
+        child = start(*every_role_command(killed, srv.url))
         deadline = time.monotonic() + 600
         while not list(killed.glob("units/rollouts/*.json")) and child.poll() is None and time.monotonic() < deadline:
             time.sleep(0.05)
         kill_session(child)  # mid-rollouts: the others are in flight
         assert len(list(killed.glob("units/rollouts/*.json"))) < 3
-        resumed = run(*synthesize(killed, srv.url))
+        resumed = run(*every_role_command(killed, srv.url))
         assert resumed.returncode == 0, resumed.stderr[-3000:]
         assert srv.refused == []
     usage = json.loads((whole / "stats" / "usage.json").read_text())

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import random
-import re
 from pathlib import Path
 
 import datasets
@@ -18,7 +17,8 @@ from pipeline.config import ConstraintMix, SourceConfig
 from pipeline.sources import LoadReport, SourceError, load_source
 from pipeline.checklists import RULES
 from pipeline.tasks import run_tasks
-from tests.fakes.openai_server import FakeOpenAIServer, Reply
+from fakes.model import task_writer
+from fakes.openai_server import FakeOpenAIServer
 
 
 def tasks_of(run: Path) -> tuple[list[Task], list[Task]]:
@@ -55,51 +55,6 @@ def test_scripted_stage_runs_offline_and_resumes(make_run) -> None:
     assert {p.name: p.stat().st_mtime_ns for p in (ctx.store.root / "units" / "task_drafts").iterdir()} == drafts_before
 
 
-def _fake_writer(body: dict) -> Reply:
-    prompt = body["messages"][0]["content"]
-    retry = len(body["messages"]) > 1
-    if "knowledge note" in prompt:
-        return Reply(json.dumps({"topic": "tides", "note": "Tides are caused by the gravity of the moon and the sun. " * 3}))
-    if "review requests" in prompt:
-        keep = "BADTASK" not in prompt
-        return Reply(f'Sure! {{"keep": {str(keep).lower()}, "reason": "{"fine" if keep else "incoherent"}"}}')
-    if "turns a document" in prompt:
-        title = re.search(r"Document title: (.*)", prompt).group(1)
-        language = re.search(r'"language": "(\w+)"', prompt).group(1)
-        text = (
-            f"请根据附件《{title}》为研究生做一个报告，重点讲方法和实验。"
-            if language == "zh"
-            else f"Present the attached paper {title} to my lab, focusing on the method and experiments."
-        )
-        checks = [{"class": "completeness", "question": f"Does the deck present the method of {title}?"}]
-        return Reply(json.dumps({"language": language, "instruction": text, "checks": checks}, ensure_ascii=False))
-    persona = re.search(r"The person making the request:\n(.*)", prompt).group(1)
-    if "bicycle" in persona and not retry:
-        return Reply('```json\n{"language": "en", "instruction": "unterminated\n```')  # malformed: re-asked
-    if "chef" in persona:
-        return Reply(
-            json.dumps({"language": "en", "instruction": "我想做一个关于川菜历史的演讲，面向美食爱好者。"}, ensure_ascii=False)
-        )
-    if "twin" in persona:
-        return Reply(
-            json.dumps(
-                {
-                    "language": "en",
-                    "instruction": "Please make a talk about caring for houseplants in small city flats for beginners.",
-                }
-            )
-        )
-    if "vandal" in persona:
-        return Reply(
-            json.dumps({"language": "en", "instruction": "BADTASK do the thing with the stuff, you know, the usual one."})
-        )
-    return Reply(
-        json.dumps(
-            {"language": "en", "instruction": f"I work as {persona[:80]}; build me a talk on my job for high-school students."}
-        )
-    )
-
-
 PERSONAS = [
     "A bicycle mechanic who restores vintage racing frames",
     "A chef specialising in Sichuan cuisine",
@@ -115,7 +70,7 @@ PERSONAS = [
 def test_llm_writer_against_the_fake_server(make_run, tmp_path: Path) -> None:
     personas = tmp_path / "personas.jsonl"
     personas.write_text("".join(json.dumps({"persona": p}) + "\n" for p in PERSONAS))
-    with FakeOpenAIServer(_fake_writer, strict="openai") as srv:
+    with FakeOpenAIServer(task_writer, strict="openai") as srv:
         ctx = make_run(
             "llm=openai",
             f"llm.base_url={srv.url}",

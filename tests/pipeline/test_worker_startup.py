@@ -21,7 +21,7 @@ def test_a_worker_refusing_at_start_ends_the_run_with_one_line(tmp_path: Path) -
         "limit=2",
         "tracking=disabled",
         "stages=[tasks,rollouts]",
-        "rollouts.runner=tests.pipeline.fake_runner:JaillessRunner",
+        "rollouts.runner=fakes.runner:JaillessRunner",
         "ray.num_workers=1",
         "ray.num_cpus_per_worker=0.5",
     ]

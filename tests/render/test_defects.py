@@ -10,7 +10,7 @@ import numpy as np
 from render.defects.colour import background
 from render.inspection import find_defects
 from render.renderer import KNOWN_SIZES
-from tests.render.test_inspection import bare_layout
+from tests.render.helpers import bare_layout
 
 WHITE = np.full((100, 200, 3), 255, dtype=np.uint8)
 

@@ -9,18 +9,10 @@ from PIL import Image
 from render.defects.colour import contrast_ratio
 from render.inspection import Defect, SlideInspection, find_defects, inspect_slide
 from render.renderer import KNOWN_SIZES, Renderer, RenderResult, aspect_size
+from tests.render.helpers import DEFECT_CODES, bare_layout
 from tests.rendered import FIXTURES, SLIDES, fixture_aspect, session_loop
 
 CLEAN = sorted(p.name for p in SLIDES.glob("clean_*.html"))
-DEFECT_CODES = (
-    "overflow",
-    "text_clipped",
-    "overlap",
-    "low_contrast",
-    "broken_image",
-    "blank",
-    "size_mismatch",
-)
 DEFECTIVE = sorted(p.name for p in SLIDES.glob("*.html") if p.name.startswith(DEFECT_CODES))
 
 
@@ -126,26 +118,6 @@ async def test_inspect_slide_refuses_files_outside_the_workspace(
 def test_contrast_ratio_matches_wcag() -> None:
     assert contrast_ratio(np.array([0, 0, 0]), np.array([255, 255, 255])) == pytest.approx(21.0)
     assert contrast_ratio(np.array([119, 119, 119]), np.array([255, 255, 255])) == pytest.approx(4.48, abs=0.01)
-
-
-def bare_layout(**parts: object) -> dict[str, object]:
-    """A measure.js result with nothing measured, but `parts`."""
-    base: dict[str, object] = {
-        "slide": [200, 100],
-        "scroll": [200, 100],
-        "rootClips": True,
-        "clipped": [],
-        "outside": [],
-        "overlaps": [],
-        "texts": [],
-        "items": [],
-        "images": [],
-        "backgrounds": [],
-        "frames": [],
-        "visibleText": 10,
-        "visibleMedia": 0,
-    }
-    return {**base, **parts}
 
 
 def _text_run(color: str, rects: list[list[float]], size: float = 20) -> dict[str, object]:

@@ -17,7 +17,7 @@ import pytest_asyncio
 
 from render.renderer import Renderer, RenderResult
 from tests.rendered import FIXTURES, render_folder, session_loop
-from tests.render.test_inspection import DEFECT_CODES
+from tests.render.helpers import DEFECT_CODES
 
 REVIEW = FIXTURES / "review"
 LABELS: dict[str, list[str]] = {

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from core.config import PROJECT_ROOT
-from tests.train.runs import RunShape, build_run
+from fakes.runs import build_run, training_run
 from train.config import ExportConfig
 from train.export import ExportReport, export_run
 from core.run.reader import RunReader
@@ -21,7 +21,7 @@ from core.run.reader import RunReader
 @pytest.fixture(scope="session")
 def _synthetic_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """`run_dir`'s run, built once per session (each test gets a copy of its own)."""
-    return build_run(tmp_path_factory.mktemp("train-run") / "run", RunShape(eval_tasks=1))
+    return build_run(tmp_path_factory.mktemp("train-run") / "run", training_run(eval_tasks=1))
 
 
 @pytest.fixture(scope="session")

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from core.config import ConfigError
-from tests.train.test_launch import flags, sft
+from tests.train.helpers import flags, sft
 from train.batching import least_loaded_fit, pack_sizes
 from train.export import ExportReport
 from train.launch import build_plan

@@ -7,17 +7,22 @@ import subprocess
 import sys
 from pathlib import Path
 
+import yaml
+
 from core.config import PROJECT_ROOT
-from core.records import Verdict, read_parquet, write_parquet
+from core.records import Verdict
 from core.run.store import RunStore
 from core.run.usage import RoleUsage
-from tests.train.runs import ROLLOUT_COST, RunShape, build_run
+from fakes.runs import build_run, training_run
 from train.config import ExportConfig, Truncation
 from train.export import ExportReport, export_run, val_tasks
 from train.hub import hub_dataset
 from core.llm.conversation import IMAGE_NOTE
 from train.samples import IMAGE_TAG
 from core.run.reader import RunReader
+
+
+ROLLOUT_COST = training_run().rollout_cost_usd  # what each finished rollout's calls cost (conftest's run too)
 
 
 def rows(path: Path) -> list[dict]:
@@ -60,7 +65,7 @@ def test_the_card_reports_counts_sources_and_config(exported: ExportReport) -> N
     card = (exported.out_dir / "README.md").read_text(encoding="utf-8")
     assert "accepted: 4 (every configured gate passed: constraint, consistency, quality)" in card
     assert "CC-BY-4.0" in card and "CC-BY-NC-SA-4.0" in card
-    assert "model: test-model" in card and "0123456789abcdef" in card
+    assert "model: test-model" in card and RunReader(exported.out_dir.parent).config_hash() in card
     assert "Counted by: estimate" in card and "| 1,025-2,048 |" in card
     assert "18 `thinking` calls" in card and "trained on" in card
     epochs_tokens = sum(e.tokens.total for e in exported.train) * 5
@@ -93,7 +98,7 @@ def test_the_card_states_the_run_s_cost_and_which_templates_and_models_made_the_
 
 
 def test_without_verdicts_nothing_is_exported_unless_undecided_rollouts_are_asked_for(tmp_path: Path) -> None:
-    run = build_run(tmp_path / "run", RunShape(verdicts=False))
+    run = build_run(tmp_path / "run", training_run(verdicts=False))
     report = export_run(RunReader(run), ExportConfig(out_dir=str(tmp_path / "out"), val_fraction=0))
     assert report.accepted == 0 and not report.samples and report.rejected == {"undecided": 4, "environment": 1}
     assert "have not run" in (tmp_path / "out" / "README.md").read_text(encoding="utf-8")
@@ -104,8 +109,8 @@ def test_without_verdicts_nothing_is_exported_unless_undecided_rollouts_are_aske
 
 
 def test_a_rollout_with_a_missing_judge_verdict_is_not_exported(run_dir: Path, tmp_path: Path) -> None:
-    verdicts = read_parquet(run_dir / "verdicts.parquet", Verdict)
-    write_parquet([v for v in verdicts if (v.task_id, v.gate) != ("task-0000", "quality")], run_dir / "verdicts.parquet", Verdict)
+    (run_dir / "units" / "verdicts" / "task-0000__quality.json").unlink()  # the judge's verdict, never published
+    RunStore(run_dir).compact("verdicts", Verdict)
     report = export_run(RunReader(run_dir), ExportConfig(out_dir=str(tmp_path / "out")))
     assert report.rejected == {"quality": 1, "environment": 1, "undecided": 1}
     assert "task-0000" not in {e.sample.task_id for e in report.samples} and report.accepted == 3
@@ -115,7 +120,7 @@ def test_a_rollout_with_a_missing_judge_verdict_is_not_exported(run_dir: Path, t
 
 def test_with_no_gates_configured_every_finished_rollout_is_exported(run_dir: Path, tmp_path: Path) -> None:
     config = run_dir / "config.yaml"
-    config.write_text(config.read_text().replace("gates: [constraint, consistency, quality]", "gates: []"))
+    config.write_text(yaml.safe_dump(yaml.safe_load(config.read_text()) | {"filters": {"gates": []}}))
     report = export_run(
         RunReader(run_dir), ExportConfig(out_dir=str(tmp_path / "out"))
     )  # verdicts.parquet is there, as after filters=none

@@ -8,22 +8,10 @@ import sys
 from pathlib import Path
 
 import pytest
-from hydra import compose, initialize_config_dir
-from omegaconf import OmegaConf
 
 from core.config import PROJECT_ROOT, ConfigError
-from train.config import SFTConfig, store_schema
 from train.launch import build_plan, gradient_accumulation
-
-
-def sft(*overrides: str) -> SFTConfig:
-    store_schema()
-    with initialize_config_dir(config_dir=str(PROJECT_ROOT / "configs"), version_base=None):
-        return OmegaConf.to_object(compose("sft", overrides=["tracking=disabled", *overrides]))
-
-
-def flags(argv: list[str]) -> dict[str, str]:
-    return dict(zip(argv[2::2], argv[3::2]))
+from tests.train.helpers import flags, sft
 
 
 def test_the_paper_setting_on_one_node(tmp_path: Path) -> None:

@@ -10,7 +10,7 @@ import pytest
 from safetensors.torch import load_file
 
 from core.config import PROJECT_ROOT
-from tests.train.runs import RunShape, build_run
+from fakes.runs import build_run, training_run
 from train.config import ExportConfig
 from train.export import ExportReport, export_run
 from core.run.reader import RunReader
@@ -21,7 +21,7 @@ pytestmark = [pytest.mark.swift, pytest.mark.slow]
 @pytest.fixture
 def small_export(tmp_path: Path) -> ExportReport:
     """The smallest export that shows the path: two tasks of one work step per agent (train and val rows, one slide image)."""
-    run_dir = build_run(tmp_path / "run", RunShape(tasks=2, failed=0, steps=1))
+    run_dir = build_run(tmp_path / "run", training_run(tasks=2, failed=0, steps=1))
     return export_run(RunReader(run_dir), ExportConfig(val_fraction=0.5))
 
 

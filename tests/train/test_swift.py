@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.train.runs import CRITIC_THOUGHT
+from fakes.trajectories import CRITIC_THOUGHT
 from train.config import ExportConfig, Truncation
 from train.export import ExportReport, export_run
 from train.samples import SWIFT_TAGS

@@ -3,38 +3,17 @@ corpus index and image library), tools called as the model calls them, and a scr
 
 from __future__ import annotations
 
-import json
-from dataclasses import replace
 from pathlib import Path
-from typing import Any, AsyncIterator, Awaitable, Callable, Optional
+from typing import AsyncIterator, Callable, Optional
 
 import pytest
 
-from agents.config import SandboxConfig, ServiceConfig, ToolsConfig
+from agents.config import SandboxConfig, ToolsConfig
 from agents.research.runtime import RESOURCE_KEY, Research, build_research
 from agents.sandbox import Workspace
 from agents.tools import ToolContext
-from agents.tools.toolsets import toolset_for
-from core.seams.steps import Observation
-from core.records import ToolCall
-from tests.fakes.http_server import ScriptedServer
-
-RESPONSES = Path(__file__).parent / "responses"
-ONLINE_SERVICES = ("searxng", "tavily", "brave", "openverse", "wikimedia", "arxiv", "semantic_scholar")
-
-Call = Callable[..., Awaitable[Observation]]
-
-
-def response(name: str) -> Any:
-    """A recorded-shape API answer from responses/ (JSON parsed; anything else as text)."""
-    path = RESPONSES / name
-    return json.loads(path.read_text(encoding="utf-8")) if path.suffix == ".json" else path.read_text(encoding="utf-8")
-
-
-def pointed_at(cfg: ToolsConfig, url: str, **changes: Any) -> ToolsConfig:
-    """`cfg` with every online service at `url` (a loopback server) and test keys, plus `changes`."""
-    services = {name: ServiceConfig(url, f"TEST_{name.upper()}_KEY") for name in ONLINE_SERVICES}
-    return replace(cfg, services=services, **changes)
+from fakes.http_server import ScriptedServer
+from tests.agents.research.helpers import ONLINE_SERVICES, Call, caller
 
 
 @pytest.fixture(autouse=True)
@@ -48,16 +27,6 @@ def workspace(tmp_path: Path) -> Workspace:
     root = tmp_path / "ws"
     root.mkdir()
     return Workspace(root, SandboxConfig(call_timeout_s=30))
-
-
-def caller(ctx: ToolContext) -> Call:
-    """`caller(ctx)("search_web", query=...)`: a research tool called as the model calls it (JSON arguments, by name)."""
-    tools = toolset_for("researcher")
-
-    async def run(name: str, **arguments: Any) -> Observation:
-        return await tools.call(ctx, ToolCall("call_0", name, json.dumps(arguments)))
-
-    return run
 
 
 @pytest.fixture

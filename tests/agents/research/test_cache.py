@@ -11,8 +11,8 @@ import pytest
 from agents.config import ToolsConfig
 from agents.research.cache import CacheMiss, ToolCache, cache_key
 from agents.research.runtime import build_research
-from tests.agents.research.conftest import Call, pointed_at, response
-from tests.fakes.http_server import Answer, ScriptedServer
+from tests.agents.research.helpers import Call, pointed_at, response
+from fakes.http_server import ScriptedAnswer, ScriptedServer
 
 CALLS = [
     ("search_web", {"query": "transformer attention", "max_results": 2}),
@@ -35,7 +35,7 @@ def test_keys_ignore_argument_order_spacing_width_and_unset_values() -> None:
 async def test_replay_gives_identical_observations_offline(
     server: ScriptedServer, tools_config: ToolsConfig, research_call: Callable[..., Call], tmp_path: Path
 ) -> None:
-    server.on("/search", Answer(response("searxng.json")))
+    server.on("/search", ScriptedAnswer(response("searxng.json")))
     recording = pointed_at(tools_config, server.url, search_backend="searxng", cache="record")
     recorder = build_research(recording, tmp_path)
     call = research_call(research=recorder)
@@ -74,7 +74,7 @@ def _counts(calls: list[tuple[str, dict]]) -> dict[str, int]:
 async def test_failures_are_not_recorded(
     server: ScriptedServer, tools_config: ToolsConfig, research_call: Callable[..., Call], tmp_path: Path
 ) -> None:
-    server.on("/search", Answer("down", 503), Answer(response("searxng.json")))
+    server.on("/search", ScriptedAnswer("down", 503), ScriptedAnswer(response("searxng.json")))
     call = research_call(pointed_at(tools_config, server.url, search_backend="searxng", http_retries=0))
     assert (await call("search_web", query="q")).is_error
     assert not (await call("search_web", query="q")).is_error  # asked again, not served a recorded failure

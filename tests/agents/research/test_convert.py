@@ -16,7 +16,7 @@ from pptx import Presentation
 from pptx.util import Inches
 
 from agents.sandbox import Workspace
-from tests.agents.research.conftest import Call
+from tests.agents.research.helpers import Call
 
 
 def _listed_images(text: str) -> list[tuple[str, int, int]]:

@@ -7,8 +7,8 @@ from pathlib import Path
 from typing import Callable
 
 from agents.config import SandboxConfig, ToolsConfig
-from tests.agents.research.conftest import Call
-from tests.fakes.http_server import Answer, ScriptedServer
+from tests.agents.research.helpers import Call
+from fakes.http_server import ScriptedAnswer, ScriptedServer
 
 ARTICLE = """<!DOCTYPE html><html><head><title>Numerical analysis</title><script>var tracking = 1;</script></head>
 <body><nav>Home | About | Contact</nav><article><h1>Numerical analysis</h1>
@@ -42,7 +42,7 @@ async def test_unknown_corpus_document_and_web_offline_are_errors(call: Call) ->
 async def test_html_page_becomes_markdown_of_its_main_text(
     server: ScriptedServer, tools_config: ToolsConfig, research_call: Callable[..., Call]
 ) -> None:
-    server.on("/wiki/numerical", Answer(ARTICLE, content_type="text/html"))
+    server.on("/wiki/numerical", ScriptedAnswer(ARTICLE, content_type="text/html"))
     call = research_call(web(tools_config, allow_private_addresses=True))
     obs = await call("fetch_url", url=f"{server.url}/wiki/numerical")
     assert not obs.is_error, obs.text
@@ -53,8 +53,11 @@ async def test_html_page_becomes_markdown_of_its_main_text(
 async def test_pdf_is_converted_and_redirects_are_followed(
     server: ScriptedServer, tools_config: ToolsConfig, research_call: Callable[..., Call], shared_data: Path
 ) -> None:
-    server.on("/paper", Answer("", 302, {"Location": "/files/attention.pdf"}))
-    server.on("/files/attention.pdf", Answer((shared_data / "arxiv_1706.03762.pdf").read_bytes(), content_type="application/pdf"))
+    server.on("/paper", ScriptedAnswer("", 302, {"Location": "/files/attention.pdf"}))
+    server.on(
+        "/files/attention.pdf",
+        ScriptedAnswer((shared_data / "arxiv_1706.03762.pdf").read_bytes(), content_type="application/pdf"),
+    )
     call = research_call(web(tools_config, allow_private_addresses=True))
     obs = await call("fetch_url", url=f"{server.url}/paper")
     assert not obs.is_error, obs.text
@@ -64,8 +67,8 @@ async def test_pdf_is_converted_and_redirects_are_followed(
 async def test_binary_files_and_http_errors_are_error_observations(
     server: ScriptedServer, tools_config: ToolsConfig, research_call: Callable[..., Call]
 ) -> None:
-    server.on("/image", Answer(b"\x89PNG\r\n\x1a\n\0\0\0\rIHDR", content_type="image/png"))
-    server.on("/gone", Answer("gone", 404))
+    server.on("/image", ScriptedAnswer(b"\x89PNG\r\n\x1a\n\0\0\0\rIHDR", content_type="image/png"))
+    server.on("/gone", ScriptedAnswer("gone", 404))
     call = research_call(web(tools_config, allow_private_addresses=True))
     binary = await call("fetch_url", url=f"{server.url}/image")
     assert binary.is_error and "download_file" in binary.text
@@ -76,7 +79,7 @@ async def test_binary_files_and_http_errors_are_error_observations(
 async def test_private_addresses_are_refused_before_any_request(
     server: ScriptedServer, tools_config: ToolsConfig, research_call: Callable[..., Call]
 ) -> None:
-    server.on("/wiki/numerical", Answer(ARTICLE, content_type="text/html"))
+    server.on("/wiki/numerical", ScriptedAnswer(ARTICLE, content_type="text/html"))
     call = research_call(web(tools_config))
     for url in (
         f"{server.url}/wiki/numerical",
@@ -90,7 +93,7 @@ async def test_private_addresses_are_refused_before_any_request(
 
 
 async def test_page_size_is_capped(server: ScriptedServer, tools_config: ToolsConfig, research_call: Callable[..., Call]) -> None:
-    server.on("/big", Answer("x" * 5000, content_type="text/plain"))
+    server.on("/big", ScriptedAnswer("x" * 5000, content_type="text/plain"))
     call = research_call(web(tools_config, allow_private_addresses=True, max_download_bytes=1000))
     obs = await call("fetch_url", url=f"{server.url}/big")
     assert obs.is_error and "download limit" in obs.text
@@ -99,8 +102,8 @@ async def test_page_size_is_capped(server: ScriptedServer, tools_config: ToolsCo
 async def test_every_redirect_hop_is_checked(
     server: ScriptedServer, tools_config: ToolsConfig, research_call: Callable[..., Call]
 ) -> None:
-    server.on("/hop", Answer("", 302, {"Location": f"http://localhost:{server.port}/wiki/numerical"}))
-    server.on("/wiki/numerical", Answer(ARTICLE, content_type="text/html"))
+    server.on("/hop", ScriptedAnswer("", 302, {"Location": f"http://localhost:{server.port}/wiki/numerical"}))
+    server.on("/wiki/numerical", ScriptedAnswer(ARTICLE, content_type="text/html"))
     call = research_call(web(tools_config, allowed_hosts=["127.0.0.1"]))  # a mirror the operator allowed
     obs = await call("fetch_url", url=f"{server.url}/hop")
     assert obs.is_error and "refused" in obs.text and "localhost" in obs.text

@@ -16,9 +16,9 @@ from agents.research.runtime import build_research
 from agents.sandbox import Workspace
 from core.llm.players import Players
 from core.config import LLMConfig, RoleConfig
-from tests.agents.research.conftest import Call
-from tests.fakes.http_server import Answer, ScriptedServer
-from tests.fakes.openai_server import ErrorReply, FakeOpenAIServer, Reply
+from tests.agents.research.helpers import Call
+from fakes.http_server import ScriptedAnswer, ScriptedServer
+from fakes.openai_server import ErrorReply, FakeOpenAIServer, Reply
 
 ROLES = {"document_analyzer": RoleConfig(model="reader"), "image_captioner": RoleConfig(model="looker")}
 
@@ -95,8 +95,8 @@ async def test_image_generation_saves_the_decoded_image(
     monkeypatch.setenv("TEST_IMAGES_KEY", "key-images")
     server.on(
         "/v1/images/generations",
-        Answer({"error": "busy"}, 429, {"Retry-After": "0"}),
-        Answer({"created": 1, "data": [{"b64_json": base64.b64encode(_png((512, 256))).decode()}]}),
+        ScriptedAnswer({"error": "busy"}, 429, {"Retry-After": "0"}),
+        ScriptedAnswer({"created": 1, "data": [{"b64_json": base64.b64encode(_png((512, 256))).decode()}]}),
     )
     cfg = replace(tools_config, image_generation=ImageGenerationConfig(f"{server.url}/v1", "TEST_IMAGES_KEY", "painter"))
     obs = await research_call(cfg)("image_generation", prompt="a calm lake", width=512, height=256, path="assets/lake.png")
@@ -113,8 +113,8 @@ async def test_image_generation_rejects_answers_without_an_image(
 ) -> None:
     server.on(
         "/v1/images/generations",
-        Answer({"data": [{"url": "https://example.org/x.png"}]}),
-        Answer({"data": [{"b64_json": "aGVsbG8="}]}),
+        ScriptedAnswer({"data": [{"url": "https://example.org/x.png"}]}),
+        ScriptedAnswer({"data": [{"b64_json": "aGVsbG8="}]}),
     )
     call = research_call(replace(tools_config, image_generation=ImageGenerationConfig(f"{server.url}/v1")))
     assert "no b64_json image" in (await call("image_generation", prompt="p", width=256, height=256, path="a.png")).text

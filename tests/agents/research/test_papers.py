@@ -10,8 +10,8 @@ import pytest
 from agents.config import ToolsConfig
 from agents.research.index import CorpusIndex
 from agents.research.papers import arxiv_id
-from tests.agents.research.conftest import Call, pointed_at, response
-from tests.fakes.http_server import Answer, ScriptedServer
+from tests.agents.research.helpers import Call, pointed_at, response
+from fakes.http_server import ScriptedAnswer, ScriptedServer
 
 
 def test_metadata_is_read_from_the_first_pages(corpus_path: Path) -> None:
@@ -54,7 +54,7 @@ def test_arxiv_ids_are_recognised(raw: str) -> None:
 
 
 async def test_arxiv_backend(server: ScriptedServer, tools_config: ToolsConfig, research_call: Callable[..., Call]) -> None:
-    server.on("/api/query", Answer(response("arxiv_search.xml"), content_type="application/atom+xml"))
+    server.on("/api/query", ScriptedAnswer(response("arxiv_search.xml"), content_type="application/atom+xml"))
     call = research_call(pointed_at(tools_config, server.url, paper_backend="arxiv"))
     papers = await call("search_papers", query="attention is all you need", max_results=2)
     assert not papers.is_error, papers.text
@@ -72,7 +72,7 @@ async def test_arxiv_backend(server: ScriptedServer, tools_config: ToolsConfig, 
 
 
 async def test_arxiv_errors(server: ScriptedServer, tools_config: ToolsConfig, research_call: Callable[..., Call]) -> None:
-    server.on("/api/query", Answer(response("arxiv_error.xml")), Answer("<html>busy</html", 503))
+    server.on("/api/query", ScriptedAnswer(response("arxiv_error.xml")), ScriptedAnswer("<html>busy</html", 503))
     call = research_call(pointed_at(tools_config, server.url, paper_backend="arxiv", http_retries=0))
     refused = await call("search_papers", query="x")
     assert refused.is_error and "incorrect id format" in refused.text
@@ -84,12 +84,12 @@ async def test_arxiv_errors(server: ScriptedServer, tools_config: ToolsConfig, r
 async def test_semantic_scholar_backend(
     server: ScriptedServer, tools_config: ToolsConfig, research_call: Callable[..., Call]
 ) -> None:
-    server.on("/graph/v1/paper/search", Answer(response("s2_search.json")))
-    server.on("/graph/v1/paper/arXiv:1706.03762/authors", Answer(response("s2_authors.json")))
+    server.on("/graph/v1/paper/search", ScriptedAnswer(response("s2_search.json")))
+    server.on("/graph/v1/paper/arXiv:1706.03762/authors", ScriptedAnswer(response("s2_authors.json")))
     server.on(
         "/graph/v1/author/40348417",
-        Answer({"message": "Too Many Requests"}, 429, {"Retry-After": "0"}),
-        Answer(response("s2_author.json")),
+        ScriptedAnswer({"message": "Too Many Requests"}, 429, {"Retry-After": "0"}),
+        ScriptedAnswer(response("s2_author.json")),
     )
     call = research_call(pointed_at(tools_config, server.url, paper_backend="semantic_scholar"))
     papers = await call("search_papers", query="attention transformer", max_results=2)

@@ -14,7 +14,7 @@ from agents.sandbox import Workspace
 from agents.tools import ToolContext
 from agents.tools.toolsets import toolset_for
 from core.config import ConfigError
-from tests.agents.research.conftest import caller, pointed_at
+from tests.agents.research.helpers import caller, pointed_at
 
 RESEARCH_TOOLS = [
     "search_web",

@@ -11,8 +11,8 @@ from PIL import Image
 from agents.config import ToolsConfig
 from agents.research.imagelib import LIBRARY_FILE, ImageLibrary
 from agents.sandbox import Workspace
-from tests.agents.research.conftest import Call, pointed_at, response
-from tests.fakes.http_server import Answer, ScriptedServer
+from tests.agents.research.helpers import Call, pointed_at, response
+from fakes.http_server import ScriptedAnswer, ScriptedServer
 
 
 def test_library_holds_real_figures_with_their_printed_captions(library_path: Path) -> None:
@@ -43,7 +43,7 @@ async def test_offline_results_are_copied_into_the_workspace(call: Call, workspa
 
 
 async def test_openverse_backend(server: ScriptedServer, tools_config: ToolsConfig, research_call: Callable[..., Call]) -> None:
-    server.on("/v1/images/", Answer(response("openverse.json")))
+    server.on("/v1/images/", ScriptedAnswer(response("openverse.json")))
     call = research_call(pointed_at(tools_config, server.url, image_backend="openverse"))
     obs = await call("search_images", query="golden gate bridge")
     assert not obs.is_error, obs.text
@@ -57,7 +57,7 @@ async def test_openverse_backend(server: ScriptedServer, tools_config: ToolsConf
 async def test_wikimedia_backend_orders_by_rank_and_prefers_scaled_copies(
     server: ScriptedServer, tools_config: ToolsConfig, research_call: Callable[..., Call]
 ) -> None:
-    server.on("/w/api.php", Answer(response("wikimedia.json")))
+    server.on("/w/api.php", ScriptedAnswer(response("wikimedia.json")))
     call = research_call(pointed_at(tools_config, server.url, image_backend="wikimedia"))
     obs = await call("search_images", query="transformer")
     assert obs.text.index("Attention mechanism") < obs.text.index("Transformer, full architecture")
@@ -70,7 +70,7 @@ async def test_wikimedia_backend_orders_by_rank_and_prefers_scaled_copies(
 async def test_no_images_and_server_errors(
     server: ScriptedServer, tools_config: ToolsConfig, research_call: Callable[..., Call]
 ) -> None:
-    server.on("/w/api.php", Answer({"batchcomplete": ""}), Answer("down", 503))
+    server.on("/w/api.php", ScriptedAnswer({"batchcomplete": ""}), ScriptedAnswer("down", 503))
     call = research_call(pointed_at(tools_config, server.url, image_backend="wikimedia", http_retries=0))
     assert "No images for 'nothing'" in (await call("search_images", query="nothing")).text
     failed = await call("search_images", query="down")

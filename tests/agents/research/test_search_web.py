@@ -7,8 +7,8 @@ from typing import Callable
 import pytest
 
 from agents.config import ToolsConfig
-from tests.agents.research.conftest import Call, pointed_at, response
-from tests.fakes.http_server import Answer, ScriptedServer
+from tests.agents.research.helpers import Call, pointed_at, response
+from fakes.http_server import ScriptedAnswer, ScriptedServer
 
 
 async def test_offline_search_finds_the_english_paper_first(call: Call) -> None:
@@ -42,7 +42,7 @@ async def test_offline_search_lists_each_document_once_and_says_when_nothing_mat
 
 
 async def test_searxng_backend(server: ScriptedServer, tools_config: ToolsConfig, research_call: Callable[..., Call]) -> None:
-    server.on("/search", Answer(response("searxng.json")))
+    server.on("/search", ScriptedAnswer(response("searxng.json")))
     call = research_call(pointed_at(tools_config, server.url, search_backend="searxng"))
     obs = await call("search_web", query="transformer attention", max_results=2, time_range="year")
     assert not obs.is_error, obs.text
@@ -57,7 +57,7 @@ async def test_searxng_backend(server: ScriptedServer, tools_config: ToolsConfig
 async def test_tavily_backend_sends_the_key_and_the_query(
     server: ScriptedServer, tools_config: ToolsConfig, research_call: Callable[..., Call]
 ) -> None:
-    server.on("/search", Answer(response("tavily.json")))
+    server.on("/search", ScriptedAnswer(response("tavily.json")))
     call = research_call(pointed_at(tools_config, server.url, search_backend="tavily"))
     obs = await call("search_web", query="数值分析 误差", max_results=2)
     assert "数值分析 - 维基百科" in obs.text and "https://en.wikipedia.org/wiki/Numerical_analysis | 2024-05-01" in obs.text
@@ -69,7 +69,7 @@ async def test_tavily_backend_sends_the_key_and_the_query(
 async def test_brave_backend_maps_the_time_range(
     server: ScriptedServer, tools_config: ToolsConfig, research_call: Callable[..., Call]
 ) -> None:
-    server.on("/res/v1/web/search", Answer(response("brave.json")))
+    server.on("/res/v1/web/search", ScriptedAnswer(response("brave.json")))
     call = research_call(pointed_at(tools_config, server.url, search_backend="brave"))
     obs = await call("search_web", query="residual networks", time_range="month")
     assert "1. Deep Residual Learning for Image Recognition" in obs.text and "<strong>" not in obs.text
@@ -80,7 +80,9 @@ async def test_brave_backend_maps_the_time_range(
 async def test_rate_limit_is_retried_then_succeeds(
     server: ScriptedServer, tools_config: ToolsConfig, research_call: Callable[..., Call]
 ) -> None:
-    server.on("/search", Answer({"detail": "slow down"}, 429, {"Retry-After": "0"}), Answer(response("searxng.json")))
+    server.on(
+        "/search", ScriptedAnswer({"detail": "slow down"}, 429, {"Retry-After": "0"}), ScriptedAnswer(response("searxng.json"))
+    )
     call = research_call(pointed_at(tools_config, server.url, search_backend="searxng"))
     obs = await call("search_web", query="transformer attention")
     assert not obs.is_error and len(server.seen("/search")) == 2
@@ -89,14 +91,14 @@ async def test_rate_limit_is_retried_then_succeeds(
 @pytest.mark.parametrize(
     ("answer", "message"),
     [
-        (Answer({"detail": "slow down"}, 429, {"Retry-After": "0"}), "rate limited (HTTP 429)"),
-        (Answer("upstream exploded", 500), "HTTP 500 Internal Server Error for search 'q': upstream exploded"),
-        (Answer("not json at all", 200), "is not JSON"),
-        (Answer({"error": "bad key"}, 401), "HTTP 401"),
+        (ScriptedAnswer({"detail": "slow down"}, 429, {"Retry-After": "0"}), "rate limited (HTTP 429)"),
+        (ScriptedAnswer("upstream exploded", 500), "HTTP 500 Internal Server Error for search 'q': upstream exploded"),
+        (ScriptedAnswer("not json at all", 200), "is not JSON"),
+        (ScriptedAnswer({"error": "bad key"}, 401), "HTTP 401"),
     ],
 )
 async def test_service_failures_are_error_observations(
-    server: ScriptedServer, tools_config: ToolsConfig, research_call: Callable[..., Call], answer: Answer, message: str
+    server: ScriptedServer, tools_config: ToolsConfig, research_call: Callable[..., Call], answer: ScriptedAnswer, message: str
 ) -> None:
     server.on("/search", answer)
     call = research_call(pointed_at(tools_config, server.url, search_backend="searxng"))

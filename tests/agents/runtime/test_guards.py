@@ -16,7 +16,7 @@ from agents.tools.toolsets import toolset_for
 from core.config import LLMConfig
 from core.llm.client import ModelClient
 from core.records import Trajectory
-from tests.fakes.openai_server import FakeOpenAIServer, Reply, replay
+from fakes.openai_server import FakeOpenAIServer, Reply, replay
 
 SYSTEM, USER = "You make slides.", "Make a one-slide deck about tides."
 SLIDE = "<html><body><h1>Tides</h1></body></html>"

@@ -26,7 +26,7 @@ from agents.config import SandboxConfig
 from agents.sandbox import Workspace
 from agents.tools import ToolContext
 from core.config import ConfigError, PROJECT_ROOT
-from tests.agents.runtime.test_sandbox import live_processes, no_process_left, snapshot
+from tests.agents.runtime.helpers import live_processes, no_process_left, snapshot
 
 Call = Callable[..., Awaitable[Any]]
 JAILED, UNJAILED = "bubblewrap", "none"

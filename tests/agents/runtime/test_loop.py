@@ -19,7 +19,8 @@ from core.llm.client import ModelClient
 from core.run.metering import Unit, unit_scope
 from core.records import Trajectory
 from core.seams.steps import Injection, StepState
-from tests.fakes.openai_server import ErrorReply, FakeOpenAIServer, FaultPlan, Reply, replay
+from fakes.model import last_tool_text
+from fakes.openai_server import ErrorReply, FakeOpenAIServer, FaultPlan, Reply, replay
 
 SYSTEM, USER = "You make slides.", "Make a two-slide deck about tides."
 SLIDE = "<html><body><h1>Tides</h1></body></html>"
@@ -35,10 +36,6 @@ def agent(
 ) -> Agent:
     save = saves.append if saves is not None else None
     return Agent(model(srv), tools or toolset_for(ctx.role), ctx, AgentConfig(**config), "t1", save=save)
-
-
-def last_tool_text(body: dict[str, Any]) -> str:
-    return next(m["content"] for m in reversed(body["messages"]) if m["role"] == "tool")
 
 
 FINALIZE = ("finalize", {"outcome": "slides/"})

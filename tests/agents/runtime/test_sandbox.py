@@ -12,7 +12,6 @@ from pathlib import Path
 from typing import Any, AsyncIterator, Awaitable, Callable, Iterator
 
 import httpx
-import psutil
 import pytest
 from aiohttp import web
 from PIL import Image
@@ -21,14 +20,11 @@ from agents.config import SandboxConfig
 from agents.sandbox import SandboxError, Workspace
 from agents.tools import ToolContext
 from agents.web import checked_request
+from tests.agents.runtime.helpers import live_processes, no_process_left, snapshot
 
 Call = Callable[..., Awaitable[Any]]
 
 # ---------------------------------------------------------------- paths
-
-
-def snapshot(root: Path) -> dict[str, bytes]:
-    return {str(p.relative_to(root)): p.read_bytes() if p.is_file() else b"" for p in sorted(root.rglob("*"))}
 
 
 @pytest.fixture
@@ -205,23 +201,6 @@ async def test_endless_output_is_capped_and_stopped(limited: Call, workspace: Wo
 
 
 # ---------------------------------------------------------------- processes
-
-
-def live_processes(marker: str) -> list[psutil.Process]:
-    found = []
-    for proc in psutil.process_iter(["cmdline", "status"]):
-        if marker in " ".join(proc.info["cmdline"] or ()) and proc.info["status"] != psutil.STATUS_ZOMBIE:
-            found.append(proc)
-    return found
-
-
-def no_process_left(marker: str, within_s: float = 3.0) -> bool:
-    deadline = time.monotonic() + within_s
-    while live_processes(marker):
-        if time.monotonic() > deadline:
-            return False
-        time.sleep(0.05)
-    return True
 
 
 async def test_timeout_kills_the_command_and_all_it_started(limited: Call) -> None:

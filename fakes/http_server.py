@@ -1,6 +1,6 @@
 """A scripted HTTP server on loopback, for tests of clients of web APIs (search, images, papers, pages).
 
-`async with ScriptedServer() as srv:` then `srv.on("/search", Answer(body), ...)`:
+`async with ScriptedServer() as srv:` then `srv.on("/search", ScriptedAnswer(body), ...)`:
 each request to that path gets the next answer (the last one repeats), and is
 recorded in `srv.requests` (method, path, query, headers, body).
 """
@@ -16,7 +16,7 @@ from aiohttp import web
 
 
 @dataclass(frozen=True)
-class Answer:
+class ScriptedAnswer:
     body: Any = None  # dict or list: JSON; str: text; bytes: as they are
     status: int = 200
     headers: dict[str, str] = field(default_factory=dict)
@@ -38,7 +38,7 @@ class Seen:
 
 class ScriptedServer:
     def __init__(self) -> None:
-        self.routes: dict[str, list[Answer]] = {}
+        self.routes: dict[str, list[ScriptedAnswer]] = {}
         self.requests: list[Seen] = []
         self._runner: Optional[web.AppRunner] = None
         self.port = 0
@@ -47,7 +47,7 @@ class ScriptedServer:
     def url(self) -> str:
         return f"http://127.0.0.1:{self.port}"
 
-    def on(self, path: str, *answers: Answer) -> None:
+    def on(self, path: str, *answers: ScriptedAnswer) -> None:
         self.routes[path] = list(answers)
 
     def seen(self, path: str) -> list[Seen]:

@@ -7,7 +7,7 @@ malformed tool-call JSON and truncated bodies, either at a seeded rate or in a
 scripted order.
 
 `strict="openai"` or `strict="vllm-glm"` makes it refuse what that provider
-refuses, with its status, error shape and wording (tests/fakes/provider_rules.py),
+refuses, with its status, error shape and wording (fakes/provider_rules.py),
 and `queue_limit` answers 503 as vLLM's `--max-num-queued-reqs` does.
 """
 
@@ -24,7 +24,7 @@ from typing import Any, Callable, Iterable, Optional, Sequence
 
 from aiohttp import web
 
-from tests.fakes import provider_rules
+from fakes import provider_rules
 
 FAULT_KINDS = ("500", "429", "hang", "malformed_tool_json", "truncated")
 
