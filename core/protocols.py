@@ -28,7 +28,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Generic, Optional, Protocol, Sequence, TypeVar, runtime_checkable
 
-from core.config import LLMConfig
+from core.config import LLMConfig, Routing
 from core.llm.results import ChatResult
 from core.records import Check, Message, ModelUse, Rollout, Task, Verdict
 from core.seams.candidate import Candidate
@@ -41,8 +41,8 @@ from core.seams.steps import Injection, StepState
 from core.seams.tokens import TokenCount
 
 if TYPE_CHECKING:  # the fleet's own types; core.llm.fleet imports nothing of this module
-    from core.llm.fleet import Grant, Policy, Routing
-    from core.llm.replica_limit import CallOutcome
+    from core.llm.fleet import Grant
+    from core.llm.replica_limit import CallOutcome, Policy
 
 T = TypeVar("T")
 ResearchT = TypeVar("ResearchT", contravariant=True)  # agents.research.runtime.Research: the worker's research state
@@ -60,7 +60,7 @@ class Model(Protocol):
     async def chat(
         self,
         messages: Sequence[Message],
-        tools: Sequence[dict] | None = None,
+        tools: Sequence[dict[str, Any]] | None = None,
         image_root: Path | None = None,
     ) -> ChatResult: ...
 
@@ -167,7 +167,8 @@ class Play(Generic[T]):
 
 
 class ModelBackend(Protocol):
-    policy: str  # what records and tables call its players: "model" or "scripted"
+    @property
+    def policy(self) -> str: ...  # what records and tables call its players: "model" or "scripted"
 
     def play(self, cfg: LLMConfig, role: str, how: Play[T]) -> tuple[T, Endpoint | None]: ...
 
