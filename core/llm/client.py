@@ -106,8 +106,11 @@ def retry_after_s(exc: BaseException) -> float | None:
     try:
         return max(0.0, float(value))
     except ValueError:
-        parsed = email.utils.parsedate_to_datetime(value)
-        return max(0.0, parsed.timestamp() - time.time()) if parsed else None
+        try:
+            parsed = email.utils.parsedate_to_datetime(value)
+        except ValueError:  # neither seconds nor an HTTP date (it raises, it never returns None)
+            return None
+        return max(0.0, parsed.timestamp() - time.time())
 
 
 class _Backoff:
