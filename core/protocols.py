@@ -6,7 +6,7 @@
 | Endpoint | core.llm.client.ModelClient (a ModelBackend builds them) | a Model behind a connection: says what it serves, closes |
 | ModelBackend | core.llm.players.Chat, StandIns (core.llm.players.BACKENDS) | play a role: by a model client, or by its stand-in (`Play`) |
 | Transport | core.llm.wire.OpenAIWire, a new backend's own | carry one chat-completions request and bring back its reply |
-| Admission | core.llm.fleet.FleetState, pipeline.fleet_admission.SharedAdmission | grant a call a replica and a slot; take back how it went |
+| Admission | core.llm.fleet.FleetState, pipeline.fleet_admission.RemoteAdmission | grant a call a replica and a slot; take back how it went |
 | StepHook | critic.critic.CriticHook, agents.run.ShowSteps | after each agent step, return what to inject into the agent's context |
 | Critic | critic.critic.ModelCritic, RulesCritic | review one inspection in isolation: findings, never the agent's history |
 | Runner | pipeline.runner.DeckRunner, eval.runner.EvalRunner | play one task in its workspace: one Rollout; one per worker process |
