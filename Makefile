@@ -1,4 +1,4 @@
-# make demo: run the pipeline on the bundled offline default.  make test: the whole test suite.
+# make demo: run the pipeline on the bundled offline default.  make test: ruff, mypy, then the whole test suite.
 # Both set up everything they need first (Debian packages, .venv), idempotently and quietly.
 PYTHON ?= $(shell command -v python3.11 || command -v python3)
 VENV   := .venv
@@ -16,6 +16,7 @@ demo: setup
 test: setup
 	$(PY) -m ruff format --check .  # the fix: ruff format .
 	$(PY) -m ruff check .
+	$(PY) -m mypy  # [tool.mypy] in pyproject.toml: the packages, strict on core/ (cached in .mypy_cache)
 	# two workers (a session run that tests on both read is made on each: xdist_group, which would keep them on one,
 	# does nothing with pytest 9.2); a native crash, even at exit, prints every thread's stack (PYTHONFAULTHANDLER
 	# reaches the workers)
@@ -41,4 +42,4 @@ benchmarks: setup
 	  $(PY) -m benchmarks.$$b || exit 1; done
 
 clean:
-	rm -rf $(VENV) runs .pytest_cache
+	rm -rf $(VENV) runs .pytest_cache .mypy_cache

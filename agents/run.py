@@ -19,12 +19,11 @@ from pathlib import Path
 
 from hydra import compose, initialize_config_dir
 from hydra.errors import HydraException
-from omegaconf import OmegaConf
 from omegaconf.errors import OmegaConfBaseException
 
 from agents.config import GenerateConfig, store_schema
 from render.renderer import SLIDE_SIZES
-from core.config import PROJECT_ROOT, ConfigError
+from core.config import PROJECT_ROOT, ConfigError, to_typed
 from core.language import detect_language
 from core.run.ledger import Ledger
 from core.llm.local_server import serving
@@ -83,7 +82,7 @@ def load_config(overrides: list[str]) -> GenerateConfig:
             cfg = compose("generate", overrides=overrides)
     except (HydraException, OmegaConfBaseException) as exc:
         raise ConfigError(str(exc)) from exc
-    return OmegaConf.to_object(cfg)
+    return to_typed(GenerateConfig, cfg)
 
 
 def make_task(args: argparse.Namespace) -> Task:

@@ -7,11 +7,13 @@ import dataclasses
 import types
 import typing
 from functools import cache
-from typing import Any, Union
+from typing import Any, TypeVar, Union, overload
 
 import pyarrow as pa
 
 from core.cli import InputError
+
+T = TypeVar("T")
 
 
 class RecordError(InputError, ValueError):
@@ -23,7 +25,7 @@ def hints(cls: type) -> dict[str, Any]:
     return typing.get_type_hints(cls)
 
 
-def init_fields(cls: type) -> list[dataclasses.Field]:
+def init_fields(cls: type) -> list[dataclasses.Field[Any]]:
     return [f for f in dataclasses.fields(cls) if f.init]
 
 
@@ -46,9 +48,9 @@ def arrow_type(tp: Any) -> pa.DataType:
     if origin is dict:  # as key/value pairs: `datasets` cannot load Arrow map columns
         key, value = typing.get_args(tp)
         return pa.list_(pa.struct([pa.field("key", arrow_type(key), nullable=False), pa.field("value", arrow_type(value))]))
-    if dataclasses.is_dataclass(tp):
+    if isinstance(tp, type) and dataclasses.is_dataclass(tp):  # a hint is a class, never an instance
         return pa.struct([pa.field(f.name, arrow_type(hints(tp)[f.name])) for f in init_fields(tp)])
-    simple = {str: pa.string(), int: pa.int64(), float: pa.float64(), bool: pa.bool_()}
+    simple: dict[Any, pa.DataType] = {str: pa.string(), int: pa.int64(), float: pa.float64(), bool: pa.bool_()}
     if tp in simple:
         return simple[tp]
     raise TypeError(f"no Arrow type for {tp!r}")
@@ -66,6 +68,14 @@ def encode(value: Any, arrow: bool = False) -> Any:
     return value
 
 
+@overload
+def decode(tp: type[T], value: Any) -> T: ...  # a class (a record, a str...): one of it
+
+
+@overload
+def decode(tp: Any, value: Any) -> Any: ...  # any other type hint (Optional[...], ...)
+
+
 def decode(tp: Any, value: Any) -> Any:
     inner = optional_inner(tp)
     if inner is not None:
@@ -78,7 +88,7 @@ def decode(tp: Any, value: Any) -> Any:
         if isinstance(value, dict):
             return {k: decode(vt, v) for k, v in value.items()}
         return {item["key"]: decode(vt, item["value"]) for item in value or ()}  # Arrow key/value pairs
-    if dataclasses.is_dataclass(tp):
+    if isinstance(tp, type) and dataclasses.is_dataclass(tp):
         if not isinstance(value, dict):
             raise RecordError(f"{tp.__name__}: expected an object, got {type(value).__name__}")
         types_of = hints(tp)

@@ -18,7 +18,7 @@ import typing
 from dataclasses import dataclass, field
 from enum import Enum
 from pathlib import Path
-from typing import Any, Callable, Mapping, Optional
+from typing import TYPE_CHECKING, Any, Callable, Mapping, Optional, TypeVar, cast
 
 from hydra.core.config_store import ConfigStore
 from omegaconf import DictConfig, ListConfig, OmegaConf
@@ -27,6 +27,7 @@ from core.llm.conversation import DEFAULT_PROFILE, PROFILES
 from core.cli import InputError
 
 PROJECT_ROOT = Path(__file__).resolve().parents[1]
+C = TypeVar("C")
 
 
 class ConfigError(InputError, ValueError):
@@ -148,13 +149,27 @@ class LLMConfig:
 def _overrides(of: type, name: str, doc: str) -> type:
     """A dataclass with every field of `of` as an optional override (None: inherit), but the price, which is set whole."""
     hints = typing.get_type_hints(of)
-    fields = [(f.name, Optional[hints[f.name]], field(default=None)) for f in dataclasses.fields(of) if f.name != "price"]
+    fields: list[tuple[str, Any, Any]] = [
+        (f.name, Optional[hints[f.name]], field(default=None)) for f in dataclasses.fields(of) if f.name != "price"
+    ]
     fields.append(("price", PriceConfig, field(default_factory=PriceConfig)))  # once set, replaces the backbone's whole
     return dataclasses.make_dataclass(name, fields, namespace={"__doc__": doc, "__module__": __name__})
 
 
-# Per-role overrides of `llm`: the same fields, each None (inherit the backbone's value) unless set.
-RoleConfig = _overrides(LLMConfig, "RoleConfig", "Per-role overrides of `llm`; a None field inherits the backbone's value.")
+if TYPE_CHECKING:
+
+    class RoleConfig:
+        """What a type checker sees of the class made below: LLMConfig's fields as keywords and attributes."""
+
+        price: PriceConfig
+
+        def __init__(self, **overrides: Any) -> None: ...
+
+        def __getattr__(self, name: str) -> Any: ...
+
+else:
+    # Per-role overrides of `llm`: the same fields, each None (inherit the backbone's value) unless set.
+    RoleConfig = _overrides(LLMConfig, "RoleConfig", "Per-role overrides of `llm`; a None field inherits the backbone's value.")
 
 
 @dataclass
@@ -189,6 +204,19 @@ def role_slots(*names: str) -> Callable[[], dict[str, RoleConfig]]:
     return lambda: {name: RoleConfig() for name in names}
 
 
+def to_typed(cls: type[C], node: Any) -> C:
+    """`OmegaConf.to_object` of a node structured from `cls` (a config dataclass, or a dict of them): a `cls`."""
+    # to_object instantiates the dataclasses a structured node was made from; omegaconf types its result as any container
+    return cast(C, OmegaConf.to_object(node))
+
+
+def _container(
+    node: DictConfig, resolve: bool = False, enum_to_str: bool = False, throw_on_missing: bool = False
+) -> dict[str, Any]:
+    plain = OmegaConf.to_container(node, resolve=resolve, enum_to_str=enum_to_str, throw_on_missing=throw_on_missing)
+    return cast(dict[str, Any], plain)  # a DictConfig's container is a dict; omegaconf types it as any container
+
+
 def resolve_role(llm: LLMConfig, roles: Mapping[str, RoleConfig], role: str) -> LLMConfig:
     """The backbone `llm` with the role's non-None overrides applied.
 
@@ -197,14 +225,12 @@ def resolve_role(llm: LLMConfig, roles: Mapping[str, RoleConfig], role: str) -> 
     base = OmegaConf.structured(llm)
     override = roles.get(role)
     if override is not None:
-        patch = {
-            k: v for k, v in OmegaConf.to_container(OmegaConf.structured(override)).items() if v is not None and k != "price"
-        }
+        patch = {k: v for k, v in _container(OmegaConf.structured(override)).items() if v is not None and k != "price"}
         moved = any(k in patch and patch[k] != getattr(llm, k) for k in ("base_url", "model"))
         if override.price.given or moved:
             patch["price"] = OmegaConf.structured(override.price)
         base = OmegaConf.merge(base, patch)
-    return OmegaConf.to_object(base)
+    return to_typed(LLMConfig, base)
 
 
 # Settings that change how fast a run goes, not what it produces: a rerun may
@@ -265,14 +291,14 @@ def _strip(node: Any, prefix: str, patterns: tuple[str, ...]) -> Any:
 def config_hash(cfg: DictConfig | dict[str, Any], ignore: tuple[str, ...] = PERFORMANCE_KEYS) -> str:
     """A short stable hash of what a run produces (performance settings excluded)."""
     if isinstance(cfg, DictConfig):
-        cfg = OmegaConf.to_container(cfg, resolve=True, enum_to_str=True)
+        cfg = _container(cfg, resolve=True, enum_to_str=True)
     canonical = json.dumps(_strip(cfg, "", ignore), sort_keys=True, default=str, ensure_ascii=False)
     return hashlib.sha256(canonical.encode()).hexdigest()[:16]
 
 
 def to_plain(cfg: DictConfig) -> dict[str, Any]:
     """Resolved plain containers: what crosses to Ray workers and into the run store."""
-    return OmegaConf.to_container(cfg, resolve=True, enum_to_str=True, throw_on_missing=True)
+    return _container(cfg, resolve=True, enum_to_str=True, throw_on_missing=True)
 
 
 def check_price(key: str, p: PriceConfig) -> None:

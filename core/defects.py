@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from dataclasses import asdict, dataclass
 from enum import Enum
+from typing import Literal
 
 from core.tables import by_name
 
@@ -21,6 +22,9 @@ class Severity(str, Enum):
     minor = "minor"
 
 
+SeverityName = Literal["critical", "major", "minor"]  # a Severity's value, as records and findings carry it
+# The critic's taxonomy (core.seams.review.Finding): slides' categories, then manuscripts'
+FindingCategory = Literal["layout", "render", "style", "integrity", "constraint", "format"]
 SEVERITY_RANK = {Severity.critical.value: 3, Severity.major.value: 2, Severity.minor.value: 1}
 
 
@@ -29,7 +33,7 @@ class Defect:
     """One defect measured in a rendered slide (render/defects/): its code in the table below, at one element."""
 
     code: str  # overflow | text_clipped | overlap | low_contrast | broken_image | blank | size_mismatch
-    severity: str  # critical | major | minor
+    severity: SeverityName
     element: str  # short CSS-like selector
     detail: str
 
@@ -66,10 +70,8 @@ class DefectSource(str, Enum):
 class DefectCode:
     code: str
     source: DefectSource
-    category: (
-        str  # the critic's taxonomy: layout | render | style (slides), integrity | constraint | format (manuscripts), content
-    )
-    severity: str  # when the reporter gives none: critical | major | minor
+    category: FindingCategory | Literal["content"]  # the critic's taxonomy; a content gate's code: content
+    severity: SeverityName  # when the reporter gives none
     description: str  # what it means, as the quality judge and the docs say it
     fix: str  # what the critic tells the agent to do
 

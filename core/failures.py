@@ -11,6 +11,7 @@ the model, so that playing the task again may end otherwise.
 from __future__ import annotations
 
 from enum import StrEnum
+from typing import overload
 
 
 class Failure(StrEnum):
@@ -19,7 +20,13 @@ class Failure(StrEnum):
     transient: bool
     description: str
 
-    def __new__(cls, code: str, transient: bool, description: str) -> Failure:
+    @overload
+    def __new__(cls, code: str) -> Failure: ...  # Failure(stored): the lookup of a member by its code (Enum's own)
+
+    @overload
+    def __new__(cls, code: str, transient: bool, description: str) -> Failure: ...  # a row of the table
+
+    def __new__(cls, code: str, transient: bool = False, description: str = "") -> Failure:
         member = str.__new__(cls, code)
         member._value_, member.transient, member.description = code, transient, description
         return member

@@ -50,7 +50,7 @@ def _stamp(folder: str, name: str) -> tuple[int, int]:
 def _children(folder: str, name: str, stamp: tuple[int, int]) -> tuple[str, ...]:
     """The templates `name` includes, imports or extends (as of `stamp`)."""
     env = _environment(folder)
-    source, _, _ = env.loader.get_source(env, name)  # type: ignore[union-attr]
+    source, _, _ = env.loader.get_source(env, name)  # type: ignore[union-attr]  # jinja's loader is optional; ours has one
     return tuple(sorted(n for n in meta.find_referenced_templates(env.parse(source)) if n))
 
 

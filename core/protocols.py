@@ -6,7 +6,7 @@
 | Endpoint | core.llm.client.ModelClient (a ModelBackend builds them) | a Model behind a connection: says what it serves, closes |
 | ModelBackend | core.llm.players.Chat, StandIns (core.llm.players.BACKENDS) | play a role: by a model client, or by its stand-in (`Play`) |
 | Transport | core.llm.wire.OpenAIWire, a new backend's own | carry one chat-completions request and bring back its reply |
-| Admission | core.llm.fleet.FleetState, pipeline.fleet_admission.SharedAdmission | grant a call a replica and a slot; take back how it went |
+| Admission | core.llm.fleet.FleetState, pipeline.fleet_admission.RemoteAdmission | grant a call a replica and a slot; take back how it went |
 | StepHook | critic.critic.CriticHook, agents.run.ShowSteps | after each agent step, return what to inject into the agent's context |
 | Critic | critic.critic.ModelCritic, RulesCritic | review one inspection in isolation: findings, never the agent's history |
 | Runner | pipeline.runner.DeckRunner, eval.runner.EvalRunner | play one task in its workspace: one Rollout; one per worker process |
@@ -28,7 +28,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Generic, Optional, Protocol, Sequence, TypeVar, runtime_checkable
 
-from core.config import LLMConfig
+from core.config import LLMConfig, Routing
 from core.llm.results import ChatResult
 from core.records import Check, Message, ModelUse, Rollout, Task, Verdict
 from core.seams.candidate import Candidate
@@ -41,7 +41,6 @@ from core.seams.steps import Injection, StepState
 from core.seams.tokens import TokenCount
 
 if TYPE_CHECKING:  # the fleet's own types (core.llm.replica_limit imports nothing of this module)
-    from core.config import Routing
     from core.llm.replica_limit import CallOutcome, Grant, Policy
 
 T = TypeVar("T")
@@ -60,7 +59,7 @@ class Model(Protocol):
     async def chat(
         self,
         messages: Sequence[Message],
-        tools: Sequence[dict] | None = None,
+        tools: Sequence[dict[str, Any]] | None = None,
         image_root: Path | None = None,
     ) -> ChatResult: ...
 
@@ -167,7 +166,8 @@ class Play(Generic[T]):
 
 
 class ModelBackend(Protocol):
-    policy: str  # what records and tables call its players: "model" or "scripted"
+    @property
+    def policy(self) -> str: ...  # what records and tables call its players: "model" or "scripted"
 
     def play(self, cfg: LLMConfig, role: str, how: Play[T]) -> tuple[T, Endpoint | None]: ...
 

@@ -41,7 +41,8 @@ class Record:
     kind: ClassVar[str] = "record"
 
     def to_dict(self) -> dict[str, Any]:
-        return encode(self)
+        data: dict[str, Any] = encode(self)  # a dataclass encodes to a dict
+        return data
 
     def to_json(self) -> str:
         # orjson walks the dataclasses, tuples and dicts itself: a 0.85 MB trajectory (a worker
@@ -69,7 +70,7 @@ class Record:
 
     @classmethod
     def arrow_schema(cls) -> pa.Schema:
-        return _schema(cls)
+        return _schema(cls)  # type: ignore[arg-type]  # a class is hashable; mypy checks a type[X] as an X (python/mypy#20409)
 
 
 class RolloutStatus(StrEnum):
@@ -360,8 +361,8 @@ def read_parquet(path: Path, cls: type[R]) -> list[R]:
 
 
 @cache
-def _schema(cls: type) -> pa.Schema:
-    types_of = hints(cls)
+def _schema(cls: type[Record]) -> pa.Schema:
+    types_of = hints(cls)  # type: ignore[arg-type]  # a class is hashable; mypy checks a type[X] as an X (python/mypy#20409)
     fields = [
         pa.field(f.name, arrow_type(types_of[f.name]), nullable=optional_inner(types_of[f.name]) is not None)
         for f in init_fields(cls)

@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import json
-from typing import Sequence
+from typing import Sequence, cast
 
-from core.defects import defect_code
+from core.defects import FindingCategory, defect_code
 from core.seams.review import Finding
 from core.defects import SEVERITY_RANK
 from core.defects import Defect, ManuscriptIssue
@@ -30,7 +30,8 @@ def findings_from_measurements(measured: Sequence[Defect | ManuscriptIssue]) -> 
             severity, where = entry.severity, f"slide {item.slide}" if item.slide else ""
         findings.append(
             Finding(
-                category=entry.category,
+                # a slide's or manuscript's code (no content code is measured here): one of the critic's categories
+                category=cast(FindingCategory, entry.category),
                 severity=severity,
                 evidence=f"{item.code}{' at ' + where if where else ''}: {item.detail}".strip(),
                 fix=entry.fix,

@@ -24,11 +24,10 @@ from typing import Sequence
 
 from hydra import compose, initialize_config_dir
 from hydra.errors import HydraException
-from omegaconf import OmegaConf
 from omegaconf.errors import OmegaConfBaseException
 
 from core.cli import OneLineParser
-from core.config import PROJECT_ROOT, ConfigError
+from core.config import PROJECT_ROOT, ConfigError, to_typed
 from core.logs import setup_logging
 from core.run.store import atomic_write_text
 from eval.agreement import Agreement, agreement
@@ -80,7 +79,7 @@ def judge_config(overrides: Sequence[str]) -> JudgeConfig:
         with initialize_config_dir(config_dir=str(PROJECT_ROOT / "configs"), version_base=None):
             cfg = compose("eval", overrides=list(overrides))
         validate_judge(cfg.judge)
-        return OmegaConf.to_object(cfg.judge)
+        return to_typed(JudgeConfig, cfg.judge)
     except (HydraException, OmegaConfBaseException) as exc:
         raise ConfigError(str(exc)) from exc
 

@@ -6,7 +6,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import ClassVar, Optional
 
-from omegaconf import DictConfig, OmegaConf
+from omegaconf import DictConfig
 
 from agents.config import AGENT_PROMPTS, AgentSetup
 from core.config import (
@@ -19,6 +19,7 @@ from core.config import (
     TrackingConfig,
     resolve_role,
     store_config,
+    to_typed,
     validate_common,
 )
 from core.llm.prices import check_caps, price_of
@@ -128,7 +129,7 @@ def validate(cfg: DictConfig) -> None:
         raise ConfigError("ray.num_workers and ray.rollouts_per_worker must be >= 1")
     check_caps(cfg, ("agent",))
     if cfg.run.max_cost_usd is not None:
-        judge = OmegaConf.to_object(cfg.judge)
+        judge = to_typed(JudgeConfig, cfg.judge)
         for role, endpoint in (("judge", judge.endpoint), ("describer", describer_config(judge))):
             if not price_of(endpoint).known:
                 raise ConfigError(

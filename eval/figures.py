@@ -23,23 +23,28 @@ def pareto_frontier(points: Sequence[tuple[float, float]]) -> list[int]:
 
 def cost_vs_score(runs: Sequence[RunSummary], path: Path) -> Path:
     """Scatter of Avg. against cost per deck, one colour per framework, the frontier as a step line."""
-    scored = [r for r in runs if r.avg is not None]
+    scored = [(r, r.avg) for r in runs if r.avg is not None]  # each scored run with its Avg.
     fig = Figure(figsize=(7, 4.5))
     ax = fig.add_subplot()
-    frameworks = list(dict.fromkeys(r.framework for r in scored))
+    frameworks = list(dict.fromkeys(r.framework for r, _ in scored))
     colours = {f: f"C{i}" for i, f in enumerate(frameworks)}
     for framework in frameworks:
-        mine = [r for r in scored if r.framework == framework]
+        mine = [(r, avg) for r, avg in scored if r.framework == framework]
         ax.scatter(
-            [r.cost_per_deck for r in mine], [r.avg for r in mine], s=60, color=colours[framework], label=framework, zorder=3
+            [r.cost_per_deck for r, _ in mine],
+            [avg for _, avg in mine],
+            s=60,
+            color=colours[framework],
+            label=framework,
+            zorder=3,
         )
-    for r in scored:
-        ax.annotate(r.label, (r.cost_per_deck, r.avg), textcoords="offset points", xytext=(5, 5), fontsize=8)
-    frontier = [scored[i] for i in pareto_frontier([(r.cost_per_deck, r.avg) for r in scored])]  # type: ignore[misc]
+    for r, avg in scored:
+        ax.annotate(r.label, (r.cost_per_deck, avg), textcoords="offset points", xytext=(5, 5), fontsize=8)
+    frontier = [scored[i] for i in pareto_frontier([(r.cost_per_deck, avg) for r, avg in scored])]
     if frontier:
         ax.step(
-            [r.cost_per_deck for r in frontier],
-            [r.avg for r in frontier],
+            [r.cost_per_deck for r, _ in frontier],
+            [avg for _, avg in frontier],
             where="post",
             linestyle="--",
             color="grey",

@@ -100,8 +100,8 @@ class Metrics:
 
     @property
     def avg(self) -> float | None:
-        parts = (self.constraint, self.content, self.style)
-        return None if None in parts else sum(parts) / 3  # type: ignore[arg-type]
+        constraint, content, style = self.constraint, self.content, self.style
+        return None if constraint is None or content is None or style is None else (constraint + content + style) / 3
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self) | {"render_rate": self.render_rate, "avg": self.avg}

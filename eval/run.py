@@ -10,9 +10,11 @@ See configs/eval.yaml and docs/evaluation.md.
 from __future__ import annotations
 
 import hydra
-from omegaconf import DictConfig, OmegaConf
+from omegaconf import DictConfig
 
+from agents.config import ToolsConfig
 from agents.research.runtime import validate_tools_config
+from core.config import to_typed
 from core.llm.players import check_backends
 from eval import generation, report, scoring
 from eval.checklist import stage as checklist
@@ -32,7 +34,7 @@ def preflight(cfg: DictConfig) -> None:
     research tools' backends and keys, the commands' jail; ConfigError naming the key."""
     validate(cfg)
     check_backends(cfg)
-    validate_tools_config(OmegaConf.to_object(cfg.tools))
+    validate_tools_config(to_typed(ToolsConfig, cfg.tools))
 
 
 @hydra.main(config_path="../configs", config_name="eval", version_base=None)

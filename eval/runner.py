@@ -12,6 +12,7 @@ from pathlib import Path
 
 from agents.config import AgentSetup
 from core.records import Rollout, Task
+from core.protocols import Runner
 from critic.config import CriticConfig, CriticMode
 from eval.config import EvalConfig
 from pipeline.config import SynthesizeConfig
@@ -26,7 +27,7 @@ def inference_config(cfg: EvalConfig) -> SynthesizeConfig:
 
 class EvalRunner:
     def __init__(self, cfg: EvalConfig, run_dir: Path):
-        self.runner = DeckRunner(inference_config(cfg), run_dir)
+        self.runner: Runner = DeckRunner(inference_config(cfg), run_dir)
 
     async def start(self) -> None:
         await self.runner.start()

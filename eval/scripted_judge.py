@@ -120,7 +120,8 @@ def content_score(m: SlideMeasures) -> Score:
 def style_score(m: SlideMeasures) -> Score:
     if m.ink < 0.005:
         return Score(score=1, reason=f"blank slide ({LABEL})")
-    score, reasons = 3, []
+    score = 3
+    reasons: list[str] = []
     if m.colours >= 3 or m.colourfulness >= 20:
         score, reasons = score + 1, [*reasons, f"{m.colours} main colours, colourfulness {m.colourfulness:.0f}"]
     else:

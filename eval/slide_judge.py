@@ -63,7 +63,7 @@ def model_use(cfg: LLMConfig) -> ModelUse:
 
 class ModelDescriber:
     reads_content = False
-    templates = ("describe.j2",)
+    templates: tuple[str, ...] = ("describe.j2",)
 
     def __init__(self, model: Model, cfg: LLMConfig, retries: int):
         self.model, self.retries = model, retries
@@ -77,7 +77,7 @@ class ModelDescriber:
 
 class ModelSlideJudge:
     reads_content = False
-    templates = ("judge.j2",)  # with the rubrics it includes
+    templates: tuple[str, ...] = ("judge.j2",)  # with the rubrics it includes
 
     def __init__(self, model: Model, cfg: LLMConfig, retries: int):
         self.model, self.retries = model, retries
@@ -203,11 +203,11 @@ def build_judging(cfg: JudgeConfig, cache: Path, players: Players) -> SlideJudgi
     describer: Describer = players.play_endpoint(
         described,
         "describer",
-        Play(lambda client: ModelDescriber(client, described, cfg.json_retries), lambda _: ScriptedDescriber()),
+        Play[Describer](lambda client: ModelDescriber(client, described, cfg.json_retries), lambda _: ScriptedDescriber()),
     )
     judge: Judge = players.play_endpoint(
         cfg.endpoint,
         "judge",
-        Play(lambda client: ModelSlideJudge(client, cfg.endpoint, cfg.json_retries), lambda _: ScriptedJudge()),
+        Play[Judge](lambda client: ModelSlideJudge(client, cfg.endpoint, cfg.json_retries), lambda _: ScriptedJudge()),
     )
     return SlideJudging(describer, judge, JudgeCache(cache), cfg.max_concurrency)

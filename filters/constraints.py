@@ -125,7 +125,8 @@ def read_pdf(pdf_path: Path, read: Callable[[pymupdf.Document], T]) -> T:
 
 def _read(pdf_path: Path) -> _Deck:
     return read_pdf(
-        pdf_path, lambda doc: _Deck([(p.rect.width, p.rect.height) for p in doc], "\n".join(p.get_text() for p in doc))
+        pdf_path,
+        lambda doc: _Deck([(p.rect.width, p.rect.height) for p in doc.pages()], "\n".join(p.get_text() for p in doc.pages())),
     )
 
 

@@ -131,7 +131,7 @@ def _role(role: str) -> str:
 
 def pdf_pages(pdf_path: Path) -> list[Page]:
     """One Page per PDF page; raises UnusablePDF when the PDF cannot be read."""
-    return read_pdf(pdf_path, lambda doc: [_pdf_page(n, page) for n, page in enumerate(doc, start=1)])
+    return read_pdf(pdf_path, lambda doc: [_pdf_page(n, page) for n, page in enumerate(doc.pages(), start=1)])
 
 
 def _pdf_page(number: int, page: pymupdf.Page) -> Page:

@@ -110,7 +110,7 @@ def markdown(
 
 
 def failures_chart(found: Sequence[Acceptance], gates: Sequence[str], path: Path) -> None:
-    rejected = Counter(o.category for o in found if o.rejected)
+    rejected = Counter(o.category for o in found if o.rejected and o.category is not None)  # rejected: it has one
     categories = _categories(gates, rejected)
     total = sum(rejected.values())
     ours = [100 * rejected[c] / total if total else 0.0 for c in categories]

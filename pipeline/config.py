@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import ClassVar, Optional
 
-from omegaconf import DictConfig, OmegaConf
+from omegaconf import DictConfig
 
 from agents.config import AGENT_PROMPTS, AgentSetup
 from core.config import (
@@ -17,6 +17,7 @@ from core.config import (
     TrackingConfig,
     role_slots,
     store_config,
+    to_typed,
     validate_common,
 )
 from core.llm.prices import check_caps
@@ -119,8 +120,8 @@ def validate(cfg: DictConfig) -> None:
     """Everything Hydra's types cannot say; raises ConfigError naming the key. What the config names is checked
     against the install by `pipeline.preflight`."""
     validate_common(cfg)
-    validate_export(OmegaConf.to_object(cfg.export))
-    validate_filters(OmegaConf.to_object(cfg.filters))
+    validate_export(to_typed(ExportConfig, cfg.export))
+    validate_filters(to_typed(FiltersConfig, cfg.filters))
     if cfg.ray.num_workers < 1 or cfg.ray.rollouts_per_worker < 1:
         raise ConfigError("ray.num_workers and ray.rollouts_per_worker must be >= 1")
     check_caps(cfg, SYNTHESIS_ROLES)

@@ -49,7 +49,8 @@ def start_fleet_actor() -> tuple[Any, str]:
     """The run's actor and its name: workers look it up by name (an actor handle among a restartable actor's
     constructor arguments lives in the object store, and Ray warns that a restart could not find it)."""
     name = f"deckforge-fleet-{uuid.uuid4().hex[:12]}"
-    return FleetActor.options(name=name, max_concurrency=MAX_CALLS_WAITING).remote(), name
+    # @ray.remote made it an ActorClass; mypy keeps a decorated class's own type
+    return FleetActor.options(name=name, max_concurrency=MAX_CALLS_WAITING).remote(), name  # type: ignore[attr-defined]
 
 
 def fleet_actor(name: str) -> Any:

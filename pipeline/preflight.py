@@ -6,9 +6,11 @@ naming the key: the run exits 2 before it starts."""
 
 from __future__ import annotations
 
-from omegaconf import DictConfig, OmegaConf
+from omegaconf import DictConfig
 
+from agents.config import ToolsConfig
 from agents.research.runtime import validate_tools_config
+from core.config import to_typed
 from core.llm.players import check_backends
 from filters.run import check_gates
 from pipeline.config import validate
@@ -18,4 +20,4 @@ def preflight(cfg: DictConfig) -> None:
     validate(cfg)
     check_backends(cfg)
     check_gates(cfg.filters.gates)
-    validate_tools_config(OmegaConf.to_object(cfg.tools))
+    validate_tools_config(to_typed(ToolsConfig, cfg.tools))

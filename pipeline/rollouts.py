@@ -195,7 +195,7 @@ def roll_out(ctx: RunContext, tasks: list[Task], cap: SpendingCap | None = None)
     init_ray(cfg.ray)
     fleet, fleet_name = start_fleet_actor()
     workers = [
-        RolloutWorker.options(
+        RolloutWorker.options(  # type: ignore[attr-defined]  # @ray.remote made it an ActorClass; mypy keeps the class
             max_concurrency=cfg.ray.rollouts_per_worker,
             max_restarts=cfg.ray.max_worker_restarts,
             num_cpus=cfg.ray.num_cpus_per_worker,
@@ -234,9 +234,10 @@ def roll_out(ctx: RunContext, tasks: list[Task], cap: SpendingCap | None = None)
                     rollout = Rollout.from_json(ray.get(ready[0]))
                 except WORKER_LOST as exc:
                     restarting_until[w] = time.monotonic() + RESTART_WAIT_S
-                    rollout = _worker_lost(ctx.store, task, attempt, cfg.rollouts.max_attempts, queue, feed, exc)
-                    if rollout is None:
+                    lost = _worker_lost(ctx.store, task, attempt, cfg.rollouts.max_attempts, queue, feed, exc)
+                    if lost is None:
                         continue
+                    rollout = lost
                 _tally(feed, rollout)
                 if cap is not None:
                     cap.add(rollout.usage)

@@ -112,8 +112,7 @@ def _pdf_doc(name: str, cfg: SourceConfig, pdf: Path) -> SourceDoc:
     )
 
 
-def _pdf_folder(name: str, cfg: SourceConfig, report: LoadReport) -> Iterator[SourceDoc]:
-    folder = Path(cfg.path)
+def _pdf_folder(name: str, cfg: SourceConfig, folder: Path, report: LoadReport) -> Iterator[SourceDoc]:
     pdfs = sorted(folder.glob("*.pdf"))
     if not pdfs:
         raise SourceError(f"source {name}: no PDF files in {folder}")
@@ -160,7 +159,7 @@ def load_source(name: str, cfg: SourceConfig, report: LoadReport) -> Iterator[So
     if name == "persona":
         docs = _personas(name, cfg, report)
     elif cfg.path and Path(cfg.path).is_dir():
-        docs = _pdf_folder(name, cfg, report)
+        docs = _pdf_folder(name, cfg, Path(cfg.path), report)
     else:
         docs = _text_records(name, cfg, report)
     for doc in docs:

@@ -14,7 +14,7 @@ import hashlib
 import re
 from dataclasses import replace
 from pathlib import Path
-from typing import Literal, Sequence
+from typing import Literal, Sequence, TypedDict, TypeVar, Unpack
 
 import pydantic
 
@@ -30,6 +30,17 @@ from core.seams.drafts import TaskDraft, WriteJob
 
 PROMPTS = Path(__file__).parent / "prompts"
 ROLE = "task_writer"
+Reply = TypeVar("Reply", bound=pydantic.BaseModel)
+
+
+class _Written(TypedDict, total=False):
+    """What a writer gives a draft (TaskDraft's fields of the same names)."""
+
+    instruction: str
+    language: str
+    checks: tuple[Check, ...]
+    dropped: str
+
 
 ZH_AUDIENCES = {
     "beginners": "初学者",
@@ -40,7 +51,7 @@ ZH_AUDIENCES = {
 ZH_SCENARIOS = {"lecture": "讲座", "seminar": "研讨会报告", "defense": "答辩", "conference talk": "学术会议报告"}
 
 
-def _draft(job: WriteJob, writer: str, **fields: object) -> TaskDraft:
+def _draft(job: WriteJob, writer: str, **fields: Unpack[_Written]) -> TaskDraft:
     doc = job.doc
     attachments = (doc.path,) if doc.path else ()
     provenance = (
@@ -87,7 +98,7 @@ class LLMTaskWriter:
         self.retries = json_retries
         self.name = f"model:{model.name}"
 
-    async def _ask(self, template: str, schema: type[pydantic.BaseModel], **variables: object) -> pydantic.BaseModel:
+    async def _ask(self, template: str, schema: type[Reply], **variables: object) -> Reply:
         return await ask_json(self.model, [Message("user", render(PROMPTS, template, **variables))], schema, self.retries)
 
     async def write(self, job: WriteJob) -> TaskDraft:

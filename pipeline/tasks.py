@@ -221,6 +221,11 @@ def _task(cfg: SynthesizeConfig, draft: TaskDraft, gate: Verdict | None) -> Task
     )
 
 
+def _matches(field: Callable[[Task], object], value: object) -> Callable[[Task], bool]:
+    """A row's test: the task's `field` is `value`."""
+    return lambda t: field(t) == value
+
+
 def _table(title: str, rows: Iterable[tuple[str, Callable[[Task], bool]]], train: list[Task], held_out: list[Task]) -> list[str]:
     every = train + held_out
     lines = [f"| {title} | train | eval | all | % |", "|---|---:|---:|---:|---:|"]
@@ -235,13 +240,13 @@ def stats_markdown(train: list[Task], held_out: list[Task], funnel: Funnel, cfg:
     mix = cfg.tasks.constraints
     languages = sorted({t.language for t in train + held_out})
     lines = [f"# Tasks: {len(train)} train, {len(held_out)} eval", "", f"Writer: `{writer}`.", ""]
-    lines += _table("Language", [(lang, lambda t, lang=lang: t.language == lang) for lang in languages], train, held_out)
+    lines += _table("Language", [(lang, _matches(lambda t: t.language, lang)) for lang in languages], train, held_out)
     lines += _table(
-        "Source", [(SOURCE_NAMES.get(s, s), lambda t, s=s: t.source == s) for s in vars(cfg.sources)], train, held_out
+        "Source", [(SOURCE_NAMES.get(s, s), _matches(lambda t: t.source, s)) for s in vars(cfg.sources)], train, held_out
     )
-    aspects = [(a if a != "A1" else "A1 poster", lambda t, a=a: (t.constraints.aspect_ratio or "free") == a) for a in mix.aspect]
+    aspects = [(a if a != "A1" else "A1 poster", _matches(lambda t: t.constraints.aspect_ratio or "free", a)) for a in mix.aspect]
     lines += _table("Aspect ratio", aspects, train, held_out)
-    buckets = [(b, lambda t, b=b: slide_bucket(t.constraints, mix.slides) == b) for b in mix.slides]
+    buckets = [(b, _matches(lambda t: slide_bucket(t.constraints, mix.slides), b)) for b in mix.slides]
     lines += _table("Slide count", buckets, train, held_out)
     lines += ["## Cleaning funnel", "", "| step | tasks |", "|---|---:|"]
     lines += [f"| {name} | {count} |" for name, count in funnel.steps]

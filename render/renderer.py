@@ -178,7 +178,7 @@ class Renderer:
             raise RuntimeError("Renderer used outside `async with` (not started)")
         printing = want_pdf or print_later
         key = await self.prints.key(html, aspect, root) if printing else None
-        if want_pdf:
+        if want_pdf and key is not None:  # it is: want_pdf is printing
             reused = await self.prints.reuse(key, Path(png_path))
             if reused is not None:
                 return reused
@@ -190,7 +190,8 @@ class Renderer:
                     captured = await asyncio.wait_for(
                         self._capture(html, (width, height), root, printing), self.cfg.timeout_s + CLOSE_S
                     )
-                    printed_page = await captured[2] if want_pdf else None  # printing: the print's future is there
+                    future = captured[2]  # printing: the print's future is there
+                    printed_page = await future if want_pdf and future is not None else None
                 except (TimeoutError, PlaywrightError) as exc:
                     if attempt == 2:
                         raise RenderError(f"rendering {html} failed twice: {exc!r}") from exc

@@ -26,7 +26,9 @@ class BatchUnit(str, Enum):
 
 
 class HistoryReasoning(str, Enum):
-    split = "split"  # exact: a trajectory is split where the template hides reasoning it showed (docs/profiles.md)
+    # A member named like str.split shadows that method on every member (member.split(...) raises TypeError);
+    # nothing calls it, and a new member name (its value kept) is a rename across train/ and its tests.
+    split = "split"  # type: ignore[assignment]  # exact: a trajectory is split where the template hides reasoning it showed (docs/profiles.md)
     keep = "keep"  # one sample per trajectory: past reasoning stays in the context (the named difference history_reasoning)
 
 

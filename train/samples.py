@@ -184,7 +184,7 @@ class _Parts:
         return [replace(m, context=True) for m in _convert(self.turns[index], self.root, False, index in seen, self.mask_critic)]
 
     def samples(self, trajectory: Trajectory) -> list[Sample]:
-        out = []
+        out: list[Sample] = []
         for messages in [*self.parts, self.current]:
             sample = Sample(
                 trajectory.task_id,

@@ -16,9 +16,9 @@ import subprocess
 import sys
 
 import hydra
-from omegaconf import DictConfig, OmegaConf
+from omegaconf import DictConfig
 
-from core.config import PROJECT_ROOT, ConfigError, run_dir
+from core.config import PROJECT_ROOT, ConfigError, run_dir, to_typed
 from core.logs import setup_logging
 from core.llm.players import check_backends
 from train.config import ModelSpec, SFTConfig, store_schema, validate_sft
@@ -62,7 +62,7 @@ def check_dataset(plan: LaunchPlan, model: ModelSpec) -> bool:
 def main(cfg: DictConfig) -> int:
     validate_sft(cfg)
     check_backends(cfg)
-    sft: SFTConfig = OmegaConf.to_object(cfg)
+    sft = to_typed(SFTConfig, cfg)
     root = run_dir(cfg)
     setup_logging(None if sft.train.dry_run else root / "logs" / "sft.log")
     plan = build_plan(sft, root)

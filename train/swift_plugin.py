@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from swift.template import register_template
+from swift.template import StdTemplateInputs, register_template
 from swift.template.templates.glm import GLM4_5TemplateMeta, GLM4_5VTemplate
 
 from train.config import SWIFT_TEMPLATE
@@ -27,7 +27,7 @@ USER_TURN = "<|user|>\n"  # GLM's user header (MS-SWIFT's glm4_5 prompt: '<|user
 
 
 class ToolThenUserTemplate(GLM4_5VTemplate):
-    def _swift_prepare_inputs(self, inputs) -> None:
+    def _swift_prepare_inputs(self, inputs: StdTemplateInputs) -> None:
         super()._swift_prepare_inputs(inputs)
         messages = inputs.messages
         i = 1

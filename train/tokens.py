@@ -18,7 +18,7 @@ import math
 import os
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, Iterator, Optional
+from typing import Any, Iterator, Optional, TypeGuard
 
 from PIL import Image
 
@@ -35,7 +35,7 @@ PROCESSOR_FILES = ("tokenizer.json", "tokenizer_config.json")
 log = logging.getLogger(__name__)
 
 
-def has_processor(model_dir: Optional[str | Path]) -> bool:
+def has_processor(model_dir: Optional[str | Path]) -> TypeGuard[str | Path]:
     return model_dir is not None and any((Path(model_dir) / name).is_file() for name in PROCESSOR_FILES)
 
 

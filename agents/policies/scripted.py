@@ -58,7 +58,7 @@ class ScriptedPolicy:
     """Implements the Model protocol with a scripted plan per role."""
 
     name = NAME
-    context_window = None
+    context_window: int | None = None
     vision = True
 
     def __init__(self, role: str, brief: Brief, profile: str = DEFAULT_PROFILE):
@@ -156,6 +156,7 @@ def researcher(brief: Brief, finalize: bool = True) -> Plan:
         copy = "mkdir -p assets && cp " + " ".join(f"'{s.image}'" for s in pictured) + " assets/"
         yield "Collecting the figures into assets/.", [("execute_command", {"command": copy})]
         for s in pictured:
+            assert s.image is not None  # pictured: the slides with an image
             s.image = f"assets/{PurePosixPath(s.image).name}"
     yield (
         f"Writing the manuscript: {len(slides)} slides.",

@@ -114,7 +114,7 @@ def paper_metadata(doc: pymupdf.Document, doc_id: str, first_page: str) -> Paper
     sizes = sorted(size for size, _ in lines)
     body_size = sizes[len(sizes) // 2] if sizes else 0.0
     title_at = [i for i, (size, _) in enumerate(head) if size == title_size]
-    title = clean(str(doc.metadata.get("title") or ""))
+    title = clean(str((doc.metadata or {}).get("title") or ""))
     if not title or title.endswith((".dvi", ".tex")):
         title = " ".join(head[i][1] for i in title_at) if title_at and title_size > body_size * 1.15 else doc_id
         title = _SECTION_NUMBER.sub("", title)

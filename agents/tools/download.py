@@ -32,12 +32,12 @@ async def download_file(
     if found is not None and stat.S_ISDIR(found.st_mode):
         raise ToolError(f"{path!r} is a folder; name the file to save to, e.g. '{path.rstrip('/')}/image.png'")
     data, source = await fetch(url, ctx.sandbox)
-    found = image_size(data)
-    if found and found[0] == "WEBP":
+    image = image_size(data)
+    if image and image[0] == "WEBP":
         data, path = _as_png(data), str(PurePosixPath(path).with_suffix(".png"))
-        found = ("PNG (converted from WEBP)", found[1], found[2])
+        image = ("PNG (converted from WEBP)", image[1], image[2])
     ctx.workspace.write_bytes(path, data)
-    what = f"image, {found[0]}, {found[1]}x{found[2]}" if found else f"{len(data):,} bytes"
+    what = f"image, {image[0]}, {image[1]}x{image[2]}" if image else f"{len(data):,} bytes"
     return f"Saved {source} to {path} ({what})."
 
 

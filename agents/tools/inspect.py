@@ -53,6 +53,7 @@ async def inspect_slide(
     except RenderError as exc:
         raise ToolError(f"{html_file!r} could not be rendered: {exc}") from exc
     measured = SlideMeasured(path, str(png), aspect, result.width, result.height, result.defects)  # the critic's view
+    images: tuple[str, ...]
     if ctx.resources.get(VISION, True):
         header, seen, images = (
             f"Rendered {path} at {result.width}x{result.height} ({aspect}); the image is attached.",

@@ -33,6 +33,7 @@ TOOLS: dict[str, Tool] = by_name(
 
 def toolset_for(role: str, extra_removed: Iterable[str] = ()) -> Toolset:
     """The tools offered to `role` ("single": every role's), less `extra_removed`."""
+    roles: tuple[str, ...]
     if role == "single":
         roles = ROLES
     elif role in ROLES:

@@ -106,8 +106,11 @@ def retry_after_s(exc: BaseException) -> float | None:
     try:
         return max(0.0, float(value))
     except ValueError:
-        parsed = email.utils.parsedate_to_datetime(value)
-        return max(0.0, parsed.timestamp() - time.time()) if parsed else None
+        try:
+            parsed = email.utils.parsedate_to_datetime(value)
+        except ValueError:  # neither seconds nor an HTTP date (it raises, it never returns None)
+            return None
+        return max(0.0, parsed.timestamp() - time.time())
 
 
 class _Backoff:
@@ -221,7 +224,7 @@ class ModelClient:
     async def chat(
         self,
         messages: Sequence[Message],
-        tools: Sequence[dict] | None = None,
+        tools: Sequence[dict[str, Any]] | None = None,
         image_root: Path | None = None,
     ) -> ChatResult:
         unit = current_unit()
@@ -278,7 +281,8 @@ class ModelClient:
         turn: asyncio.Timeout | None = None
         try:
             async with asyncio.timeout(None) as turn:  # set when the first attempt holds a slot (llm.turn_timeout_s)
-                result, replica = await retrying(attempt)
+                answered: tuple[ChatResult, str] = await retrying(attempt)  # attempt's (tenacity leaves its return untyped)
+                result, replica = answered
         except TRANSPORT_ERRORS as exc:
             cut = turn is not None and turn.expired()
             kind = "turn_timeout" if cut else classify(exc)
@@ -307,7 +311,9 @@ class ModelClient:
         """Where a call counts: the unit being worked on, else this client's own meter."""
         return unit.meter if unit is not None else self.meter
 
-    def _request(self, messages: Sequence[Message], tools: Sequence[dict] | None, image_root: Path | None) -> dict[str, Any]:
+    def _request(
+        self, messages: Sequence[Message], tools: Sequence[dict[str, Any]] | None, image_root: Path | None
+    ) -> dict[str, Any]:
         request: dict[str, Any] = {
             "model": self.cfg.model,
             "messages": to_wire(messages, image_root, profile_named(self.profile), self.vision),
@@ -350,7 +356,7 @@ class ModelClient:
 
         Where no context window is configured and the server states one for this model
         (vLLM's `max_model_len`), the client takes it from the list."""
-        listed: dict[str, dict] | None = None
+        listed: dict[str, dict[str, Any]] | None = None
         first_error: ModelError | None = None
         for url in self.fleet.urls:
             try:

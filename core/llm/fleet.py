@@ -62,7 +62,7 @@ class _Waiter:
     urls: tuple[str, ...]
     key: Optional[str]
     routing: Routing
-    future: asyncio.Future
+    future: asyncio.Future[Grant]
 
 
 @dataclass
@@ -99,8 +99,8 @@ class FleetState:
         self.replicas: dict[str, Replica] = {}
         self._tickets: dict[str, tuple[Replica, int]] = {}  # granted: ticket -> (replica, sequence number)
         self._waiting: dict[str, _Waiter] = {}
-        self._rotation: dict[tuple[str, ...], itertools.count] = {}
-        self._watchers: dict[str, asyncio.Task] = {}  # probes of replicas taken out, readers of /metrics
+        self._rotation: dict[tuple[str, ...], itertools.count[int]] = {}
+        self._watchers: dict[str, asyncio.Task[None]] = {}  # probes of replicas taken out, readers of /metrics
 
     # ------------------------------------------------------------ calls
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 import re
 from pathlib import Path
-from typing import Sequence, TypeVar
+from typing import Any, Sequence, TypeVar
 
 import pydantic
 
@@ -31,7 +31,7 @@ class JSONReplyError(ValueError):
         self.reason = reason
 
 
-def first_json_object(text: str) -> dict:
+def first_json_object(text: str) -> dict[str, Any]:
     """The first JSON object in `text` (inside a code fence if there is one)."""
     fenced = _FENCE.search(text)
     candidate = fenced.group(1) if fenced else text

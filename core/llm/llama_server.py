@@ -181,11 +181,12 @@ def bounded_chatml_function_calling(llama: Any, max_tokens: int | None = None, *
 def install() -> None:
     """Add the bounded chat format, autoescape off, the weighed cache, cached_tokens and /metrics to
     llama-cpp-python, before its server builds its app; idempotent."""
-    llama_chat_format.jinja2 = _Jinja()
-    llama_cpp.LlamaRAMCache = _WeighedRAMCache  # the server builds its cache from this name when it starts
-    llama_cpp.Llama = _CountingLlama  # and its model
+    # Each is a patch of llama-cpp-python, made on purpose: a type checker rightly refuses to assign its names.
+    llama_chat_format.jinja2 = _Jinja()  # type: ignore[assignment]  # an object standing for the module
+    llama_cpp.LlamaRAMCache = _WeighedRAMCache  # type: ignore[misc]  # the server builds its cache from this name when it starts
+    llama_cpp.Llama = _CountingLlama  # type: ignore[misc]  # and its model
     # The app answers through the usage's TypedDict, which drops the keys it does not declare.
-    llama_types.CompletionUsage.__pydantic_config__ = {"extra": "allow"}
+    llama_types.CompletionUsage.__pydantic_config__ = {"extra": "allow"}  # type: ignore[attr-defined]  # pydantic reads it
     if not any(getattr(route, "path", None) == "/metrics" for route in server_app.router.routes):
         server_app.router.add_api_route(  # the app includes this router's routes when it is built
             "/metrics", _metrics, methods=["GET"], dependencies=[Depends(server_app.authenticate)], include_in_schema=False

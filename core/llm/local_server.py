@@ -73,7 +73,8 @@ def spec_of(cfg: LLMConfig) -> ServerSpec:
 def _free_port() -> int:
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))
-        return probe.getsockname()[1]
+        port: int = probe.getsockname()[1]  # an AF_INET address: (host, port)
+        return port
 
 
 def _die_with_parent() -> None:
@@ -87,7 +88,7 @@ class LocalServer:
 
     def __init__(self, spec: ServerSpec, log_path: Path):
         self.spec, self.log_path = spec, log_path
-        self.process: subprocess.Popen | None = None
+        self.process: subprocess.Popen[bytes] | None = None
         self.url = ""
 
     def command(self, port: int) -> list[str]:
@@ -141,18 +142,18 @@ class LocalServer:
                     preexec_fn=_die_with_parent,
                 )
             url = f"http://127.0.0.1:{port}/v1"
-            if self._wait_until_serving(url):
+            if self._wait_until_serving(url, self.process):
                 self.url = url
                 log.info("local model %s served at %s (log %s)", self.spec.model_path.name, url, self.log_path)
                 return url
         raise LocalServerError(f"the local model server for {self.spec.model_path} did not start; see {self.log_path}")
 
-    def _wait_until_serving(self, url: str) -> bool:
-        """True once /models answers; False when the process exits first (e.g. its port was taken)."""
+    def _wait_until_serving(self, url: str, process: subprocess.Popen[bytes]) -> bool:
+        """True once /models answers; False when the `process` exits first (e.g. its port was taken)."""
         deadline = time.monotonic() + STARTUP_TIMEOUT_S
         with httpx.Client(trust_env=False, timeout=5.0) as http:
             while time.monotonic() < deadline:
-                if self.process.poll() is not None:
+                if process.poll() is not None:
                     return False
                 try:
                     if http.get(f"{url}/models").status_code == 200:

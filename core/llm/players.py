@@ -18,7 +18,7 @@ from omegaconf import DictConfig
 from core.config import Backend, ConfigError, LLMConfig, RoleConfig, resolve_role
 from core.llm.client import ModelClient, OpenAIWire, close_models
 from core.protocols import Transport
-from core.protocols import ModelBackend, Play
+from core.protocols import Endpoint, ModelBackend, Play
 from core.llm.results import ModelError
 from core.cli import InputError
 
@@ -106,7 +106,7 @@ class Players:
 
     llm: LLMConfig = field(default_factory=LLMConfig)
     roles: Mapping[str, RoleConfig] = field(default_factory=dict)
-    clients: list[ModelClient] = field(default_factory=list)
+    clients: list[Endpoint] = field(default_factory=list)
 
     def play(self, role: str, how: Play[T]) -> T:
         """`role`'s player (the backbone `llm` with the role's overrides, `roles.<role>`)."""

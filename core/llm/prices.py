@@ -22,7 +22,7 @@ from urllib.parse import urlsplit
 
 from omegaconf import DictConfig, OmegaConf
 
-from core.config import Backend, ConfigError, LLMConfig, replica_urls, resolve_role
+from core.config import Backend, ConfigError, LLMConfig, RoleConfig, replica_urls, resolve_role, to_typed
 
 # US dollars per million tokens: (input, output, cached input). The providers' list prices for
 # standard (not batch, not priority) requests as the author knew them in 2025-08, written down from
@@ -113,7 +113,7 @@ def check_caps(cfg: DictConfig, roles: tuple[str, ...]) -> None:
             raise ConfigError(f"{key}={value}: a cap must be > 0 (or null: no cap)")
     if not caps:
         return
-    llm, overrides = OmegaConf.to_object(cfg.llm), OmegaConf.to_object(cfg.roles)
+    llm, overrides = to_typed(LLMConfig, cfg.llm), to_typed(dict[str, RoleConfig], cfg.roles)
     for role in dict.fromkeys([*roles, *overrides]):
         resolved = resolve_role(llm, overrides, role)
         if not price_of(resolved).known:

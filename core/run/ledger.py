@@ -76,7 +76,8 @@ def usage_of(data: Mapping[str, Any], where: Path) -> dict[str, RoleUsage]:
 
 def _read(path: Path) -> dict[str, Any]:
     try:
-        return orjson.loads(path.read_bytes())
+        data: dict[str, Any] = orjson.loads(path.read_bytes())  # a unit's JSON is an object
+        return data
     except orjson.JSONDecodeError as exc:
         raise RecordError(f"{path}: not JSON ({exc})") from exc
 

@@ -127,4 +127,4 @@ def stamped(record: R, unit: Unit) -> R:
     changes: dict[str, object] = {"origin": getattr(record, "origin", Origin()) | unit.origin()}
     if any(f.name == "usage" for f in dataclasses.fields(record)):
         changes["usage"] = unit.usage()
-    return dataclasses.replace(record, **changes)  # type: ignore[arg-type]
+    return dataclasses.replace(record, **changes)

@@ -15,7 +15,7 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any, Callable, TypeVar
 
 import orjson
 import yaml
@@ -28,6 +28,7 @@ from core.run.store import RunStore
 from core.seams.deck import DeckReport
 
 R = TypeVar("R", bound=Record)
+T = TypeVar("T")
 
 TRAJECTORY = "trajectory:"  # Rollout.artifacts names each agent's trajectory "trajectory:<agent>"
 TRAJECTORY_FILE = "trajectory_{agent}.json"  # in the rollout's workspace, saved as the agent goes (agents/workflow.py)
@@ -66,10 +67,11 @@ class RunReader:
             raise NotARun(f"{reader.root} is not a run directory (no config.yaml, tasks/ or units/)")
         return reader
 
-    def _once(self, key: str, read: Any) -> Any:
+    def _once(self, key: str, read: Callable[[], T]) -> T:
         if key not in self._read:
             self._read[key] = read()
-        return self._read[key]
+        value: T = self._read[key]  # what `read` returned: each key is read by one method, always of one type
+        return value
 
     def path(self, *parts: str) -> Path:
         return self.root.joinpath(*parts)

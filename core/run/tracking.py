@@ -60,7 +60,7 @@ class Tracker:
                 return wandb.Image(str(value))
             return value
 
-        self._run.log({key: wandb.Table(columns=columns, data=[[cell(v) for v in row] for row in rows])})
+        self._run.log({key: wandb.Table(columns=list(columns), data=[[cell(v) for v in row] for row in rows])})
 
     def finish(self) -> None:
         if self._run is not None:

@@ -96,6 +96,15 @@ class _Tally:
     """A role's running counters (mutable; `UsageMeter` guards it)."""
 
     __slots__ = (*COUNTERS, "failures", "replicas")
+    calls: int  # the COUNTERS, each set to 0 by __init__
+    retries: int
+    prompt_tokens: int
+    completion_tokens: int
+    cached_tokens: int
+    cost_usd: float
+    unpriced_calls: int
+    latency_s: float
+    estimated_calls: int
 
     def __init__(self) -> None:
         for name in COUNTERS:

@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass, fields
-from typing import Any, Optional, TypeVar
+from typing import TYPE_CHECKING, Any, Optional, TypeVar
 
-R = TypeVar("R")
+if TYPE_CHECKING:
+    from _typeshed import DataclassInstance
+
+R = TypeVar("R", bound="DataclassInstance")
 
 
 @dataclass(frozen=True)
@@ -71,4 +74,4 @@ def _tuples(value: Any) -> Any:
 
 def from_json(cls: type[R], data: dict[str, Any]) -> R:
     """A record from `to_json`'s output (JSON lists become the tuples the record holds)."""
-    return cls(**{f.name: _tuples(data[f.name]) for f in fields(cls) if f.name in data})  # type: ignore[arg-type, call-arg]
+    return cls(**{f.name: _tuples(data[f.name]) for f in fields(cls) if f.name in data})

@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any
 
 import pydantic
-from core.defects import Defect, ManuscriptIssue
+from core.defects import Defect, FindingCategory, ManuscriptIssue, SeverityName
 
 
 @dataclass(frozen=True)
@@ -26,8 +26,8 @@ class Inspection:
 
 
 class Finding(pydantic.BaseModel):
-    category: Literal["integrity", "constraint", "format", "layout", "render", "style"]
-    severity: Literal["critical", "major", "minor"]
+    category: FindingCategory
+    severity: SeverityName
     evidence: str = pydantic.Field(min_length=1)
     fix: str = pydantic.Field(min_length=1)
 

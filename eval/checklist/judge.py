@@ -11,7 +11,7 @@ carry a rule (core.records.Check.rule) from the deck itself, the way the constra
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Sequence
+from typing import Literal, Sequence
 
 import pydantic
 
@@ -51,7 +51,7 @@ class RuleChecklistJudge:
         if constraint is not None:
             report = check_deck(deck.pdf, constraint, FiltersConfig())
             (measured,) = report.checks.values()
-            verdict = "yes" if measured.ok else "no"
+            verdict: Literal["yes", "no"] = "yes" if measured.ok else "no"
             return Answer(
                 check_id=check.check_id, answer=verdict, reason=f"by rule: expected {measured.expected}, got {measured.actual}"
             )

@@ -179,7 +179,7 @@ async def judge_all(cfg: EvalConfig, decks: list[DeckChecks], store: RunStore, c
         judge: ChecklistJudge = players.play_endpoint(
             cfg.judge.endpoint,
             ROLE,
-            Play(
+            Play[ChecklistJudge](
                 lambda client: ModelChecklistJudge(client, cfg.judge.endpoint, cfg.judge.json_retries),
                 lambda _: RuleChecklistJudge(),
             ),

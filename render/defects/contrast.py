@@ -8,7 +8,7 @@ from typing import Any
 
 import numpy as np
 
-from core.defects import Defect
+from core.defects import Defect, SeverityName
 from render.defects.colour import background, contrast_ratio, parse_rgba, region, to_hex
 from render.defects.decoration import Items
 from render.defects.slide import Check
@@ -60,7 +60,7 @@ def low_contrast(texts: Sequence[Mapping[str, Any]], readings: Sequence[Reading 
         ratio = reading.ratio
         if ratio >= needed:
             continue
-        severity = "critical" if ratio < 2.0 else "major" if ratio < 3.0 else "minor"
+        severity: SeverityName = "critical" if ratio < 2.0 else "major" if ratio < 3.0 else "minor"
         faded = f" at opacity {reading.alpha:.2f}" if reading.alpha < 1 else ""
         where = " in an svg" if index >= 0 and items.items[index]["kind"] == "svg" else ""
         defects.append(

@@ -22,7 +22,7 @@ from typing import Any
 
 import numpy as np
 
-from core.defects import Defect
+from core.defects import Defect, SeverityName
 from render.defects.colour import parse_rgba, plain_share, region
 from render.defects.decoration import FAINT_OPACITY, Items
 from render.defects.slide import Check
@@ -46,7 +46,7 @@ def overlaps(layout: Mapping[str, Any], items: Items, pixels: np.ndarray, scale:
             continue
         a, b = items.items[pair["a"]], items.items[pair["b"]]
         both_text = a["kind"] == b["kind"] == "text"
-        severity = "critical" if both_text and share >= 0.1 else "major" if share >= 0.1 else "minor"
+        severity: SeverityName = "critical" if both_text and share >= 0.1 else "major" if share >= 0.1 else "minor"
         left, top, right, bottom = pair["box"]
         defects.append(
             Defect(

@@ -14,7 +14,7 @@ from aiohttp import web
 from PIL import Image
 
 from core.config import LLMConfig, PriceConfig
-from core.llm.client import ModelClient
+from core.llm.client import EndpointError, ModelClient, retry_after_s
 from core.llm.wire import DataURLs
 from core.run.usage import UsageMeter
 from core.llm.results import ModelError
@@ -50,6 +50,13 @@ async def test_rate_limit_honours_retry_after() -> None:
         started = time.perf_counter()
         await c.chat(HELLO)
         assert time.perf_counter() - started >= 0.4
+
+
+@pytest.mark.parametrize(
+    ("header", "seconds"), [("2", 2.0), ("Wed, 21 Oct 2015 07:28:00 GMT", 0.0), ("soon", None), (None, None)]
+)
+def test_retry_after_is_seconds_or_an_http_date_else_none(header: str | None, seconds: float | None) -> None:
+    assert retry_after_s(EndpointError(429, "slow down", header)) == seconds  # a malformed header raised ValueError
 
 
 async def test_malformed_tool_call_json_reaches_the_caller_verbatim() -> None:
