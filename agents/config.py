@@ -6,7 +6,6 @@ from dataclasses import dataclass, field
 from enum import Enum
 from typing import Optional
 
-
 from core.config import LLMConfig, RoleConfig, role_slots, store_config
 from deck.config import DeckConfig
 from render.config import RenderConfig

@@ -12,7 +12,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Callable, Sequence
 
-from agents.config import AgentSetup, Agents, Reflection
+from agents.config import Agents, AgentSetup, Reflection
 from agents.research.runtime import RESOURCE_KEY as RESEARCH
 from agents.research.runtime import Research, build_research
 from agents.workflow import AGENT, DeckOutcome, GenerationEnv, ModelFor, generate_deck

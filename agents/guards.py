@@ -25,8 +25,8 @@ from agents.config import GuardConfig
 from agents.tools.control import SLIDE_NAME, SLIDES, TODO_FILE
 from core.failures import Failure
 from core.records import ToolCall
-from core.seams.steps import Observation
 from core.run.reader import TRAJECTORY_FILE
+from core.seams.steps import Observation
 
 NUDGE = "You did not call a tool. Call a tool to continue; call finalize when the work is done."
 NO_TOOL_RECOVERY = (

@@ -16,13 +16,12 @@ import logging
 import sys
 from pathlib import Path
 
+from agents.manuscript import ManuscriptConstraints, inspect_manuscript
+from core.cli import InputError, OneLineParser, run_command
+from core.seams.steps import ManuscriptReport
 from render.config import RenderConfig
 from render.inspection import SlideInspection, inspect_slide
-from core.cli import OneLineParser
-from agents.manuscript import ManuscriptConstraints, inspect_manuscript
 from render.renderer import Renderer, aspect_size
-from core.seams.steps import ManuscriptReport
-from core.cli import InputError, run_command
 
 
 def main(argv: list[str] | None = None) -> int:

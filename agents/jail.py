@@ -36,8 +36,8 @@ from pathlib import Path
 
 from agents.config import SandboxConfig
 from core.config import ConfigError
-from render.memory import MemoryCap, memory_cap
 from core.run.reader import TRAJECTORY_FILE
+from render.memory import MemoryCap, memory_cap
 
 log = logging.getLogger(__name__)
 

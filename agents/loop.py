@@ -10,7 +10,7 @@ from typing import Callable, Sequence
 
 from agents.budget import ContextBudget
 from agents.config import AgentConfig
-from agents.guards import GuardTripped, Guards
+from agents.guards import Guards, GuardTripped
 from agents.tools.registry import ToolContext, ToolCrashed, Toolset
 from core.failures import Failure
 from core.llm.results import ModelError

@@ -8,8 +8,6 @@ and a short detail.
 
 from __future__ import annotations
 
-from core.markdown_slides import fence_after, split_slides
-
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -17,10 +15,11 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import unquote, urlparse
 
-from core.language import detect_language
-from core.defects import ManuscriptIssue
-from core.seams.steps import ManuscriptReport
 from core.cli import InputError
+from core.defects import ManuscriptIssue
+from core.language import detect_language
+from core.markdown_slides import fence_after, split_slides
+from core.seams.steps import ManuscriptReport
 
 _MD_IMAGE = re.compile(r"!\[(?P<alt>[^\]]*)\]\(\s*(?P<src><[^>]*>|[^)\s]+)(?:\s+(?:\"[^\"]*\"|'[^']*'))?\s*\)")
 _HTML_IMAGE = re.compile(r"<img\b[^>]*>", re.IGNORECASE)

@@ -22,19 +22,18 @@ from hydra.errors import HydraException
 from omegaconf.errors import OmegaConfBaseException
 
 from agents.config import GenerateConfig, store_schema
-from render.renderer import SLIDE_SIZES
-from core.config import PROJECT_ROOT, ConfigError, to_typed
-from core.language import detect_language
-from core.run.ledger import Ledger
-from core.llm.local_server import serving
-from core.run.metering import Unit, unit_scope
-from core.logs import console, setup_logging
-from core.records import Constraints, RolloutStatus, Task
-from core.seams.steps import Injection, StepState
-from core.run.store import atomic_write_text
 from agents.environment import RolloutEnvironment
 from core.cli import ExitCode, OneLineParser, run_command
-
+from core.config import PROJECT_ROOT, ConfigError, to_typed
+from core.language import detect_language
+from core.llm.local_server import serving
+from core.logs import console, setup_logging
+from core.records import Constraints, RolloutStatus, Task
+from core.run.ledger import Ledger
+from core.run.metering import Unit, unit_scope
+from core.run.store import atomic_write_text
+from core.seams.steps import Injection, StepState
+from render.renderer import SLIDE_SIZES
 
 PROG = "python -m agents.run"
 

@@ -18,28 +18,25 @@ from typing import Callable, Sequence
 
 from PIL import Image, UnidentifiedImageError
 
+from agents.brief import Brief
 from agents.config import AgentConfig, Agents, Reflection, SandboxConfig
-
-from deck.config import DeckConfig
-from core.run.reader import TRAJECTORY, TRAJECTORY_FILE
-from core.seams.deck import FILE as DECK_REPORT
-from deck.export import export_deck
-from core.failures import Failure
-from core.protocols import StepHook
 from agents.loop import Agent
 from agents.manuscript import SIZE_NOTE
-from agents.brief import Brief
-from render.renderer import Renderer, aspect_size
+from agents.policies.scripted import ScriptedPolicy
 from agents.sandbox import Workspace
 from agents.tools import ToolContext
-from agents.tools.toolsets import toolset_for
 from agents.tools.inspect import ASPECT, CONSTRAINTS, INSPECT_TOOLS, RENDERER, VISION
-from core.run.metering import part_scope
-from core.protocols import Play
-from agents.policies.scripted import ScriptedPolicy
+from agents.tools.toolsets import toolset_for
+from core.failures import Failure
 from core.prompts import render
-from core.protocols import Model
+from core.protocols import Model, Play, StepHook
 from core.records import RolloutStatus, Task, Trajectory, TrajectoryStatus
+from core.run.metering import part_scope
+from core.run.reader import TRAJECTORY, TRAJECTORY_FILE
+from core.seams.deck import FILE as DECK_REPORT
+from deck.config import DeckConfig
+from deck.export import export_deck
+from render.renderer import Renderer, aspect_size
 
 log = logging.getLogger(__name__)
 

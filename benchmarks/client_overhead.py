@@ -19,13 +19,14 @@ import time
 
 import openai
 
+from benchmarks.endpoint import fake_endpoint
+from benchmarks.endpoint import percentile as _pct
 from core.config import LLMConfig
-from core.llm.conversation import DEFAULT_PROFILE, profile_named
 from core.llm.client import ModelClient
+from core.llm.conversation import DEFAULT_PROFILE, profile_named
 from core.llm.wire import to_wire
-from core.run.metering import Unit, unit_scope
 from core.records import Message, ToolCall
-from benchmarks.endpoint import fake_endpoint, percentile as _pct
+from core.run.metering import Unit, unit_scope
 from fakes.openai_server import Reply
 
 CONVERSATION = [

@@ -31,13 +31,13 @@ from pathlib import Path
 from core.config import LLMConfig
 from core.language import detect_language
 from core.records import Constraints, Rollout, RolloutStatus, Task, write_parquet
+from core.run.reader import RunReader
+from core.seams.candidate import Candidate
+from fakes.decks import CHINESE, CHINESE_WITH_ENGLISH_TERMS, ENGLISH, PAGE_SIZES, write_deck
 from filters.config import FiltersConfig
 from filters.constraints import check_deck
-from core.seams.candidate import Candidate
 from filters.quality import deck_slides, measured_rejections
 from filters.run import FilterRunConfig, judge_rollouts
-from fakes.decks import CHINESE, CHINESE_WITH_ENGLISH_TERMS, ENGLISH, PAGE_SIZES, write_deck
-from core.run.reader import RunReader
 
 SHAPES = ("16:9", "4:3", "A1")
 TEXTS = {"en": (ENGLISH,), "zh": (CHINESE, CHINESE_WITH_ENGLISH_TERMS)}

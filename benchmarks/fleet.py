@@ -44,15 +44,14 @@ import orjson
 import ray
 from prometheus_client.parser import text_string_to_metric_families
 
-from core.config import AdmissionMode, LLMConfig, Routing
-from core.llm.fleet import Fleet, FleetState, admission, share
-from core.llm.replica_limit import Grant
-from core.llm.replica_limit import CallOutcome, Policy, metrics_url
-from core.llm.client import ModelClient
-from core.llm.local_server import LocalServer, ServerSpec, bundled_model
-from core.run.metering import Unit, unit_scope
-from core.records import Message
 from benchmarks.endpoint import percentile
+from core.config import AdmissionMode, LLMConfig, Routing
+from core.llm.client import ModelClient
+from core.llm.fleet import Fleet, FleetState, admission, share
+from core.llm.local_server import LocalServer, ServerSpec, bundled_model
+from core.llm.replica_limit import CallOutcome, Grant, Policy, metrics_url
+from core.records import Message
+from core.run.metering import Unit, unit_scope
 from fakes.replica_sim import SimSpec
 from fakes.sim_fleet import simulated_fleet
 

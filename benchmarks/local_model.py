@@ -28,8 +28,8 @@ from typing import Callable
 
 from omegaconf import OmegaConf
 
-from agents.workflow import brief_for, prompts
 from agents.tools.toolsets import toolset_for
+from agents.workflow import brief_for, prompts
 from core.config import PROJECT_ROOT, LLMConfig
 from core.llm.client import ModelClient
 from core.llm.local_server import serving

@@ -27,13 +27,13 @@ from collections import defaultdict
 from pathlib import Path
 from typing import Optional
 
+from core.run.reader import RunReader
 from fakes.runs import build_run, training_run
 from train.batching import packs as ms_swift_packs
 from train.config import SWIFT_TEMPLATE, ExportConfig, HistoryReasoning
 from train.export import export_run
 from train.throughput import PAPER_EPOCHS, PAPER_GPU_HOURS, PAPER_ROLLOUTS
 from train.tokens import count_rows, make_counter
-from core.run.reader import RunReader
 
 SYNTHETIC = training_run(
     tasks=40, failed=0, rejected_every=10**9, steps=8, steps_max=16, observation_chars=3000, render_size=(1280, 720)
@@ -104,7 +104,7 @@ def main() -> None:
     parser.add_argument(
         "--history-reasoning",
         choices=[m.value for m in HistoryReasoning],
-        default=HistoryReasoning.split.value,
+        default=HistoryReasoning.exact.value,
         help="how the synthetic export treats reasoning the template hid (train.export --history-reasoning)",
     )
     args = parser.parse_args()

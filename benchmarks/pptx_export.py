@@ -26,11 +26,10 @@ from pathlib import Path
 import psutil
 
 from deck.config import DeckConfig, PptxMode
-
-from render.config import RenderConfig
 from deck.export import export_deck, page_reader, pptx_sources
 from deck.fidelity import check
 from deck.pptx import write_pptx
+from render.config import RenderConfig
 from render.renderer import Renderer, aspect_size
 
 FIXTURES = Path(__file__).resolve().parents[1] / "tests" / "fixtures"

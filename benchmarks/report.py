@@ -16,9 +16,9 @@ import tempfile
 import time
 from pathlib import Path
 
-from pipeline.report import make_report
-from fakes.runs import build_run, varied_run
 from core.run.reader import RunReader
+from fakes.runs import build_run, varied_run
+from pipeline.report import make_report
 
 
 def main() -> None:

@@ -58,12 +58,7 @@ import psutil
 import ray
 from hydra import compose, initialize_config_dir
 
-from deck.config import DeckConfig, PptxMode
-
-from render.config import RenderConfig
-from deck.export import export_deck, page_reader
-from render.inspection import inspect_slide
-from render.renderer import Renderer
+from benchmarks.endpoint import fake_endpoint
 from core.config import PROJECT_ROOT, LLMConfig, RayConfig
 from core.llm.client import ModelClient
 from core.llm.results import ChatResult
@@ -71,11 +66,15 @@ from core.protocols import Model
 from core.records import Constraints, Message, Rollout, RolloutStatus, Task, read_parquet
 from core.run.context import open_run
 from core.run.store import atomic_write_parquet
+from deck.config import DeckConfig, PptxMode
+from deck.export import export_deck, page_reader
+from fakes.openai_server import Reply
 from pipeline.config import store_schema
 from pipeline.rollouts import init_ray, run_rollouts, workspace_for
 from pipeline.runner import DeckRunner
-from benchmarks.endpoint import fake_endpoint
-from fakes.openai_server import Reply
+from render.config import RenderConfig
+from render.inspection import inspect_slide
+from render.renderer import Renderer
 
 SLIDES = 4
 POOL_CONCURRENCY, POOL_DECKS = 8, 24  # the rollouts played first for their decks, on which the render capacity is measured

@@ -34,13 +34,13 @@ from agents.loop import Agent
 from agents.sandbox import Workspace
 from agents.tools import ToolContext
 from agents.tools.toolsets import toolset_for
+from benchmarks.endpoint import fake_endpoint
+from benchmarks.endpoint import percentile as _pct
 from core.config import LLMConfig
 from core.llm.client import ModelClient
 from core.llm.results import ChatResult
 from core.records import Message, ToolCall, Trajectory
-from benchmarks.endpoint import fake_endpoint, percentile as _pct
 from fakes.openai_server import Reply
-
 
 REPLY = Reply("", [("read_file", {"path": "manuscript.md"})], reasoning="Check the manuscript again.")
 

@@ -23,8 +23,8 @@ from typing import TYPE_CHECKING, Any, Callable, Mapping, Optional, TypeVar, cas
 from hydra.core.config_store import ConfigStore
 from omegaconf import DictConfig, ListConfig, OmegaConf
 
-from core.llm.conversation import DEFAULT_PROFILE, PROFILES
 from core.cli import InputError
+from core.llm.conversation import DEFAULT_PROFILE, PROFILES
 
 PROJECT_ROOT = Path(__file__).resolve().parents[1]
 C = TypeVar("C")

@@ -20,9 +20,9 @@ import orjson
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from core.cli import InputError
 from core.codec import RecordError, arrow_type, decode, encode, hints, init_fields, optional_inner
 from core.run.usage import RoleUsage
-from core.cli import InputError
 
 SCHEMA_VERSION = 4
 # 2 added Origin (templates and models that made a record) and unit usage; 3 added how a trajectory's model was

@@ -17,16 +17,14 @@ from pathlib import Path
 
 from core.llm.json_reply import JSONReplyError, ask_json
 from core.llm.results import ModelError
-from core.run.metering import note_model
-from core.protocols import Play
 from core.prompts import render
-from core.protocols import Critic, Model
+from core.protocols import Critic, Model, Play
 from core.records import Message, ModelUse
+from core.run.metering import note_model
 from core.seams.review import Finding, Inspection, Review
-from core.seams.steps import Injection, StepState
+from core.seams.steps import Injection, Measured, SlideMeasured, StepState
 from critic.config import CriticMode
 from critic.findings import at_least, findings_from_measurements, findings_json
-from core.seams.steps import Measured, SlideMeasured
 
 log = logging.getLogger(__name__)
 

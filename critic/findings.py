@@ -5,13 +5,8 @@ from __future__ import annotations
 import json
 from typing import Sequence, cast
 
-from core.defects import FindingCategory, defect_code
+from core.defects import SEVERITY_RANK, Defect, FindingCategory, ManuscriptIssue, defect_code
 from core.seams.review import Finding
-from core.defects import SEVERITY_RANK
-from core.defects import Defect, ManuscriptIssue
-
-MANUSCRIPT_CATEGORIES = ("integrity", "constraint", "format")
-SLIDE_CATEGORIES = ("layout", "render", "style")
 
 
 def at_least(findings: list[Finding], min_severity: str) -> list[Finding]:

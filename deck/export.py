@@ -16,18 +16,17 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Sequence
 
-from core.pdf import pymupdf
 from playwright.async_api import CDPSession, Page
 
+from core.markdown_slides import slide_sections
+from core.pdf import pymupdf
 from core.seams.deck import DeckPptx, DeckReport, DeckSlide
 from deck.config import DeckConfig, PptxMode
-
-from core.markdown_slides import slide_sections
 from deck.fidelity import CheckError, check
-from deck.pptx import SlideSource, write_pptx
-from render.renderer import PageReader, Renderer, RenderResult, aspect_size
 from deck.layout import SlideLayout, read_slide_layout
+from deck.pptx import SlideSource, write_pptx
 from deck.text import read_slide_text, write_deck_text
+from render.renderer import PageReader, Renderer, RenderResult, aspect_size
 
 log = logging.getLogger(__name__)
 

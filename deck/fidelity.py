@@ -28,12 +28,13 @@ from typing import Any
 from zipfile import BadZipFile
 
 import numpy as np
-from core.pdf import pymupdf
 from lxml.etree import XMLSyntaxError
 from pptx import Presentation
-from pptx.exc import PackageNotFoundError
 from pptx.enum.shapes import MSO_SHAPE_TYPE
+from pptx.exc import PackageNotFoundError
+
 from core.cli import Failed, InputError
+from core.pdf import pymupdf
 
 WIDTH = 1280  # displacements and SSIM at this slide width, whatever the aspect
 TARGETS = {"words_kept": 0.95, "median_px": 4.0, "line_count_changed": 0}

@@ -28,8 +28,8 @@ from pptx.oxml import parse_xml
 from pptx.slide import Slide
 from pptx.util import Emu
 
-from deck.pptx_text import FontBook, colour_xml, emu, frame, line_paragraph
 from deck.layout import SlideLayout
+from deck.pptx_text import FontBook, colour_xml, emu, frame, line_paragraph
 
 log = logging.getLogger(__name__)
 

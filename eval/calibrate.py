@@ -26,18 +26,17 @@ from hydra import compose, initialize_config_dir
 from hydra.errors import HydraException
 from omegaconf.errors import OmegaConfBaseException
 
-from core.cli import OneLineParser
+from core.cli import InputError, OneLineParser, run_command
 from core.config import PROJECT_ROOT, ConfigError, to_typed
+from core.llm.players import Players, check_endpoints
 from core.logs import setup_logging
 from core.run.store import atomic_write_text
+from core.seams.judging import SlideView
 from eval.agreement import Agreement, agreement
 from eval.config import JudgeConfig, store_schema, validate_judge
-from core.llm.players import Players, check_endpoints
 from eval.slide_judge import build_judging, judge_endpoints
 from eval.slides import load_deck
-from core.seams.judging import SlideView
 from eval.tables import Table
-from core.cli import InputError, run_command
 
 DIMENSIONS = ("content", "style")
 

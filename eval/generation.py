@@ -10,22 +10,21 @@ exactly-once publishing to `units/rollouts/`, and a rerun plays only what is mis
 from __future__ import annotations
 
 import asyncio
+from pathlib import Path
 from typing import Any
 
 from core.config import LLMConfig, resolve_role
 from core.llm.players import check_endpoints
 from core.records import RolloutStatus, Task, read_parquet
 from core.run.context import RunContext
+from core.run.reader import RunReader
 from core.run.store import atomic_write_parquet
 from eval.config import EvalConfig, presentbench_root
 from eval.diversity import check_encoder
-from eval.slide_judge import check_prompts
-from eval.slide_judge import judge_endpoints
 from eval.presentbench import read_cases
+from eval.slide_judge import check_prompts, judge_endpoints
 from pipeline.rollouts import play
 from pipeline.stages import require_input
-from core.run.reader import RunReader
-from pathlib import Path
 
 STAGE = "eval/generate"
 EVAL_SPLIT = "eval"  # the held-out tasks are written to <run>/tasks/eval.parquet

@@ -17,14 +17,14 @@ import sys
 from pathlib import Path
 from typing import Any, Sequence
 
+from core.cli import InputError, OneLineParser, run_command
 from core.run.context import RunContext
 from core.run.store import atomic_write_text
-from eval.figures import cost_vs_score
-from eval.summary import SUMMARY, RunSummary
 from eval.checklist.stage import RESULTS
+from eval.figures import cost_vs_score
 from eval.scoring import SCORES
+from eval.summary import SUMMARY, RunSummary
 from eval.tables import Table, checklist_table, domain_table, table2, table3
-from core.cli import InputError, OneLineParser, run_command
 
 STAGE = "eval/report"
 REPORT = "report"

@@ -11,8 +11,8 @@ import dataclasses
 from pathlib import Path
 
 from agents.config import AgentSetup
-from core.records import Rollout, Task
 from core.protocols import Runner
+from core.records import Rollout, Task
 from critic.config import CriticConfig, CriticMode
 from eval.config import EvalConfig
 from pipeline.config import SynthesizeConfig

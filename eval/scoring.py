@@ -22,24 +22,22 @@ from typing import Any, ClassVar, Optional
 
 from core.config import resolve_role
 from core.failures import Failure
-from core.run.ledger import SpendingCap, play_unit, read_ledger, spending_cap
 from core.llm.players import Players, StandIns, policy_of
-from core.records import Origin, Record, Rollout, RolloutStatus, SCHEMA_VERSION, Task
+from core.records import SCHEMA_VERSION, Origin, Record, Rollout, RolloutStatus, Task
 from core.run.context import RunContext
+from core.run.ledger import SpendingCap, play_unit, read_ledger, spending_cap
+from core.run.reader import RunReader
 from core.run.store import RunStore, atomic_write_text
 from core.run.usage import RoleUsage, total
+from core.seams.judging import SlideDescription, SlideScores, SlideView
 from eval.config import EvalConfig, describer_config
 from eval.diversity import ImageEncoder, deck_diversity
 from eval.generation import EVAL_SPLIT
-from eval.slide_judge import DeckJudgement, SlideJudgement, SlideJudging
-from core.seams.judging import SlideDescription, SlideScores
-from eval.slide_judge import build_judging, cache_root
 from eval.metrics import DeckScore, aggregate, by_domain, constraint_score, unrendered
+from eval.slide_judge import DeckJudgement, SlideJudgement, SlideJudging, build_judging, cache_root
 from eval.slides import DeckUnreadable, load_deck
-from core.seams.judging import SlideView
 from eval.summary import ABLATIONS, RunSummary
 from filters.constraints import UnusablePDF
-from core.run.reader import RunReader
 
 log = logging.getLogger(__name__)
 

@@ -20,8 +20,7 @@ import numpy as np
 from PIL import Image
 
 from core.records import ModelUse
-from core.seams.judging import Score, SlideDescription, SlideScores
-from core.seams.judging import SlideView
+from core.seams.judging import Score, SlideDescription, SlideScores, SlideView
 
 LABEL = "scripted judge: rule-based measurements, not a model"
 RULES_VERSION = "2"

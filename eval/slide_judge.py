@@ -25,14 +25,13 @@ import pydantic
 
 from core.config import LLMConfig
 from core.llm.json_reply import JSONReplyError, ask_json
-from core.llm.results import ModelError
-from core.run.metering import note_model
-from core.prompts import cite, render
-from core.protocols import Model
-from core.records import Message, ModelUse
-from core.run.store import atomic_write_text
 from core.llm.players import Players
-from core.protocols import Describer, Judge, Play
+from core.llm.results import ModelError
+from core.prompts import cite, render
+from core.protocols import Describer, Judge, Model, Play
+from core.records import Message, ModelUse
+from core.run.metering import note_model
+from core.run.store import atomic_write_text
 from core.seams.judging import SlideDescription, SlideScores, SlideView
 from eval.config import JudgeConfig, describer_config
 from eval.scripted_judge import ScriptedDescriber, ScriptedJudge

@@ -15,16 +15,16 @@ import hashlib
 from dataclasses import replace
 from pathlib import Path
 
-from core.pdf import pymupdf
-
+from core.cli import InputError
 from core.language import normalize_text
+from core.pdf import pymupdf
+from core.records import ArtifactError
+from core.seams.deck import FILE as DEFECTS_FILE
+from core.seams.deck import DeckReport
+from core.seams.judging import PageFacts, SlideView
 from filters.config import FiltersConfig
 from filters.content import check_deck
-from core.records import ArtifactError
 from filters.quality import deck_slides
-from core.seams.deck import FILE as DEFECTS_FILE, DeckReport
-from core.seams.judging import PageFacts, SlideView
-from core.cli import InputError
 
 IMAGE_SUFFIXES = (".png", ".jpg", ".jpeg", ".webp")
 TEXT_FILE = "deck_text.json"  # the deck's text as the content gate reads it (deck/text.py), when the export wrote it

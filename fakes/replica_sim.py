@@ -25,7 +25,6 @@ from aiohttp import web
 from fakes import provider_rules
 from fakes.openai_server import _prompt_tokens
 
-
 # The series of vLLM's /metrics a router reads: {name: (type, HELP)} as vLLM's PrometheusStatLogger declares them
 # (vllm/v1/metrics/loggers.py, read in the code index), labelled model_name and engine as there. prometheus_client
 # writes a counter declared as "vllm:prompt_tokens" as "vllm:prompt_tokens_total", the labels sorted (checked here).

@@ -20,11 +20,11 @@ import ray
 from agents.jail import JailUnavailable
 from agents.tools import ToolContext
 from agents.tools.toolsets import TOOLS
-from pipeline.runner import DeckRunner
-from core.run.metering import current_unit
 from core.llm.players import Players
 from core.protocols import Play
 from core.records import Message, Rollout, Task
+from core.run.metering import current_unit
+from pipeline.runner import DeckRunner
 
 
 class ScriptedRunner:

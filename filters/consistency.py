@@ -29,18 +29,15 @@ from typing import ClassVar, Literal
 import pydantic
 
 from core.llm.json_reply import ask_json
-from core.protocols import Play
 from core.prompts import render
-from core.protocols import Gate
-from core.protocols import Model
+from core.protocols import Gate, Model, Play, RevisionJudge
 from core.records import Message, Verdict
 from core.seams.candidate import Candidate
 from core.seams.review import Finding
+from core.seams.revision import Revision
 from filters.config import FiltersConfig
 from filters.gates import SCRIPTED_LABEL, GateSpec
 from filters.revisions import revisions
-from core.seams.revision import Revision
-from core.protocols import RevisionJudge
 
 GATE = "consistency"
 PROMPTS = Path(__file__).parent / "prompts"

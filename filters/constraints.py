@@ -23,16 +23,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Sequence, TypeVar
 
-from core.pdf import pymupdf
-
-from core.cli import OneLineParser
+from core.cli import OneLineParser, run_command
 from core.language import detect_language
-from core.records import Constraints, Verdict
-from filters.config import FiltersConfig
+from core.pdf import pymupdf
+from core.records import ArtifactError, Constraints, Verdict
 from core.seams.candidate import Candidate
-from core.records import ArtifactError
+from filters.config import FiltersConfig
 from filters.gates import GateSpec, environment_verdict
-from core.cli import run_command
 
 GATE = "constraint"
 T = TypeVar("T")

@@ -43,13 +43,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Sequence
 
+from core.cli import OneLineParser
 from core.defects import DefectSource, codes_of
 from core.language import normalize_text
 from core.records import Verdict
-from filters.config import FiltersConfig
-from core.cli import OneLineParser
-from filters.constraints import print_report
 from core.seams.candidate import Candidate
+from filters.config import FiltersConfig
+from filters.constraints import print_report
 from filters.content_reading import CJK, CJK_CHAR, SlideText, layout_pages, pdf_pages, slides_of
 from filters.gates import GateSpec
 

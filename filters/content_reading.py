@@ -26,9 +26,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Sequence
 
-from core.records import ArtifactError
 from core.language import normalize_text
 from core.pdf import pymupdf
+from core.records import ArtifactError
 from filters.constraints import read_pdf
 
 ROLES = ("heading", "prose", "table", "code", "figure", "furniture")

@@ -12,8 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Callable
 
-from core.protocols import Play
-from core.protocols import Gate
+from core.protocols import Gate, Play
 from core.records import Verdict
 from filters.config import FiltersConfig
 

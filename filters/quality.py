@@ -21,18 +21,14 @@ from typing import ClassVar, Literal
 
 import pydantic
 
-from core.defects import Defect, DefectSource, codes_of, defect_code
+from core.defects import SEVERITY_RANK, Defect, DefectSource, codes_of, defect_code
 from core.llm.json_reply import ask_json
-from core.protocols import Play
 from core.prompts import render
-from core.protocols import Gate
-from core.protocols import Model
-from core.records import Message, Verdict
-from core.defects import SEVERITY_RANK
-from filters.config import FiltersConfig
+from core.protocols import Gate, Model, Play
+from core.records import ArtifactError, Message, Verdict
 from core.seams.candidate import Candidate
 from core.seams.deck import DeckReport
-from core.records import ArtifactError
+from filters.config import FiltersConfig
 from filters.gates import SCRIPTED_LABEL, GateSpec
 
 GATE = "quality"

@@ -16,14 +16,13 @@ from typing import Sequence
 from matplotlib.figure import Figure
 from matplotlib.ticker import MaxNLocator
 
-from core.records import Rollout, RolloutStatus, Verdict
-from core.run.store import atomic_write_text
 from core.defects import SEVERITY_RANK
+from core.records import ArtifactError, Rollout, RolloutStatus, Verdict
+from core.run.reader import RunReader
+from core.run.store import atomic_write_text
 from filters.acceptance import ENVIRONMENT, UNDECIDED, Acceptance, category_order, outcomes
 from filters.content import CODES as CONTENT_CODES
 from filters.content import GATE as CONTENT_GATE
-from core.run.reader import RunReader
-from core.records import ArtifactError
 
 PAPER_SHARES = {"quality": 43.0, "environment": 32.3, "constraint": 13.5, "consistency": 11.2}  # Figure 5, % of failures
 SEVERITIES = sorted(SEVERITY_RANK, key=SEVERITY_RANK.__getitem__, reverse=True)  # critical, major, minor

@@ -21,9 +21,8 @@ from typing import Any, Iterator
 
 import pydantic
 
-from core.records import CriticInjection, Message, ToolCall, Trajectory
 from agents.tools.inspect import INSPECT_TOOLS
-from core.records import ArtifactError
+from core.records import ArtifactError, CriticInjection, Message, ToolCall, Trajectory
 from core.seams.review import Finding
 from core.seams.revision import Revision
 

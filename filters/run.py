@@ -31,27 +31,24 @@ from typing import Any, Sequence
 from omegaconf import OmegaConf
 from omegaconf.errors import OmegaConfBaseException
 
+from core.cli import InputError, OneLineParser, run_command
 from core.config import ConfigError, LLMConfig, RoleConfig, RunConfig
 from core.llm.json_reply import JSONReplyError
-from core.run.ledger import play_unit, spending_cap
-from core.llm.results import ModelError
 from core.llm.local_server import serving
-from core.logs import setup_logging
-from core.run.metering import note_model
 from core.llm.players import Players
-from core.protocols import Play
-from core.records import ModelUse, Rollout, RolloutStatus, Task, Verdict
+from core.llm.results import ModelError
+from core.logs import setup_logging
+from core.protocols import Gate, Play
+from core.records import ArtifactError, ModelUse, Rollout, RolloutStatus, Task, Verdict
+from core.run.ledger import play_unit, spending_cap
+from core.run.metering import note_model
+from core.run.reader import RunReader
+from core.seams.candidate import Candidate
 from filters.acceptance import ENVIRONMENT, UNDECIDED
 from filters.config import FiltersConfig, validate_filters
-from core.cli import OneLineParser, run_command
-from core.protocols import Gate
-from core.seams.candidate import Candidate
-from core.records import ArtifactError
 from filters.gates import GateSpec, environment_verdict
 from filters.registry import GATES
 from filters.report import write_report
-from core.run.reader import RunReader
-from core.cli import InputError
 
 log = logging.getLogger(__name__)
 

@@ -19,8 +19,7 @@ from ray.exceptions import RayTaskError
 
 from core.config import Routing
 from core.llm.fleet import FleetState, NoReplicaUp
-from core.llm.replica_limit import Grant
-from core.llm.replica_limit import CallOutcome, Policy
+from core.llm.replica_limit import CallOutcome, Grant, Policy
 
 MAX_CALLS_WAITING = 100_000  # every call waiting for a slot is one actor call in progress
 

@@ -33,23 +33,23 @@ from ray.exceptions import ActorDiedError, ActorUnavailableError, RayActorError,
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
 from agents.jail import describe
+from core.cli import InputError
 from core.config import PROJECT_ROOT, ConfigError, RayConfig
 from core.failures import Failure
 from core.llm.fleet import share
-from core.run.ledger import SpendingCap, spending_cap
 from core.logs import console, setup_logging
-from core.run.metering import Unit, stamped, unit_scope
 from core.protocols import Runner
 from core.records import Rollout, RolloutStatus, Task
 from core.run.context import RunContext
+from core.run.ledger import SpendingCap, spending_cap
+from core.run.metering import Unit, stamped, unit_scope
+from core.run.reader import RunReader
 from core.run.store import RunStore, UnitExists
 from pipeline.fleet_admission import RemoteAdmission, fleet_actor, start_fleet_actor
 from pipeline.rollout_stats import publish, summarize
 from pipeline.spending import project_rollouts
 from pipeline.stages import require_input
 from pipeline.worker_process import bound_threads, settle_gc
-from core.run.reader import RunReader
-from core.cli import InputError
 
 log = logging.getLogger(__name__)
 

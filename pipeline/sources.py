@@ -17,11 +17,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Iterator
 
-from core.pdf import pymupdf
-
 from core.language import detect_language, normalize_text
-from pipeline.config import SourceConfig
+from core.pdf import pymupdf
 from core.seams.drafts import SourceDoc
+from pipeline.config import SourceConfig
 
 log = logging.getLogger(__name__)
 

@@ -18,10 +18,10 @@ from pathlib import Path
 from typing import Any, Optional
 
 from core.run.ledger import Ledger, SpendingCap, read_ledger
+from core.run.reader import RunReader
 from core.run.store import atomic_write_text
 from core.run.tracking import Tracker
 from filters.acceptance import judged
-from core.run.reader import RunReader
 
 log = logging.getLogger(__name__)
 

@@ -12,11 +12,11 @@ from typing import Any, Callable, Mapping, Sequence
 
 from omegaconf import DictConfig
 
+from core.cli import CommandError, Failed, Stopped, main_prog, report
 from core.config import ConfigError
 from core.llm.local_server import serving
 from core.run.context import RunContext, open_run
 from pipeline.spending import publish_usage
-from core.cli import CommandError, Failed, Stopped, main_prog, report
 
 StageFn = Callable[[RunContext], dict[str, Any]]
 

@@ -13,8 +13,8 @@ import hydra
 from omegaconf import DictConfig
 
 from core.records import RolloutStatus
-from core.run.reader import RunReader
 from core.run.context import RunContext
+from core.run.reader import RunReader
 from filters.run import FilterRunConfig, judge_rollouts
 from pipeline.config import store_schema
 from pipeline.preflight import preflight

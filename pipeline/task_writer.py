@@ -20,13 +20,12 @@ import pydantic
 
 from core.llm.json_reply import JSONReplyError, ask_json
 from core.llm.results import ModelError
-from core.run.metering import note_model
 from core.prompts import render
 from core.protocols import Model
 from core.records import Check, CheckClass, Message, ModelUse
+from core.run.metering import note_model
+from core.seams.drafts import SourceDoc, TaskDraft, WriteJob
 from pipeline.personas import parse_persona
-from core.seams.drafts import SourceDoc
-from core.seams.drafts import TaskDraft, WriteJob
 
 PROMPTS = Path(__file__).parent / "prompts"
 ROLE = "task_writer"

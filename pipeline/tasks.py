@@ -23,24 +23,22 @@ import hydra
 from omegaconf import DictConfig
 from rich.progress import Progress
 
-from core.run.ledger import SpendingCap, play_unit, spending_cap
 from core.llm.players import Players
-from core.protocols import Play
 from core.logs import console
+from core.protocols import Play, TaskWriter
 from core.records import Record, StageDone, Task, Verdict
 from core.run.context import RunContext
+from core.run.ledger import SpendingCap, play_unit, spending_cap
 from core.run.store import atomic_write_parquet, atomic_write_text
+from core.seams.drafts import SourceDoc, TaskDraft, WriteJob
 from pipeline.augment import constraint_text, draw_constraints, slide_bucket
+from pipeline.checklists import checklist_by, rule_checklist
 from pipeline.cleaning import contamination_groups, drop_near_duplicates, language_mismatch, stratified_group_split
 from pipeline.config import SynthesizeConfig, store_schema
 from pipeline.preflight import preflight
 from pipeline.sources import DOCUMENT_SOURCES, LoadReport, load_source
-from core.seams.drafts import SourceDoc
 from pipeline.stages import require_input, run_stages
-from pipeline.checklists import checklist_by, rule_checklist
 from pipeline.task_writer import ROLE, LLMTaskWriter, ScriptedTaskWriter
-from core.seams.drafts import TaskDraft, WriteJob
-from core.protocols import TaskWriter
 
 log = logging.getLogger(__name__)
 R = TypeVar("R", bound=Record)

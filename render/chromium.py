@@ -20,10 +20,10 @@ import psutil
 from playwright.async_api import Browser, BrowserContext, Playwright, async_playwright
 from playwright.async_api import Error as PlaywrightError
 
+from core.cli import Failed
 from render.config import RenderConfig, RenderJail
 from render.jail import launcher, sandboxed
 from render.memory import MemoryCap, memory_cap
-from core.cli import Failed
 
 if TYPE_CHECKING:
     from render.page_pool import Slot

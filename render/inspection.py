@@ -16,19 +16,17 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from render.defects import EDGE_TOLERANCE_PX
-from core.defects import Defect
+from core.defects import DEFECT_CODES, Defect
+from render.defects import EDGE_TOLERANCE_PX, contrast, geometry, overlap
 from render.defects.contrast import read_runs
 from render.defects.decoration import Items, ghost_items
-from render.page_script import page_script
 from render.defects.overlap import (
     OVERLAP_MIN_AREA_PX,
     OVERLAP_MIN_SHARE,
     OVERLAP_MIN_SIDE_PX,
 )
 from render.defects.slide import Check, RenderedSlide
-from core.defects import DEFECT_CODES
-from render.defects import contrast, geometry, overlap
+from render.page_script import page_script
 
 if TYPE_CHECKING:
     from render.renderer import Renderer

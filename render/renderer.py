@@ -29,12 +29,12 @@ from playwright.async_api import CDPSession, Page
 from playwright.async_api import Error as PlaywrightError
 from playwright.async_api import TimeoutError as PlaywrightTimeout
 
+from core.cli import InputError
 from render.chromium import CHROMIUM_ARGS, CLOSE_S, Chromium, RenderError
 from render.config import RenderConfig, RenderJail
 from render.inspection import MEASURE_JS, Defect, find_defects, measure_args
 from render.page_pool import BLOCKED_EXTERNAL, BLOCKED_OUTSIDE, PagePool, Slot, blocked_reason, load, screenshot
-from render.print_cache import Printed, PrintCache
-from core.cli import InputError
+from render.print_cache import PrintCache, Printed
 
 __all__ = [  # what importers use; the parts live in the modules named in the docstring
     "BLOCKED_EXTERNAL",

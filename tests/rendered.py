@@ -9,10 +9,10 @@ from pathlib import Path
 import pytest
 import pytest_asyncio
 
-from render.config import RenderConfig
-from render.renderer import Renderer, RenderResult
 from deck.config import DeckConfig
 from deck.export import page_reader
+from render.config import RenderConfig
+from render.renderer import Renderer, RenderResult
 
 FIXTURES = Path(__file__).parent / "fixtures"
 SLIDES = FIXTURES / "slides"

@@ -17,32 +17,31 @@ from hydra import compose, initialize_config_dir
 
 from agents.config import SandboxConfig, ToolsConfig
 from agents.research.backends import ResearchBackend
-from core.seams.research import SearchHit
 from agents.research.runtime import RESOURCE_KEY, Research, build_research, validate_tools_config
 from agents.research.search import SEARCH
+from agents.run import generate
+from agents.run import load_config as load_generate_config
 from agents.sandbox import Workspace
 from agents.tools import Tool, ToolContext
 from agents.tools.toolsets import TOOLS, toolset_for
 from core.config import PROJECT_ROOT, ConfigError, LLMConfig
-from core.defects import DEFECT_CODES, DefectCode, DefectSource
+from core.defects import DEFECT_CODES, Defect, DefectCode, DefectSource
 from core.llm.players import BACKENDS, Chat, check_backends
 from core.records import Constraints, Task, ToolCall
 from core.run.context import RunContext
+from core.run.reader import RunReader
+from core.seams.research import SearchHit
 from core.seams.review import Inspection
 from critic.critic import RulesCritic
-from agents.run import generate
-from agents.run import load_config as load_generate_config
+from fakes.runs import RolloutSpec, RunSpec, build_run, varied_run
 from filters.run import STAGE as FILTERS_STAGE
 from filters.run import main as filters_main
 from pipeline.config import store_schema
 from pipeline.preflight import preflight
-from pipeline.spending import usage_stats
 from pipeline.report.stage import make_report
+from pipeline.spending import usage_stats
 from pipeline.stages import run_stages
 from pipeline.synthesize import STAGES
-from fakes.runs import RolloutSpec, RunSpec, build_run, varied_run
-from core.run.reader import RunReader
-from core.defects import Defect
 
 
 def synthesize_config(*overrides: str):

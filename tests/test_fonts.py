@@ -14,8 +14,8 @@ from pathlib import Path
 import pytest
 
 from agents.policies.designs import DESIGNS
-from deck.fonts import GENERIC
 from core.config import PROJECT_ROOT
+from deck.fonts import GENERIC
 
 NOT_A_FAMILY = GENERIC | {"inherit", "initial", "unset"}  # generic families and CSS-wide keywords
 DECLARATION = re.compile(r"\bfont(-family)?\s*:\s*([^;}<>]+)")

@@ -11,9 +11,9 @@ from typing import TYPE_CHECKING, Any
 
 from core.prompts import render
 from core.run.provenance import breakdown, table
+from core.run.reader import RunReader
 from core.run.usage import RoleUsage
 from train.throughput import PAPER_EPOCHS, PAPER_GPUS, TOKENS_PER_S_PER_GPU, TOKENS_PER_S_SOURCE
-from core.run.reader import RunReader
 
 if TYPE_CHECKING:
     from train.export import Exported, ExportReport

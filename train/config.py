@@ -6,10 +6,8 @@ from dataclasses import dataclass, field
 from enum import Enum
 from typing import Any, Optional
 
-
-from core.llm.conversation import DEFAULT_PROFILE
 from core.config import ConfigError, LLMConfig, RunConfig, TrackingConfig, store_config, validate_common
-
+from core.llm.conversation import DEFAULT_PROFILE
 
 # MS-SWIFT's glm4_5v, reading a user message after tool results as GLM renders it (train/swift_plugin.py)
 SWIFT_TEMPLATE = "deckforge_glm4_5v"
@@ -26,9 +24,9 @@ class BatchUnit(str, Enum):
 
 
 class HistoryReasoning(str, Enum):
-    # A member named like str.split shadows that method on every member (member.split(...) raises TypeError);
-    # nothing calls it, and a new member name (its value kept) is a rename across train/ and its tests.
-    split = "split"  # type: ignore[assignment]  # exact: a trajectory is split where the template hides reasoning it showed (docs/profiles.md)
+    # exact (the value "split"): a trajectory is split where the template hides reasoning it showed (docs/profiles.md).
+    # Not a member named `split`: it would shadow str.split on every member.
+    exact = "split"
     keep = "keep"  # one sample per trajectory: past reasoning stays in the context (the named difference history_reasoning)
 
 
@@ -48,7 +46,7 @@ class ExportConfig:
     mask_critic: bool = False  # true: critic injections get "loss": false (context only)
     profile: str = DEFAULT_PROFILE  # the endpoint profile of trajectories that record none (written before profiles)
     parity: ParityMode = ParityMode.refuse  # each trained turn against the request the teacher was sent (train.parity)
-    history_reasoning: HistoryReasoning = HistoryReasoning.split  # keep: fewer, shorter-context samples, one named difference
+    history_reasoning: HistoryReasoning = HistoryReasoning.exact  # keep: fewer, shorter-context samples, one named difference
     val_fraction: float = 0.05  # share of tasks held out as val.jsonl (by task, never by sample)
     seed: int = 0
     model_dir: Optional[str] = None  # local processor files: count tokens with the real template

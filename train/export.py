@@ -30,24 +30,22 @@ from functools import partial
 from pathlib import Path
 from typing import Any, Iterator, Optional
 
+from core.cli import ExitCode, OneLineParser, run_command
 from core.llm.conversation import PROFILES
 from core.logs import setup_logging
-from core.records import Origin, Rollout, Task, Trajectory, TrajectoryStatus
+from core.protocols import TokenCounter
+from core.records import ArtifactError, Origin, Rollout, Task, Trajectory, TrajectoryStatus
+from core.run.reader import RunReader, TrajectoryFile
 from core.run.store import atomic_write_text
-from filters.acceptance import UNDECIDED, run_gates
+from core.seams.tokens import TokenCount
+from filters.acceptance import UNDECIDED, judged, run_gates
 from train.card import render_card
 from train.config import ExportConfig, HistoryReasoning, ParityMode, Truncation, validate_export
 from train.hub import push_to_hub
 from train.parity import Parity, ParityReport
 from train.samples import Sample, SampleError, to_samples
 from train.tokens import make_counter
-from core.seams.tokens import TokenCount
-from core.protocols import TokenCounter
 from train.validate import validate_file
-from core.run.reader import RunReader, TrajectoryFile
-from filters.acceptance import judged
-from core.records import ArtifactError
-from core.cli import ExitCode, OneLineParser, run_command
 
 log = logging.getLogger(__name__)
 

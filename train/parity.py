@@ -28,16 +28,15 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Callable, Optional
 
+from core.cli import ExitCode, InputError, OneLineParser, run_command
 from core.config import PROJECT_ROOT
 from core.llm.conversation import PROFILES, PastReasoning
-from core.records import Trajectory
 from core.llm.wire import digest, to_wire
+from core.records import Trajectory
+from core.run.reader import RunReader
 from train.config import ExportConfig, HistoryReasoning
 from train.samples import Sample, SwiftMessage, assistant_text, defuse_tags, profile_of
 from train.tokens import TemplateCounter, has_processor
-from core.cli import ExitCode, OneLineParser, run_command
-from core.run.reader import RunReader
-from core.cli import InputError
 
 NAMED_DIFFERENCES = {
     "defused_tags": "literal MS-SWIFT media tags in text (`<image>`, `<video>`...) read `<image >` in the sample, "
@@ -231,7 +230,7 @@ def check_run(
     profile: Optional[str] = None,
     model_dir: Optional[Path] = None,
     every_trajectory: bool = False,
-    history_reasoning: HistoryReasoning = HistoryReasoning.split,
+    history_reasoning: HistoryReasoning = HistoryReasoning.exact,
 ) -> ParityReport:
     from train.export import parity_inputs  # train.export checks each sample with this module's Parity
 
@@ -262,7 +261,7 @@ def main(argv: Optional[list[str]] = None) -> int:
     parser.add_argument(
         "--history-reasoning",
         choices=[m.value for m in HistoryReasoning],
-        default=HistoryReasoning.split.value,
+        default=HistoryReasoning.exact.value,
         help="how the export was made (train.export --history-reasoning)",
     )
     args = parser.parse_args(argv)

@@ -18,14 +18,14 @@ import sys
 import hydra
 from omegaconf import DictConfig
 
+from core.cli import InputError, main_prog, run_command
 from core.config import PROJECT_ROOT, ConfigError, run_dir, to_typed
-from core.logs import setup_logging
 from core.llm.players import check_backends
+from core.logs import setup_logging
 from train.config import ModelSpec, SFTConfig, store_schema, validate_sft
 from train.launch import LaunchPlan, build_plan
 from train.tokens import has_processor
 from train.validate import validate_file
-from core.cli import InputError, main_prog, run_command
 
 log = logging.getLogger(__name__)
 

@@ -22,9 +22,9 @@ from typing import Any, Iterator, Optional, TypeGuard
 
 from PIL import Image
 
-from train.config import SWIFT_TEMPLATE
 from core.protocols import TokenCounter
 from core.seams.tokens import TokenCount
+from train.config import SWIFT_TEMPLATE
 
 ASCII_CHARS_PER_TOKEN = 4.0
 OTHER_CHARS_PER_TOKEN = 1.5

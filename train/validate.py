@@ -21,11 +21,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Optional
 
+from core.seams.tokens import TokenCount
+from train.config import SWIFT_TEMPLATE
 from train.labels import check_labels
 from train.samples import IMAGE_TAG
-from train.config import SWIFT_TEMPLATE
 from train.tokens import TemplateCounter, has_processor, image_root
-from core.seams.tokens import TokenCount
 
 
 class ValidationError(RuntimeError):

@@ -15,8 +15,8 @@ import re
 from dataclasses import dataclass, field
 
 from agents.manuscript import SIZE_NOTE
+from agents.policies.extract import CJK, Figure, ParsedDocument, Section, key_sentences, parse_document, plain, section_sentences
 from core.markdown_slides import split_slides
-from agents.policies.extract import CJK, ParsedDocument, Figure, Section, key_sentences, parse_document, plain, section_sentences
 
 BULLETS = 3  # per content slide; one fewer beside a figure
 SUBTITLE_CHARS = 180

@@ -25,14 +25,14 @@ from typing import Any, Generator, Sequence
 
 from agents.brief import Brief
 from agents.policies.content import BULLETS, SlidePlan, manuscript_text, outline, parse_manuscript
-from agents.policies.extract import plain, sentences
 from agents.policies.designs import Design, design_for, design_plan, slide_html
-from core.llm.conversation import DEFAULT_PROFILE
+from agents.policies.extract import plain, sentences
 from core.language import detect_language
-from core.llm.wire import estimate_prompt_tokens
+from core.llm.conversation import DEFAULT_PROFILE
 from core.llm.results import ChatResult
-from core.run.metering import note_model
+from core.llm.wire import estimate_prompt_tokens
 from core.records import Message, ModelUse, ToolCall, Usage
+from core.run.metering import note_model
 
 NAME = "scripted-policy"
 USE = ModelUse(NAME, "scripted")

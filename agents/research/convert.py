@@ -17,8 +17,9 @@ import unicodedata
 from dataclasses import dataclass
 from pathlib import Path
 
-from core.pdf import pymupdf
 from PIL import Image, UnidentifiedImageError
+
+from core.pdf import pymupdf
 
 PDF_SUFFIXES = (".pdf",)
 MARKITDOWN_SUFFIXES = (".docx", ".pptx", ".xlsx", ".html", ".htm")

@@ -13,14 +13,14 @@ from pathlib import Path
 from typing import Iterator, Optional
 
 import pyarrow.parquet as pq
-from core.pdf import pymupdf
 import trafilatura
 from markdownify import markdownify
 
 from agents.research.index import corpus_url
-from core.seams.research import Paper
 from agents.research.terms import clean
 from core.cli import InputError
+from core.pdf import pymupdf
+from core.seams.research import Paper
 
 TEXT_SUFFIXES = (".md", ".markdown", ".txt")
 HTML_SUFFIXES = (".html", ".htm")

@@ -19,12 +19,11 @@ import tempfile
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-from core.pdf import pymupdf
-
 from agents.research.documents import PDF_SUFFIX, document_files, read_pdf
 from agents.research.index import corpus_url
-from core.seams.research import ImageHit
 from agents.research.terms import clean, index_terms, match_expression
+from core.pdf import pymupdf
+from core.seams.research import ImageHit
 
 LIBRARY_FILE = "library.json"
 MIN_PIXELS = 150 * 150

@@ -13,8 +13,8 @@ from typing import TYPE_CHECKING, Any, Awaitable, Callable
 
 from agents.research.backends import ResearchBackend
 from agents.research.http import get_json
-from core.seams.research import ImageHit
 from agents.research.search import plain
+from core.seams.research import ImageHit
 
 if TYPE_CHECKING:
     from agents.research.runtime import Research

@@ -20,9 +20,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Iterable, Iterator
 
-from core.seams.research import Author, Paper, Scholar, SearchHit, from_json, to_json
 from agents.research.terms import clean, index_terms, match_expression, query_words
 from core.cli import InputError
+from core.seams.research import Author, Paper, Scholar, SearchHit, from_json, to_json
 
 if TYPE_CHECKING:
     from agents.research.documents import Document

@@ -17,10 +17,10 @@ from typing import TYPE_CHECKING, Any, Optional
 from agents.research.backends import ResearchBackend
 from agents.research.http import get_json, request
 from agents.research.index import CorpusError
-from core.seams.research import Author, Paper, Scholar
 from agents.research.terms import STOPWORDS
 from agents.tools.registry import ToolError
 from core.protocols import PaperBackend
+from core.seams.research import Author, Paper, Scholar
 
 if TYPE_CHECKING:
     from agents.research.runtime import Research

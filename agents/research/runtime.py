@@ -27,8 +27,7 @@ from agents.research.index import SCHEMA_VERSION, CorpusIndex, build_index
 from agents.tools.registry import ToolContext, ToolError
 from core.config import PROJECT_ROOT, ConfigError
 from core.llm.players import Players
-from core.protocols import Play
-from core.protocols import Model
+from core.protocols import Model, Play
 
 RESOURCE_KEY = "research"
 DEFAULT_DOCUMENTS = PROJECT_ROOT / "data" / "samples"

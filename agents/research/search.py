@@ -12,8 +12,8 @@ from typing import TYPE_CHECKING, Awaitable, Callable, Literal, Optional
 
 from agents.research.backends import ResearchBackend
 from agents.research.http import get_json, post_json
-from core.seams.research import SearchHit
 from agents.tools.registry import ToolError
+from core.seams.research import SearchHit
 
 if TYPE_CHECKING:
     from agents.research.runtime import Research

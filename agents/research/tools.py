@@ -19,17 +19,17 @@ from agents.research.backends import pick
 from agents.research.convert import ConversionError, convert_bytes, document_text
 from agents.research.documents import document_files, load_documents
 from agents.research.fetch import CORPUS_SCHEME, fetch_page
-from agents.research.index import CorpusIndex, build_index
 from agents.research.images import IMAGES
+from agents.research.index import CorpusIndex, build_index
 from agents.research.models import analyze_document, caption_image, generate_image
 from agents.research.papers import PAPERS
-from core.protocols import PaperBackend
-from core.seams.research import Author, ImageHit, Paper, Scholar, SearchHit, from_json, to_json
 from agents.research.render import authors_text, hits_text, images_text, papers_text, scholar_text
 from agents.research.runtime import Research, fingerprint, research_of
 from agents.research.search import SEARCH, TimeRange
 from agents.tools.files import image_size
 from agents.tools.registry import Tool, ToolContext, ToolError
+from core.protocols import PaperBackend
+from core.seams.research import Author, ImageHit, Paper, Scholar, SearchHit, from_json, to_json
 from core.seams.steps import Observation
 
 ROLE = "researcher"

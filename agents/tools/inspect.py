@@ -16,14 +16,13 @@ from typing import Annotated, Literal
 
 from pydantic import Field
 
+from agents.manuscript import inspect_manuscript as diagnose_manuscript
+from agents.tools.registry import Tool, ToolContext, ToolError
+from core.records import Constraints
+from core.seams.steps import ManuscriptMeasured, Observation, SlideMeasured
 from render.inspection import inspect_slide as measure_slide
 from render.layout_summary import layout_summary
-from agents.manuscript import inspect_manuscript as diagnose_manuscript
 from render.renderer import BLOCKED_EXTERNAL, BLOCKED_OUTSIDE, RenderError
-from agents.tools.registry import Tool, ToolContext, ToolError
-from core.seams.steps import Observation
-from core.records import Constraints
-from core.seams.steps import ManuscriptMeasured, SlideMeasured
 
 INSPECT_TOOLS = ("inspect_slide", "inspect_manuscript")
 RENDERER = "renderer"

@@ -33,16 +33,16 @@ from tenacity import AsyncRetrying, RetryCallState, retry_if_exception, stop_aft
 from yarl import URL
 
 from core.config import LLMConfig
-from core.llm.fleet import Fleet
-from core.llm.replica_limit import CallOutcome, outcome_of
 from core.llm.conversation import profile_named
-from core.llm.results import ChatResult, ModelError
-from core.run.metering import current_unit
-from core.protocols import Transport
+from core.llm.fleet import Fleet
 from core.llm.prices import busy_clock, price_of
-from core.records import Message, ModelUse, ToolCall, Usage
-from core.run.usage import UsageMeter
+from core.llm.replica_limit import CallOutcome, outcome_of
+from core.llm.results import ChatResult, ModelError
 from core.llm.wire import digest, estimate_prompt_tokens, to_wire
+from core.protocols import Transport
+from core.records import Message, ModelUse, ToolCall, Usage
+from core.run.metering import current_unit
+from core.run.usage import UsageMeter
 
 log = logging.getLogger(__name__)
 

@@ -40,10 +40,9 @@ from typing import Any, Coroutine, Optional
 import aiohttp
 
 from core.config import AdmissionMode, ConfigError, LLMConfig, Routing, replica_urls
-from core.run.metering import current_unit
-from core.llm.replica_limit import KV_USAGE, WAITING, Limit, CallOutcome, Policy, first, gauges, metrics_url
+from core.llm.replica_limit import KV_USAGE, WAITING, CallOutcome, Grant, Limit, Policy, first, gauges, metrics_url
 from core.protocols import Admission
-from core.llm.replica_limit import Grant
+from core.run.metering import current_unit
 
 log = logging.getLogger(__name__)
 

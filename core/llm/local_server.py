@@ -25,8 +25,8 @@ from typing import Any, Iterator
 
 import httpx
 
-from core.config import Backend, ConfigError, LLMConfig, resolve_role
 from core.cli import InputError
+from core.config import Backend, ConfigError, LLMConfig, resolve_role
 
 log = logging.getLogger(__name__)
 

@@ -15,12 +15,11 @@ from typing import Callable, Mapping, TypeVar
 
 from omegaconf import DictConfig
 
+from core.cli import InputError
 from core.config import Backend, ConfigError, LLMConfig, RoleConfig, resolve_role
 from core.llm.client import ModelClient, OpenAIWire, close_models
-from core.protocols import Transport
-from core.protocols import Endpoint, ModelBackend, Play
 from core.llm.results import ModelError
-from core.cli import InputError
+from core.protocols import Endpoint, ModelBackend, Play, Transport
 
 
 class EndpointUnreachable(ModelError, InputError):

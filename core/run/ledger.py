@@ -18,13 +18,13 @@ from typing import Any, Awaitable, Callable, Mapping, Optional, TypeVar
 
 import orjson
 
-from core.config import BudgetInFlight, RunConfig
-from core.run.metering import Unit, UnitCancelled, stamped, unit_scope
-from core.records import Record
+from core.cli import Stopped
 from core.codec import RecordError, decode
+from core.config import BudgetInFlight, RunConfig
+from core.records import Record
+from core.run.metering import Unit, UnitCancelled, stamped, unit_scope
 from core.run.store import RunStore
 from core.run.usage import RoleUsage, merged, total
-from core.cli import Stopped
 
 R = TypeVar("R", bound=Record)
 

@@ -21,8 +21,8 @@ import orjson
 import yaml
 
 from core.cli import InputError
-from core.records import ArtifactError, Origin, Record, Rollout, StageDone, Task, Trajectory, Verdict, read_parquet
 from core.codec import RecordError, decode
+from core.records import ArtifactError, Origin, Record, Rollout, StageDone, Task, Trajectory, Verdict, read_parquet
 from core.run.ledger import Ledger, read_ledger
 from core.run.store import RunStore
 from core.seams.deck import DeckReport

@@ -29,11 +29,11 @@ from typing import Any, Iterable, Iterator, Mapping, TypeVar
 import orjson
 import yaml
 
+from core.cli import InputError
+from core.codec import RecordError
 from core.config import config_hash
 from core.records import Record, write_parquet
-from core.codec import RecordError
 from core.run.usage import RoleUsage
-from core.cli import InputError
 
 R = TypeVar("R", bound=Record)
 

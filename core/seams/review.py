@@ -6,6 +6,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import pydantic
+
 from core.defects import Defect, FindingCategory, ManuscriptIssue, SeverityName
 
 

@@ -16,15 +16,15 @@ from typing import Literal, Sequence
 import pydantic
 
 from core.config import LLMConfig
-from core.llm.json_reply import ask_json
 from core.language import normalize_text
+from core.llm.json_reply import ask_json
 from core.prompts import render
 from core.protocols import Model
 from core.records import Check, CheckClass, Message, ModelUse
+from core.seams.judging import Answer, DeckInView
 from eval.checklist.score import rule_constraints
 from filters.config import FiltersConfig
 from filters.constraints import check_deck
-from core.seams.judging import Answer, DeckInView
 
 PROMPTS = Path(__file__).parents[1] / "prompts"  # eval/prompts
 STAND_IN = "checklist-rules"

@@ -20,27 +20,26 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, ClassVar, Optional, Sequence
 
-from core.run.ledger import SpendingCap, play_unit, spending_cap
 from core.llm.players import Players, policy_of
-from core.protocols import Play
 from core.llm.prices import price_of
+from core.protocols import ChecklistJudge, Play
 from core.records import SCHEMA_VERSION, Check, CheckClass, Origin, Record, Rollout, RolloutStatus, Task
 from core.run.context import RunContext
+from core.run.ledger import SpendingCap, play_unit, spending_cap
+from core.run.reader import RunReader
 from core.run.store import RunStore, atomic_write_text
 from core.run.usage import RoleUsage
-from eval.checklist.score import WEIGHTS, ChecklistScore, kept_checks, score_checklist
-from eval.checklist.judge import CONTENT, SOURCE_CHARS, ModelChecklistJudge, RuleChecklistJudge, fidelity_checks
-from core.protocols import ChecklistJudge
 from core.seams.judging import DeckInView
+from eval.checklist.judge import CONTENT, SOURCE_CHARS, ModelChecklistJudge, RuleChecklistJudge, fidelity_checks
+from eval.checklist.score import WEIGHTS, ChecklistScore, kept_checks, score_checklist
 from eval.config import EvalConfig, presentbench_root
 from eval.generation import EVAL_SPLIT
-from eval.slide_judge import cache_root
 from eval.presentbench import BenchCase, CaseScore, read_cases, summary_table
 from eval.scoring import SCORES, slides_of
+from eval.slide_judge import cache_root
 from eval.slides import DeckUnreadable
 from filters.constraints import UnusablePDF
 from pipeline.checklists import rule_checklist, source_text
-from core.run.reader import RunReader
 
 log = logging.getLogger(__name__)
 

@@ -6,8 +6,8 @@ by CSS classes (`s-<series>`, see static/report.css).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 
 LABEL_WIDTH = 210
 BAR_WIDTH = 360

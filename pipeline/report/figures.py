@@ -11,14 +11,13 @@ from __future__ import annotations
 import statistics
 from collections import Counter
 from dataclasses import dataclass
-
 from typing import Any
 
 from core.records import Rollout, RolloutStatus, Task
+from core.seams.deck import DeckSlide
 from filters.acceptance import ENVIRONMENT, outcomes
 from pipeline.augment import slide_bucket
 from pipeline.config import ConstraintMix
-from core.seams.deck import DeckSlide
 from pipeline.report.data import RunData
 from pipeline.spending import spending
 

@@ -7,12 +7,12 @@ import time
 from typing import Any
 
 from core.run.context import RunContext
+from core.run.reader import RunReader
 from core.run.tracking import Tracker
 from pipeline.report.data import load_run
 from pipeline.report.figures import compute_figures
 from pipeline.report.site import write_site
 from pipeline.report.track import track
-from core.run.reader import RunReader
 
 log = logging.getLogger(__name__)
 

@@ -12,10 +12,10 @@ from __future__ import annotations
 import json
 import logging
 import os
+from collections.abc import Iterable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
-from collections.abc import Iterable
 
 from PIL import Image, UnidentifiedImageError
 

@@ -9,8 +9,8 @@ from urllib.parse import unquote, urlparse
 
 import numpy as np
 
-from render.defects import EDGE_TOLERANCE_PX, beyond_sides
 from core.defects import Defect
+from render.defects import EDGE_TOLERANCE_PX, beyond_sides
 from render.defects.colour import dominant, to_hex
 from render.defects.decoration import Items
 from render.defects.slide import Check

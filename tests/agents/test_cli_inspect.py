@@ -9,9 +9,9 @@ import sys
 import time
 from pathlib import Path
 
-from core.pdf import pymupdf
 import pytest
 
+from core.pdf import pymupdf
 from tests.rendered import FIXTURES, SLIDES
 
 ROOT = Path(__file__).resolve().parents[2]

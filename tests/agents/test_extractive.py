@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from agents.policies.content import outline, parse_manuscript, manuscript_text
+from agents.policies.content import manuscript_text, outline, parse_manuscript
 from agents.policies.extract import key_sentences, parse_document, sentences, textrank, whole_sentence
 from agents.research.convert import pdf_to_markdown
 

@@ -27,10 +27,10 @@ from agents.tools.toolsets import toolset_for
 from core.config import LLMConfig
 from core.llm.client import ModelClient
 from core.records import Trajectory
-from render.renderer import Renderer
 from fakes.http_server import ScriptedAnswer, ScriptedServer
-from fakes.openai_server import FakeOpenAIServer, Reply
 from fakes.model import last_tool_text
+from fakes.openai_server import FakeOpenAIServer, Reply
+from render.renderer import Renderer
 from tests.rendered import session_loop
 
 Call = tuple[str, dict[str, Any]]

@@ -6,8 +6,9 @@ import subprocess
 import sys
 from pathlib import Path
 
-from core.pdf import pymupdf
 import pytest
+
+from core.pdf import pymupdf
 
 SHARED = Path(__file__).parents[3] / "shared" / "data"
 

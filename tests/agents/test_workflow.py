@@ -7,26 +7,25 @@ import json
 import re
 from pathlib import Path
 
-from core.pdf import pymupdf
 import pytest
 from pptx import Presentation
 
 from agents.config import AgentConfig, SandboxConfig, ToolsConfig
-
-from deck.config import DeckConfig
-from agents.workflow import GenerationEnv, generate_deck
 from agents.policies.scripted import ScriptedPolicy
-from render.renderer import Renderer
 from agents.research.runtime import RESOURCE_KEY, build_research
+from agents.workflow import GenerationEnv, generate_deck
 from core.config import LLMConfig
 from core.language import detect_language
 from core.llm.client import ModelClient
+from core.pdf import pymupdf
 from core.records import Constraints, Task, Trajectory
+from deck.config import DeckConfig
+from fakes.openai_server import FakeOpenAIServer, Reply
 from filters.config import FiltersConfig
 from filters.constraints import check_deck
 from filters.content import check_deck as check_content
+from render.renderer import Renderer
 from tests.rendered import session_loop
-from fakes.openai_server import FakeOpenAIServer, Reply
 
 SHARED = Path(__file__).parents[3] / "shared" / "data"
 pytestmark = [pytest.mark.chromium, session_loop]

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from agents.workflow import brief_for
 from agents.policies.scripted import ScriptedPolicy
+from agents.workflow import brief_for
 from benchmarks.rollout_throughput import PacedModel
 from core.protocols import Model
 from core.records import Task

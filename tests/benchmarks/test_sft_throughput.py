@@ -12,15 +12,15 @@ import torch
 from transformers import Glm4vForConditionalGeneration
 
 from benchmarks.sft.flops import Shape, peak_tflops
+from benchmarks.sft.loss import chunked_causal_lm_loss
 from benchmarks.sft.model import FULL_IMAGE_SIZE, Size, build_model, full_config, model_config, write_processor
 from benchmarks.sft.report import compare
-from benchmarks.sft.loss import chunked_causal_lm_loss
 from benchmarks.sft_throughput import BenchmarkError, Loss, check_memory, main
 from core.config import PROJECT_ROOT
+from core.run.reader import RunReader
 from fakes.runs import build_run, training_run
 from train.config import ExportConfig
 from train.export import export_run
-from core.run.reader import RunReader
 
 # Samples of about 2,000 byte-level tokens: a presenter's (about 1,950, one slide) fits in 2,048, a researcher's (about
 # 2,100) not. Without reasoning, so that each trajectory is one sample (train/samples.py splits where reasoning is hidden).

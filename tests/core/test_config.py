@@ -13,9 +13,8 @@ from hydra.errors import ConfigCompositionException
 from omegaconf import OmegaConf
 from omegaconf.errors import ValidationError
 
-from core.config import PROJECT_ROOT, ConfigError, LLMConfig, RoleConfig, config_hash, resolve_role, to_plain
-from core.config import validate_common
 from agents.config import store_schema as store_generate_schema
+from core.config import PROJECT_ROOT, ConfigError, LLMConfig, RoleConfig, config_hash, resolve_role, to_plain, validate_common
 from eval.config import store_schema as store_eval_schema
 from pipeline.config import store_schema as store_synthesize_schema
 from pipeline.preflight import preflight

@@ -8,8 +8,8 @@ import pytest
 from PIL import Image
 
 from core.llm.conversation import IMAGE_NOTE, PROFILES, PastReasoning, Profile, ToolImages, profile_named
-from core.records import Message, ToolCall
 from core.llm.wire import to_wire
+from core.records import Message, ToolCall
 
 
 def _records() -> list[Message]:

@@ -8,12 +8,11 @@ from pathlib import Path
 import pytest
 
 from core.config import PROJECT_ROOT
-from core.defects import DEFECT_CODES, DefectCode, DefectSource, defect_code
+from core.defects import DEFECT_CODES, Defect, DefectCode, DefectSource, defect_code
 from core.tables import by_name
 from critic.findings import findings_from_measurements
 from filters.content import CODES as CONTENT_CODES
 from filters.quality import JUDGED
-from core.defects import Defect
 
 
 def emitted(module: Path, function: str) -> set[str]:

@@ -13,11 +13,11 @@ from pathlib import Path
 import pytest
 
 from core.config import LLMConfig
+from core.llm.client import ModelClient
 from core.llm.fleet import Fleet, admission, rendezvous
 from core.llm.replica_limit import Limit
-from core.llm.client import ModelClient
-from core.run.metering import Unit, unit_scope
 from core.records import Message
+from core.run.metering import Unit, unit_scope
 from fakes.openai_server import ErrorReply, FakeOpenAIServer, FaultPlan, Reply
 
 HELLO = [Message("user", "hello")]

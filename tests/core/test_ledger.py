@@ -9,16 +9,16 @@ from pathlib import Path
 import pytest
 
 from core.config import PROJECT_ROOT, LLMConfig, PriceConfig, RunConfig
-from core.run.ledger import SpendingCap, play_unit, read_ledger
 from core.llm.client import ModelClient
 from core.llm.results import ModelError
-from core.run.metering import Unit, UnitCancelled, part_scope, unit_scope
 from core.prompts import manifest, render, template_digest
 from core.records import Message, Verdict
+from core.run.ledger import SpendingCap, play_unit, read_ledger
+from core.run.metering import Unit, UnitCancelled, part_scope, unit_scope
 from core.run.store import ConfigMismatch, RunStore
 from core.run.usage import RoleUsage
-from pipeline.config import SynthesizeConfig
 from fakes.openai_server import FakeOpenAIServer, Reply
+from pipeline.config import SynthesizeConfig
 
 PRICE = PriceConfig(input_per_mtok=1000.0, output_per_mtok=2000.0, cached_input_per_mtok=100.0)  # $0.001 per prompt token
 HELLO = [Message("user", "hello")]

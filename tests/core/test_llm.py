@@ -15,10 +15,10 @@ from PIL import Image
 
 from core.config import LLMConfig, PriceConfig
 from core.llm.client import EndpointError, ModelClient, retry_after_s
-from core.llm.wire import DataURLs
-from core.run.usage import UsageMeter
 from core.llm.results import ModelError
+from core.llm.wire import DataURLs
 from core.records import Message, ToolCall
+from core.run.usage import UsageMeter
 from fakes.openai_server import ErrorReply, FakeOpenAIServer, FaultPlan, Reply, replay
 
 HELLO = [Message("user", "hello")]

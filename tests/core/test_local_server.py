@@ -15,7 +15,7 @@ import httpx
 import psutil
 import pytest
 
-from core.config import Backend, ConfigError, LLMConfig, PROJECT_ROOT, RoleConfig
+from core.config import PROJECT_ROOT, Backend, ConfigError, LLMConfig, RoleConfig
 from core.llm.client import ModelClient
 from core.llm.local_server import LocalServerError, serving
 from core.llm.players import LOCAL_UNSTARTED, Players

@@ -15,9 +15,9 @@ from core.llm.prices import BusyClock, check_caps, price_of
 from core.records import Message
 from eval.config import store_schema as store_eval_schema
 from eval.config import validate as validate_eval
+from fakes.openai_server import FakeOpenAIServer, Reply
 from pipeline.config import store_schema as store_synthesize_schema
 from pipeline.config import validate
-from fakes.openai_server import FakeOpenAIServer, Reply
 
 HOSTED = "https://api.example.com/v1"
 

@@ -13,6 +13,7 @@ import pyarrow.parquet as pq
 import pytest
 
 import core.codec
+from core.codec import RecordError, init_fields
 from core.records import (
     SCHEMA_VERSION,
     Constraints,
@@ -31,7 +32,6 @@ from core.records import (
     read_parquet,
     write_parquet,
 )
-from core.codec import RecordError, init_fields
 from core.run.usage import RoleUsage
 
 ORIGIN = Origin({"critic/prompts/slide_review.j2": "0123456789ab"}, {"critic": ModelUse("gpt-4o", "openai", 0.7, 0.95, 8192)})

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -13,18 +14,16 @@ from agents.config import AgentConfig, SandboxConfig
 from agents.loop import Agent
 from agents.sandbox import Workspace
 from agents.tools import ToolContext
-from agents.tools.toolsets import toolset_for
 from agents.tools.registry import Tool, Toolset
+from agents.tools.toolsets import toolset_for
 from core.config import LLMConfig
+from core.defects import Defect, ManuscriptIssue
 from core.llm.client import ModelClient
 from core.records import ToolCall
 from core.seams.review import Finding, Inspection, Review
-from core.seams.steps import Observation, StepState
+from core.seams.steps import ManuscriptMeasured, ManuscriptReport, Measured, Observation, SlideMeasured, StepState
 from critic.critic import CriticHook, ModelCritic, RulesCritic, make_critic_hook
 from fakes.openai_server import FakeOpenAIServer, Reply
-from core.seams.steps import ManuscriptMeasured, ManuscriptReport, Measured, SlideMeasured
-from core.defects import Defect, ManuscriptIssue
-from dataclasses import replace
 
 SLIDE = '<html><body style="width:1280px;height:720px"><h1>Secret slide title</h1></body></html>'
 DEFECTS = (Defect("overflow", "major", "h1", "right edge 1400px > 1280px"),)

@@ -4,11 +4,11 @@ import asyncio
 import shutil
 from pathlib import Path
 
-from core.pdf import pymupdf
 import pytest
 from PIL import Image
 from pptx import Presentation
 
+from core.pdf import pymupdf
 from deck.export import export_deck, slide_files
 from render.renderer import Renderer
 from tests.rendered import FIXTURES, SLIDES, session_loop

@@ -9,14 +9,14 @@ import shutil
 import unicodedata
 from pathlib import Path
 
-from core.pdf import pymupdf
 import pytest
 import pytest_asyncio
 from pptx import Presentation
 from pptx.enum.shapes import MSO_SHAPE_TYPE
 
-from deck.config import DeckConfig, PptxMode
 from agents.deck import main
+from core.pdf import pymupdf
+from deck.config import DeckConfig, PptxMode
 from deck.export import DeckExport, export_deck
 from deck.fidelity import words
 from render.renderer import Renderer

@@ -6,17 +6,17 @@ from __future__ import annotations
 from pathlib import Path
 
 import numpy as np
-from core.pdf import pymupdf
 import pytest
 from PIL import Image
 from pptx import Presentation
 
 from core.markdown_slides import slide_sections
+from core.pdf import pymupdf
 from deck.fidelity import Word, _changed_blocks, _match, ssim, words
 from deck.fonts import east_asian_family, latin_family
-from deck.pptx_text import FRAME_DESCENT, FontBook, frame
-from deck.pptx import SlideSource, write_pptx
 from deck.layout import SlideLayout
+from deck.pptx import SlideSource, write_pptx
+from deck.pptx_text import FRAME_DESCENT, FontBook, frame
 
 
 def test_words_split_cjk_characters_and_drop_punctuation(tmp_path: Path) -> None:

@@ -10,10 +10,9 @@ from scipy.stats import spearmanr
 
 from eval.agreement import agreement, categories, cohen_kappa
 from eval.calibrate import main
-from tests.eval.helpers import ENGLISH, export_workspace, slide_image
-from tests.eval.helpers import GOOD_DESCRIPTION, GOOD_SCORES, scripted_replies
-from fakes.openai_server import FakeOpenAIServer
 from fakes.decks import uniform_deck
+from fakes.openai_server import FakeOpenAIServer
+from tests.eval.helpers import ENGLISH, GOOD_DESCRIPTION, GOOD_SCORES, export_workspace, scripted_replies, slide_image
 
 
 def test_perfect_and_reversed_raters() -> None:

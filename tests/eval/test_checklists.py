@@ -12,14 +12,14 @@ from typing import Any
 import pytest
 
 from core.config import LLMConfig, PriceConfig, RunConfig
-from core.run.ledger import BudgetExhausted, SpendingCap
 from core.records import Check, CheckClass, Constraints, Task
+from core.run.ledger import BudgetExhausted, SpendingCap
 from core.run.store import RunStore
 from core.run.usage import RoleUsage
-from eval.checklist.stage import CheckAnswers, UNITS, deck_checks, judge_all, scored
+from eval.checklist.stage import UNITS, CheckAnswers, deck_checks, judge_all, scored
 from eval.config import EvalConfig, JudgeConfig
-from tests.eval.helpers import ENGLISH, answering, export_workspace
 from fakes.openai_server import FakeOpenAIServer
+from tests.eval.helpers import ENGLISH, answering, export_workspace
 
 CHECKS = (
     Check("fundamentals-slides", CheckClass.fundamentals, "The deck has 3 slides.", "slides:3-3"),

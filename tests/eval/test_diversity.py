@@ -8,6 +8,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from core.seams.judging import SlideView
 from eval.diversity import (
     ImageEncoder,
     deck_diversity,
@@ -15,7 +16,6 @@ from eval.diversity import (
     normalised_vendi,
     vendi_score,
 )
-from core.seams.judging import SlideView
 from tests.eval.helpers import slide_image
 
 

@@ -8,21 +8,20 @@ from pathlib import Path
 import pytest
 
 from core.config import LLMConfig
+from core.defects import Defect
 from core.llm.players import Players
+from core.seams.judging import PageFacts, SlideView
 from eval.config import JudgeConfig
-from eval.slide_judge import DeckJudgement
-from eval.slide_judge import build_judging
 from eval.scripted_judge import (
     LABEL,
     ScriptedDescriber,
     ScriptedJudge,
     word_equivalents,
 )
+from eval.slide_judge import DeckJudgement, build_judging
 from eval.slides import load_deck
-from core.seams.judging import PageFacts, SlideView
-from tests.eval.helpers import ENGLISH, GOOD_DESCRIPTION, GOOD_SCORES, export_workspace, scripted_replies, slide_image
 from fakes.openai_server import FakeOpenAIServer
-from core.defects import Defect
+from tests.eval.helpers import ENGLISH, GOOD_DESCRIPTION, GOOD_SCORES, export_workspace, scripted_replies, slide_image
 
 
 def judge_config(url: str, model: str = "fake-judge", retries: int = 2) -> JudgeConfig:

@@ -7,14 +7,14 @@ from pathlib import Path
 
 import pytest
 
-from core.records import Rollout
 from core.llm.players import Players
+from core.records import Rollout
 from eval.config import JudgeConfig
-from eval.slide_judge import build_judging
 from eval.metrics import DeckScore, aggregate, by_domain, constraint_score
 from eval.scoring import score_deck
-from tests.eval.helpers import CHINESE, ENGLISH, export_workspace, task
+from eval.slide_judge import build_judging
 from fakes.decks import PAGE_SIZES, uniform_deck, write_deck
+from tests.eval.helpers import CHINESE, ENGLISH, export_workspace, task
 
 
 @pytest.mark.parametrize(

@@ -12,10 +12,8 @@ from core.config import ConfigError
 from core.records import Check, Constraints
 from eval.checklist.score import ClassScore
 from eval.presentbench import BenchCase, read_cases, score_case, summary_table
-from tests.eval.helpers import answering, is_checklist
-from tests.eval.helpers import GOOD_DESCRIPTION, GOOD_SCORES, scripted_replies
-from tests.eval.helpers import eval_run
 from fakes.openai_server import FakeOpenAIServer
+from tests.eval.helpers import GOOD_DESCRIPTION, GOOD_SCORES, answering, eval_run, is_checklist, scripted_replies
 
 SAMPLE = Path(__file__).parent / "presentbench_sample"
 LESSONS = SAMPLE / "education" / "sample_lessons"

@@ -10,8 +10,8 @@ import pytest
 from core.records import Constraints, Task, read_parquet, write_parquet
 from eval.report import main as report_main
 from eval.summary import RunSummary
-from tests.eval.helpers import GOOD_DESCRIPTION, GOOD_SCORES, answering, eval_run, has_image, is_checklist, scripted_replies
 from fakes.openai_server import FakeOpenAIServer, Reply
+from tests.eval.helpers import GOOD_DESCRIPTION, GOOD_SCORES, answering, eval_run, has_image, is_checklist, scripted_replies
 
 TASKS = [
     Task(

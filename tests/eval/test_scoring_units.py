@@ -13,8 +13,8 @@ from core.run.ledger import read_ledger
 from core.run.store import RunStore
 from eval.config import EvalConfig, JudgeConfig
 from eval.scoring import UNITS, DeckScores, score_all
-from tests.eval.helpers import ENGLISH, export_workspace, task
 from fakes.openai_server import FakeOpenAIServer, Reply
+from tests.eval.helpers import ENGLISH, export_workspace, task
 
 PRICE = PriceConfig(input_per_mtok=1.0, output_per_mtok=2.0)
 

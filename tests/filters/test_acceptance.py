@@ -7,9 +7,9 @@ from pathlib import Path
 import yaml
 
 from core.records import Rollout
+from core.run.reader import RunReader
 from filters.acceptance import UNDECIDED, category_order, outcomes, run_gates
 from filters.config import DEFAULT_GATES
-from core.run.reader import RunReader
 from tests.filters.helpers import verdict
 
 GATES = ("constraint", "consistency", "quality")

@@ -9,15 +9,15 @@ from typing import Any
 import pytest
 
 from core.config import LLMConfig
-from core.llm.json_reply import JSONReplyError
 from core.llm.client import ModelClient
-from filters.config import FiltersConfig
-from filters.consistency import ConsistencyGate, ModelRevisionJudge, RuleRevisionJudge, anchors
+from core.llm.json_reply import JSONReplyError
 from core.records import ArtifactError
-from filters.gates import SCRIPTED_LABEL
 from fakes.openai_server import FakeOpenAIServer, Reply, replay
 from fakes.runs import RolloutSpec, candidate
 from fakes.trajectories import TITLE_FIX, TrajectoryBuilder, slide_html, title_finding
+from filters.config import FiltersConfig
+from filters.consistency import ConsistencyGate, ModelRevisionJudge, RuleRevisionJudge, anchors
+from filters.gates import SCRIPTED_LABEL
 
 CFG = FiltersConfig()
 

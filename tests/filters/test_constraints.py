@@ -7,14 +7,14 @@ import subprocess
 import sys
 from pathlib import Path
 
-from core.pdf import pymupdf
 import pytest
 
+from core.pdf import pymupdf
 from core.records import Constraints, Verdict
+from fakes.decks import CHINESE, CHINESE_WITH_ENGLISH_TERMS, ENGLISH, PAGE_SIZES, uniform_deck, write_deck
 from filters.config import FiltersConfig
 from filters.constraints import ConstraintCheck, UnusablePDF, check_deck, main
 from tests.filters.helpers import SHARED_DATA, shared_pdfs
-from fakes.decks import CHINESE, CHINESE_WITH_ENGLISH_TERMS, ENGLISH, PAGE_SIZES, uniform_deck, write_deck
 
 REPO = Path(__file__).resolve().parents[2]
 CFG = FiltersConfig()

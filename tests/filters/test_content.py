@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from core.pdf import pymupdf
+from fakes.runs import RolloutSpec, candidate
 from filters.config import FiltersConfig
 from filters.content import CODES, TEXT_ARTIFACT, ContentGate, SlideText, check_content, check_deck
 from filters.content_reading import Block, Page, slides_of
@@ -28,7 +29,6 @@ from tests.filters.content_set import (
     read,
     read_page_deck,
 )
-from fakes.runs import RolloutSpec, candidate
 from tests.rendered import session_loop
 
 REPO = Path(__file__).resolve().parents[2]

@@ -10,14 +10,14 @@ from typing import Any
 import pytest
 
 from core.config import LLMConfig
-from core.llm.client import ModelClient
 from core.defects import Defect, Severity
-from filters.config import FiltersConfig
+from core.llm.client import ModelClient
 from core.records import ArtifactError
-from filters.gates import SCRIPTED_LABEL
-from filters.quality import QualityGate, VisionJudge
 from fakes.openai_server import FakeOpenAIServer, Reply, replay
 from fakes.runs import RolloutSpec, candidate
+from filters.config import FiltersConfig
+from filters.gates import SCRIPTED_LABEL
+from filters.quality import QualityGate, VisionJudge
 
 CFG = FiltersConfig(quality_images_per_call=2)
 MAJOR = Defect("low_contrast", "major", "p.note", "contrast 2.8:1")

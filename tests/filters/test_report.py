@@ -7,10 +7,10 @@ from collections import Counter
 from pathlib import Path
 
 from core.records import Rollout, Verdict
+from core.run.reader import RunReader
 from filters.acceptance import outcomes
 from filters.report import markdown, write_report
 from tests.filters.helpers import verdict
-from core.run.reader import RunReader
 
 GATES = ("constraint", "consistency", "quality")
 

@@ -6,11 +6,10 @@ from pathlib import Path
 
 import pytest
 
-from core.records import ArtifactError
-from filters.revisions import revisions
-from core.records import Trajectory
+from core.records import ArtifactError, Trajectory
 from fakes.runs import RolloutSpec, candidate
 from fakes.trajectories import TITLE_FIX, TrajectoryBuilder, slide_html, title_finding
+from filters.revisions import revisions
 
 SLIDE = "slides/slide_01.html"
 

@@ -16,11 +16,11 @@ import yaml
 
 from core.config import ConfigError
 from core.records import Rollout, Verdict, read_parquet
+from core.run.reader import RunReader
+from fakes.openai_server import ErrorReply, FakeOpenAIServer, Reply
 from filters.acceptance import outcomes
 from filters.run import STAGE, RunIncomplete, judge_rollouts, load_config, main
-from fakes.openai_server import ErrorReply, FakeOpenAIServer, Reply
 from tests.filters.helpers import EXPECTED, SCENARIO, SCRIPTED
-from core.run.reader import RunReader
 
 REPO = Path(__file__).resolve().parents[2]
 GATES = ("constraint", "content", "consistency", "quality")

@@ -8,8 +8,7 @@ from typing import Callable
 from core.records import Verdict
 from core.run.context import RunContext
 from filters.run import STAGE
-from pipeline.synthesize import run_filters
-from pipeline.synthesize import STAGES
+from pipeline.synthesize import STAGES, run_filters
 
 FORCE = "run.resume=force"  # the scenario's run was made with the builder's config: the stage's config replaces it
 

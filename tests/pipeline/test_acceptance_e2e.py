@@ -8,11 +8,11 @@ from pathlib import Path
 import pytest
 
 from core.records import Rollout, Verdict, read_parquet
+from core.run.reader import RunReader
 from filters.acceptance import outcomes, run_gates
+from tests.pipeline.helpers import filter_and_export
 from train.parity import tokenizer_dir
 from train.validate import validate_file
-from core.run.reader import RunReader
-from tests.pipeline.helpers import filter_and_export
 
 pytestmark = [pytest.mark.chromium, pytest.mark.slow, pytest.mark.swift]
 

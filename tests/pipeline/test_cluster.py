@@ -15,8 +15,8 @@ from ray.cluster_utils import Cluster
 
 from core.config import PROJECT_ROOT
 from core.records import Rollout, read_parquet
-from pipeline.rollouts import run_rollouts
 from fakes.openai_server import FakeOpenAIServer, Reply
+from pipeline.rollouts import run_rollouts
 from tests.pipeline.helpers import RUNNER, write_tasks
 
 CHATTY = "rollouts.runner=fakes.runner:ChattyRunner"

@@ -5,9 +5,9 @@ from __future__ import annotations
 import pytest
 
 from core.records import Rollout, read_parquet
-from pipeline.rollouts import run_rollouts
-from fakes.openai_server import FakeOpenAIServer, FaultPlan, Reply
 from fakes.model import succeeded
+from fakes.openai_server import FakeOpenAIServer, FaultPlan, Reply
+from pipeline.rollouts import run_rollouts
 from tests.pipeline.helpers import write_tasks
 
 SLIDE = '<html><body style="margin:0;width:1280px;height:720px"><h1 style="margin:80px;font-size:48px">{}</h1></body></html>'

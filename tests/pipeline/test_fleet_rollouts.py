@@ -3,17 +3,17 @@
 from __future__ import annotations
 
 import threading
-from contextlib import ExitStack
-from collections import Counter
 import time
+from collections import Counter
+from contextlib import ExitStack
 
 import pytest
 
 from core.llm.fleet import rendezvous
-from core.run.ledger import read_ledger
 from core.records import Rollout, read_parquet
-from pipeline.rollouts import run_rollouts
+from core.run.ledger import read_ledger
 from fakes.openai_server import FakeOpenAIServer, Reply
+from pipeline.rollouts import run_rollouts
 from tests.pipeline.helpers import write_tasks
 
 pytestmark = [pytest.mark.usefixtures("embedded_ray"), pytest.mark.slow]

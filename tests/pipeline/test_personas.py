@@ -8,10 +8,9 @@ import re
 import pytest
 
 from core.language import detect_language
+from core.seams.drafts import SourceDoc, WriteJob
 from pipeline.personas import parse_persona
-from core.seams.drafts import SourceDoc
 from pipeline.task_writer import ScriptedTaskWriter
-from core.seams.drafts import WriteJob
 
 LIBRARY = [
     SourceDoc(

@@ -12,8 +12,8 @@ from typing import Any
 import pytest
 
 from core.llm.conversation import IMAGE_NOTE
-from fakes.openai_server import FakeOpenAIServer, Reply
 from fakes.model import every_role
+from fakes.openai_server import FakeOpenAIServer, Reply
 from tests.pipeline.helpers import every_role_command, run
 
 pytestmark = [pytest.mark.slow, pytest.mark.chromium, pytest.mark.swift]

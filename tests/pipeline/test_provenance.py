@@ -10,8 +10,8 @@ import pytest
 
 from core.records import ModelUse, Origin, Task, Verdict, read_parquet, write_parquet
 from core.run.store import RunStore
-from pipeline.provenance import main
 from fakes.runs import build_run, training_run
+from pipeline.provenance import main
 
 WRITER = Origin({"pipeline/prompts/persona_task.j2": "cccccccccccc"}, {"task_writer": ModelUse("writer-model", temperature=1.0)})
 JUDGE = Origin({"filters/prompts/quality.j2": "dddddddddddd"}, {"quality_judge": ModelUse("judge-model", temperature=0.0)})

@@ -18,9 +18,9 @@ import pytest
 
 from agents.config import GuardConfig
 from core.records import Rollout, Task, Trajectory, read_parquet, write_parquet
+from core.run.reader import RunReader
 from tests.local_servers import servers_running
 from train.parity import check_run
-from core.run.reader import RunReader
 
 pytestmark = [pytest.mark.real_model, pytest.mark.chromium, pytest.mark.slow, pytest.mark.timeout(1200)]
 

@@ -18,24 +18,24 @@ from urllib.parse import unquote
 import pytest
 import yaml
 
-from render.config import RenderConfig
-from render.renderer import CHROMIUM_ARGS
 from core.config import PROJECT_ROOT, TrackingConfig
-from core.records import CriticInjection, Message, Rollout, Step, ToolCall, Trajectory, Usage, Verdict
 from core.failures import Failure
+from core.records import CriticInjection, Message, Rollout, Step, ToolCall, Trajectory, Usage, Verdict
 from core.run.ledger import read_ledger
+from core.run.reader import RunReader
 from core.run.store import RunStore
-from core.run.usage import ReplicaUsage, RoleUsage
 from core.run.tracking import Tracker
+from core.run.usage import ReplicaUsage, RoleUsage
+from fakes.runs import RolloutSpec, RunSpec, build_run, varied_run
+from fakes.trajectories import title_finding
 from pipeline.report import make_report, run_report
 from pipeline.report.data import load_run
 from pipeline.report.figures import ACCEPTED, NOT_FILTERED, compute_figures, metrics
 from pipeline.report.steps import WARNING_MARK, view
 from pipeline.spending import project_rollouts, usage_stats
 from pipeline.synthesize import STAGES
-from fakes.runs import RolloutSpec, RunSpec, build_run, varied_run
-from fakes.trajectories import title_finding
-from core.run.reader import RunReader
+from render.config import RenderConfig
+from render.renderer import CHROMIUM_ARGS
 
 PYTHON = sys.executable
 ENV = {**os.environ, "WANDB_MODE": "disabled", "RAY_AUTH_MODE": "disabled"}

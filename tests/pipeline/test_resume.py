@@ -13,8 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from core.run.ledger import read_ledger
 from core.records import Rollout, Task, read_parquet
+from core.run.ledger import read_ledger
 
 RUNNER = "rollouts.runner=fakes.runner:ScriptedRunner"
 

@@ -8,8 +8,8 @@ import threading
 
 import pytest
 
-from core.run.ledger import BudgetExhausted, read_ledger
 from core.records import Rollout, StageDone, read_parquet
+from core.run.ledger import BudgetExhausted, read_ledger
 from pipeline.rollouts import RunAborted, run_rollouts
 from pipeline.worker_process import bound_threads
 from tests.pipeline.helpers import RUNNER, write_tasks

@@ -20,11 +20,11 @@ import psutil
 import pytest
 
 from core.config import PROJECT_ROOT
-from core.run.ledger import Ledger, read_ledger, usage_of
 from core.records import Rollout, Task, Trajectory, Verdict, read_parquet
+from core.run.ledger import Ledger, read_ledger, usage_of
 from core.run.usage import total
-from fakes.openai_server import FakeOpenAIServer
 from fakes.model import every_role, task_writer
+from fakes.openai_server import FakeOpenAIServer
 from tests.pipeline.helpers import ENV, FakeSynthesis, every_role_command, run
 
 pytestmark = pytest.mark.slow

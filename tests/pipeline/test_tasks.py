@@ -9,16 +9,16 @@ from pathlib import Path
 import datasets
 import pytest
 
-from core.run.ledger import read_ledger
 from core.records import Constraints, Task, read_parquet
+from core.run.ledger import read_ledger
+from fakes.model import task_writer
+from fakes.openai_server import FakeOpenAIServer
 from pipeline.augment import constraint_text, draw_constraints, slide_bucket
+from pipeline.checklists import RULES
 from pipeline.cleaning import contamination_groups, stratified_group_split
 from pipeline.config import ConstraintMix, SourceConfig
 from pipeline.sources import LoadReport, SourceError, load_source
-from pipeline.checklists import RULES
 from pipeline.tasks import run_tasks
-from fakes.model import task_writer
-from fakes.openai_server import FakeOpenAIServer
 
 
 def tasks_of(run: Path) -> tuple[list[Task], list[Task]]:

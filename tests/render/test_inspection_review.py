@@ -16,8 +16,8 @@ import pytest
 import pytest_asyncio
 
 from render.renderer import Renderer, RenderResult
-from tests.rendered import FIXTURES, render_folder, session_loop
 from tests.render.helpers import DEFECT_CODES
+from tests.rendered import FIXTURES, render_folder, session_loop
 
 REVIEW = FIXTURES / "review"
 LABELS: dict[str, list[str]] = {

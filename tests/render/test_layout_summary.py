@@ -7,12 +7,12 @@ from pathlib import Path
 
 import pytest
 
-from render.renderer import Renderer
 from agents.sandbox import Workspace
 from agents.tools import ToolContext
-from agents.tools.toolsets import toolset_for
 from agents.tools.inspect import RENDERER, VISION
+from agents.tools.toolsets import toolset_for
 from core.records import ToolCall
+from render.renderer import Renderer
 from tests.rendered import SLIDES, session_loop
 
 

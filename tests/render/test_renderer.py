@@ -8,12 +8,12 @@ from pathlib import Path
 
 import numpy as np
 import psutil
-from core.pdf import pymupdf
 import pytest
 from PIL import Image
 
-from render.config import RenderConfig
+from core.pdf import pymupdf
 from render.chromium import chromium_processes
+from render.config import RenderConfig
 from render.page_pool import with_base
 from render.renderer import Renderer, RenderTimeout, aspect_size, blocked_reason
 from tests.rendered import FIXTURES, SLIDES, session_loop

@@ -12,10 +12,10 @@ from pathlib import Path
 import pytest
 
 from core.config import PROJECT_ROOT
+from core.run.reader import RunReader
 from fakes.runs import build_run, training_run
 from train.config import ExportConfig
 from train.export import ExportReport, export_run
-from core.run.reader import RunReader
 
 
 @pytest.fixture(scope="session")

@@ -10,17 +10,16 @@ from pathlib import Path
 import yaml
 
 from core.config import PROJECT_ROOT
+from core.llm.conversation import IMAGE_NOTE
 from core.records import Verdict
+from core.run.reader import RunReader
 from core.run.store import RunStore
 from core.run.usage import RoleUsage
 from fakes.runs import build_run, training_run
 from train.config import ExportConfig, Truncation
 from train.export import ExportReport, export_run, val_tasks
 from train.hub import hub_dataset
-from core.llm.conversation import IMAGE_NOTE
 from train.samples import IMAGE_TAG
-from core.run.reader import RunReader
-
 
 ROLLOUT_COST = training_run().rollout_cost_usd  # what each finished rollout's calls cost (conftest's run too)
 

@@ -9,12 +9,12 @@ from typing import Any
 
 import pytest
 
+from core.run.reader import RunReader
 from train.config import ExportConfig
 from train.export import ExportReport, export_run
 from train.labels import check_labels
 from train.tokens import TemplateCounter, image_root
 from train.validate import load_with_swift, validate_file
-from core.run.reader import RunReader
 
 pytestmark = pytest.mark.swift
 OBSERVATION = "<|observation|>"

@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 
 from core.config import PROJECT_ROOT, ConfigError
-from train.launch import build_plan, gradient_accumulation
 from tests.train.helpers import flags, sft
+from train.launch import build_plan, gradient_accumulation
 
 
 def test_the_paper_setting_on_one_node(tmp_path: Path) -> None:

@@ -9,8 +9,8 @@ import pytest
 from PIL import Image
 
 from core.llm.conversation import PROFILES, PastReasoning, Profile, ToolImages, profile_named
-from core.records import Message, ToolCall, Trajectory
 from core.llm.wire import digest, to_wire
+from core.records import Message, ToolCall, Trajectory
 from train.config import ExportConfig, HistoryReasoning
 from train.parity import Parity, ParityReport, main
 from train.samples import to_samples

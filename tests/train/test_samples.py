@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 from PIL import Image
 
-from core.records import Message, ToolCall, Trajectory
 from core.llm.conversation import IMAGE_NOTE
+from core.records import Message, ToolCall, Trajectory
 from train.samples import IMAGE_TAG, Sample, SampleError, defuse_tags, to_samples
 
 

@@ -10,10 +10,10 @@ import pytest
 from safetensors.torch import load_file
 
 from core.config import PROJECT_ROOT
+from core.run.reader import RunReader
 from fakes.runs import build_run, training_run
 from train.config import ExportConfig
 from train.export import ExportReport, export_run
-from core.run.reader import RunReader
 
 pytestmark = [pytest.mark.swift, pytest.mark.slow]
 

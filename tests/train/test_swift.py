@@ -7,13 +7,13 @@ from pathlib import Path
 
 import pytest
 
+from core.run.reader import RunReader
 from fakes.trajectories import CRITIC_THOUGHT
 from train.config import ExportConfig, Truncation
 from train.export import ExportReport, export_run
 from train.samples import SWIFT_TAGS
 from train.tokens import TemplateCounter, image_root
 from train.validate import validate_file
-from core.run.reader import RunReader
 
 pytestmark = pytest.mark.swift
 

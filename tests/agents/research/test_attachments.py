@@ -8,8 +8,8 @@ from pathlib import Path
 from agents.config import SandboxConfig, ToolsConfig
 from agents.research.runtime import RESOURCE_KEY, build_research
 from agents.sandbox import Workspace
-from agents.tools.toolsets import toolset_for
 from agents.tools import ToolContext
+from agents.tools.toolsets import toolset_for
 from core.records import ToolCall
 
 SHARED = Path(__file__).parents[4] / "shared" / "data"

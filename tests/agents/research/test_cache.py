@@ -11,8 +11,8 @@ import pytest
 from agents.config import ToolsConfig
 from agents.research.cache import CacheMiss, ToolCache, cache_key
 from agents.research.runtime import build_research
-from tests.agents.research.helpers import Call, pointed_at, response
 from fakes.http_server import ScriptedAnswer, ScriptedServer
+from tests.agents.research.helpers import Call, pointed_at, response
 
 CALLS = [
     ("search_web", {"query": "transformer attention", "max_results": 2}),

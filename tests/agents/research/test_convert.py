@@ -9,13 +9,13 @@ import shutil
 from pathlib import Path
 
 import openpyxl
-from core.pdf import pymupdf
 import pytest
 from PIL import Image
 from pptx import Presentation
 from pptx.util import Inches
 
 from agents.sandbox import Workspace
+from core.pdf import pymupdf
 from tests.agents.research.helpers import Call
 
 

@@ -7,8 +7,8 @@ from pathlib import Path
 from typing import Callable
 
 from agents.config import SandboxConfig, ToolsConfig
-from tests.agents.research.helpers import Call
 from fakes.http_server import ScriptedAnswer, ScriptedServer
+from tests.agents.research.helpers import Call
 
 ARTICLE = """<!DOCTYPE html><html><head><title>Numerical analysis</title><script>var tracking = 1;</script></head>
 <body><nav>Home | About | Contact</nav><article><h1>Numerical analysis</h1>

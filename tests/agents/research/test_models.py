@@ -14,11 +14,11 @@ from PIL import Image
 from agents.config import ImageGenerationConfig, ToolsConfig
 from agents.research.runtime import build_research
 from agents.sandbox import Workspace
-from core.llm.players import Players
 from core.config import LLMConfig, RoleConfig
-from tests.agents.research.helpers import Call
+from core.llm.players import Players
 from fakes.http_server import ScriptedAnswer, ScriptedServer
 from fakes.openai_server import ErrorReply, FakeOpenAIServer, Reply
+from tests.agents.research.helpers import Call
 
 ROLES = {"document_analyzer": RoleConfig(model="reader"), "image_captioner": RoleConfig(model="looker")}
 

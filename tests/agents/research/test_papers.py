@@ -10,8 +10,8 @@ import pytest
 from agents.config import ToolsConfig
 from agents.research.index import CorpusIndex
 from agents.research.papers import arxiv_id
-from tests.agents.research.helpers import Call, pointed_at, response
 from fakes.http_server import ScriptedAnswer, ScriptedServer
+from tests.agents.research.helpers import Call, pointed_at, response
 
 
 def test_metadata_is_read_from_the_first_pages(corpus_path: Path) -> None:

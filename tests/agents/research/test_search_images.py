@@ -11,8 +11,8 @@ from PIL import Image
 from agents.config import ToolsConfig
 from agents.research.imagelib import LIBRARY_FILE, ImageLibrary
 from agents.sandbox import Workspace
-from tests.agents.research.helpers import Call, pointed_at, response
 from fakes.http_server import ScriptedAnswer, ScriptedServer
+from tests.agents.research.helpers import Call, pointed_at, response
 
 
 def test_library_holds_real_figures_with_their_printed_captions(library_path: Path) -> None:

@@ -7,8 +7,8 @@ from typing import Callable
 import pytest
 
 from agents.config import ToolsConfig
-from tests.agents.research.helpers import Call, pointed_at, response
 from fakes.http_server import ScriptedAnswer, ScriptedServer
+from tests.agents.research.helpers import Call, pointed_at, response
 
 
 async def test_offline_search_finds_the_english_paper_first(call: Call) -> None:

@@ -12,8 +12,8 @@ from agents.config import SandboxConfig
 from agents.sandbox import Workspace
 from agents.tools import ToolContext
 from agents.tools.toolsets import toolset_for
-from core.seams.steps import Observation
 from core.records import ToolCall
+from core.seams.steps import Observation
 
 Call = Callable[..., Awaitable[Observation]]
 

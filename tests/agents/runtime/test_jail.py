@@ -25,7 +25,7 @@ from agents import jail
 from agents.config import SandboxConfig
 from agents.sandbox import Workspace
 from agents.tools import ToolContext
-from core.config import ConfigError, PROJECT_ROOT
+from core.config import PROJECT_ROOT, ConfigError
 from tests.agents.runtime.helpers import live_processes, no_process_left, snapshot
 
 Call = Callable[..., Awaitable[Any]]

@@ -16,8 +16,8 @@ from agents.tools import Tool, ToolContext, Toolset
 from agents.tools.toolsets import toolset_for
 from core.config import LLMConfig, PriceConfig
 from core.llm.client import ModelClient
-from core.run.metering import Unit, unit_scope
 from core.records import Trajectory
+from core.run.metering import Unit, unit_scope
 from core.seams.steps import Injection, StepState
 from fakes.model import last_tool_text
 from fakes.openai_server import ErrorReply, FakeOpenAIServer, FaultPlan, Reply, replay

@@ -18,8 +18,8 @@ from agents.sandbox import Workspace
 from agents.tools import Tool, ToolContext, ToolError, Toolset
 from agents.tools.registry import ToolCrashed
 from agents.tools.toolsets import TOOLS, toolset_for
-from core.seams.steps import Observation
 from core.records import ToolCall
+from core.seams.steps import Observation
 
 RUNTIME_TOOLS = [
     "read_file",
