@@ -7,13 +7,14 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("RAY_AUTH_MODE", "disabled")
 
 from pathlib import Path  # noqa: E402
-from typing import Callable  # noqa: E402
+from typing import Any, AsyncIterator, Callable  # noqa: E402
 
 import pytest  # noqa: E402
 import ray  # noqa: E402
 from hydra import compose, initialize_config_dir  # noqa: E402
 
 from core.config import PROJECT_ROOT  # noqa: E402
+from core.llm.client import ModelClient, close_models  # noqa: E402
 from core.run.context import RunContext, open_run  # noqa: E402
 from pipeline.config import store_schema  # noqa: E402
 from pipeline.preflight import preflight  # noqa: E402
@@ -48,3 +49,19 @@ def embedded_ray():
     )
     yield
     ray.shutdown()
+
+
+@pytest.fixture
+async def close_model_clients(monkeypatch: pytest.MonkeyPatch) -> AsyncIterator[None]:
+    """Close every ModelClient the test made (its HTTP session) when it ends, in its event loop: a session left
+    open is collected later, during another test, and asyncio logs it there (into that test's stderr)."""
+    made: list[ModelClient] = []
+    init = ModelClient.__init__
+
+    def tracked(self: ModelClient, *args: Any, **kwargs: Any) -> None:
+        init(self, *args, **kwargs)
+        made.append(self)
+
+    monkeypatch.setattr(ModelClient, "__init__", tracked)
+    yield
+    await close_models(*made)

@@ -383,6 +383,12 @@ class ModelClient:
     async def aclose(self) -> None:
         await self.transport.aclose()
 
+    async def __aenter__(self) -> ModelClient:
+        return self
+
+    async def __aexit__(self, *_: object) -> None:
+        await self.aclose()
+
 
 def _usage(reported: dict[str, Any]) -> Usage:
     """The server's count; cached prompt tokens as OpenAI and vLLM report them (`prompt_tokens_details`)."""

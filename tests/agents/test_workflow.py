@@ -167,8 +167,8 @@ async def test_inspection_catches_and_fixes_a_models_mistakes(renderer: Renderer
     workspace = tmp_path / "ws"
     workspace.mkdir()
     with FakeOpenAIServer(clumsy_model, strict="vllm-glm") as srv:
-        model = ModelClient(LLMConfig(base_url=srv.url, model="clumsy"), "agent")
-        outcome = await generate_deck(task, workspace, env(renderer, workspace, lambda role, brief: model))
+        async with ModelClient(LLMConfig(base_url=srv.url, model="clumsy"), "agent") as model:
+            outcome = await generate_deck(task, workspace, env(renderer, workspace, lambda role, brief: model))
     assert outcome.status == "done", outcome.failure
     assert srv.refused == []
     researcher, presenter = outcome.trajectories

@@ -21,6 +21,8 @@ from core.records import Message, ToolCall
 from core.run.usage import UsageMeter
 from fakes.openai_server import ErrorReply, FakeOpenAIServer, FaultPlan, Reply, replay
 
+pytestmark = pytest.mark.usefixtures("close_model_clients")  # tests/conftest.py
+
 HELLO = [Message("user", "hello")]
 
 
@@ -247,7 +249,12 @@ def test_one_client_serves_successive_event_loops_and_closes() -> None:
             return all(r.content == "done" for r in results) and session.closed
 
         assert asyncio.run(call_and_close()) and asyncio.run(call_and_close())
-        assert asyncio.run(c.list_models()) == [srv.model]
+
+        async def list_and_close() -> list[str]:
+            async with c:
+                return await c.list_models()
+
+        assert asyncio.run(list_and_close()) == [srv.model]
         assert len(srv.requests) == 4
 
 

@@ -25,6 +25,8 @@ from core.seams.steps import ManuscriptMeasured, ManuscriptReport, Measured, Obs
 from critic.critic import CriticHook, ModelCritic, RulesCritic, make_critic_hook
 from fakes.openai_server import FakeOpenAIServer, Reply
 
+pytestmark = pytest.mark.usefixtures("close_model_clients")  # tests/conftest.py
+
 SLIDE = '<html><body style="width:1280px;height:720px"><h1>Secret slide title</h1></body></html>'
 DEFECTS = (Defect("overflow", "major", "h1", "right edge 1400px > 1280px"),)
 AGENT_SECRET = "agent-history-marker-42"

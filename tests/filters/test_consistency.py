@@ -19,6 +19,8 @@ from filters.config import FiltersConfig
 from filters.consistency import ConsistencyGate, ModelRevisionJudge, RuleRevisionJudge, anchors
 from filters.gates import SCRIPTED_LABEL
 
+pytestmark = pytest.mark.usefixtures("close_model_clients")  # tests/conftest.py
+
 CFG = FiltersConfig()
 
 

@@ -19,6 +19,8 @@ from filters.config import FiltersConfig
 from filters.gates import SCRIPTED_LABEL
 from filters.quality import QualityGate, VisionJudge
 
+pytestmark = pytest.mark.usefixtures("close_model_clients")  # tests/conftest.py
+
 CFG = FiltersConfig(quality_images_per_call=2)
 MAJOR = Defect("low_contrast", "major", "p.note", "contrast 2.8:1")
 

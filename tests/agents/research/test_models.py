@@ -9,6 +9,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any, Callable
 
+import pytest
 from PIL import Image
 
 from agents.config import ImageGenerationConfig, ToolsConfig
@@ -19,6 +20,8 @@ from core.llm.players import Players
 from fakes.http_server import ScriptedAnswer, ScriptedServer
 from fakes.openai_server import ErrorReply, FakeOpenAIServer, Reply
 from tests.agents.research.helpers import Call
+
+pytestmark = pytest.mark.usefixtures("close_model_clients")  # tests/conftest.py
 
 ROLES = {"document_analyzer": RoleConfig(model="reader"), "image_captioner": RoleConfig(model="looker")}
 

@@ -22,6 +22,8 @@ from core.seams.steps import Injection, StepState
 from fakes.model import last_tool_text
 from fakes.openai_server import ErrorReply, FakeOpenAIServer, FaultPlan, Reply, replay
 
+pytestmark = pytest.mark.usefixtures("close_model_clients")  # tests/conftest.py
+
 SYSTEM, USER = "You make slides.", "Make a two-slide deck about tides."
 SLIDE = "<html><body><h1>Tides</h1></body></html>"
 
