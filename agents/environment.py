@@ -17,6 +17,7 @@ from agents.research.runtime import RESOURCE_KEY as RESEARCH
 from agents.research.runtime import Research, build_research
 from agents.workflow import AGENT, DeckOutcome, GenerationEnv, ModelFor, generate_deck
 from core.config import resolve_role
+from core.llm.conversation import profile_named
 from core.llm.players import Players, policy_of
 from core.protocols import StepHook
 from core.records import Task
@@ -77,6 +78,7 @@ class RolloutEnvironment:
             policy=policy_of(agent),
             vision=agent.vision,
             deck=self.cfg.deck,
+            image_format=profile_named(agent.profile).render_format,
         )
 
     async def play(self, task: Task, workspace: Path, hooks_for: HooksFor = lambda role: ()) -> DeckOutcome:

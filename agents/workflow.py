@@ -25,7 +25,7 @@ from agents.manuscript import SIZE_NOTE
 from agents.policies.scripted import ScriptedPolicy
 from agents.sandbox import Workspace
 from agents.tools import ToolContext
-from agents.tools.inspect import ASPECT, CONSTRAINTS, INSPECT_TOOLS, RENDERER, VISION
+from agents.tools.inspect import ASPECT, CONSTRAINTS, IMAGE_FORMAT, INSPECT_TOOLS, RENDERER, VISION
 from agents.tools.toolsets import toolset_for
 from core.failures import Failure
 from core.prompts import render
@@ -65,6 +65,7 @@ class GenerationEnv:
     policy: str = "model"  # model | scripted
     vision: bool = True  # False: the agents' model reads no images (inspect_slide describes the layout in text)
     deck: DeckConfig = field(default_factory=DeckConfig)  # the export's PPTX mode and fidelity check
+    image_format: str = "png"  # renders and previews: what the agents' server decodes (core.llm.conversation.Profile)
 
 
 ModelFor = Callable[[str, Brief], Model]  # (agent role, its brief) -> the model playing it in one rollout
@@ -164,7 +165,7 @@ def normalise_manuscript(workspace: Path, outcome: str, target: str = "manuscrip
     return assets
 
 
-def _save(workspace: Path, trajectory: Trajectory) -> None:
+def save_trajectory(workspace: Path, trajectory: Trajectory) -> None:
     path = workspace / TRAJECTORY_FILE.format(agent=trajectory.agent)
     tmp = path.with_suffix(".json.tmp")
     tmp.write_text(trajectory.to_json(), encoding="utf-8")
@@ -181,7 +182,14 @@ async def generate_deck(task: Task, workspace: Path, env: GenerationEnv) -> Deck
         calls_per_turn=env.agent.max_tool_calls_per_turn,
     )
     removed = set(env.removed_tools) | (set() if can_inspect else set(INSPECT_TOOLS))
-    resources = {RENDERER: env.renderer, CONSTRAINTS: task.constraints, ASPECT: brief.aspect, VISION: env.vision, **env.resources}
+    resources = {
+        RENDERER: env.renderer,
+        CONSTRAINTS: task.constraints,
+        ASPECT: brief.aspect,
+        VISION: env.vision,
+        IMAGE_FORMAT: env.image_format,
+        **env.resources,
+    }
     roles = ["researcher", "presenter"] if env.agents == Agents.dual else ["single"]
     trajectories: list[Trajectory] = []
     artifacts: dict[str, str] = {}
@@ -192,7 +200,7 @@ async def generate_deck(task: Task, workspace: Path, env: GenerationEnv) -> Deck
             system, user = prompts(role, brief, can_inspect, assets)
 
             def save(trajectory: Trajectory) -> None:
-                _save(workspace, replace(trajectory, policy=env.policy, origin=part.origin()))
+                save_trajectory(workspace, replace(trajectory, policy=env.policy, origin=part.origin()))
 
             agent = Agent(
                 env.model_for(role, brief), toolset_for(role, removed), ctx, env.agent, task.task_id, env.hooks_for(role), save
@@ -225,6 +233,7 @@ async def _export(
             manuscript=manuscript.read_text(encoding="utf-8", errors="replace") if manuscript.is_file() else "",
             text_path=workspace / "deck_text.json",
             report_path=workspace / DECK_REPORT,
+            image_format=env.image_format,
         )
     except (ValueError, RuntimeError) as exc:
         log.warning("%s: deck export failed: %s", brief.task_id, exc)

@@ -65,6 +65,7 @@ from core.llm.results import ChatResult
 from core.protocols import Model
 from core.records import Constraints, Message, Rollout, RolloutStatus, Task, read_parquet
 from core.run.context import open_run
+from core.run.packed import RECORD
 from core.run.store import atomic_write_parquet
 from deck.config import DeckConfig, PptxMode
 from deck.export import export_deck, page_reader
@@ -283,7 +284,7 @@ def measure(
     (ctx.store.root / "tasks").mkdir(exist_ok=True)
     atomic_write_parquet(tasks, ctx.store.root / "tasks" / "train.parquet", Task)
     run_rollouts(ctx)
-    finishes = sorted(p.stat().st_mtime for p in (ctx.store.root / "units" / "rollouts").glob("*.json"))
+    finishes = sorted(p.stat().st_mtime for p in (ctx.store.root / "rollouts").glob(f"*/{RECORD}"))  # each packed at its end
     return read_parquet(ctx.store.root / "rollouts.parquet", Rollout), steady_window(finishes, concurrency, cpu), ctx.store.root
 
 

@@ -89,10 +89,12 @@ async def export_deck(
     manuscript: str = "",
     text_path: Path | None = None,
     report_path: Path | None = None,
+    image_format: str = "png",
 ) -> DeckExport:
     """Render every slide once (PNG + PDF page) and write the merged PDF and, if asked, the PPTX
     (its notes: the `manuscript` section of each slide, where known) and the deck's text as a reader
     reads it (`text_path`, deck/text.py), and what was measured per slide (`report_path`, a deck_defects.json).
+    Previews are written as `image_format` (png, or webp: the same pixels, lossless).
     Assets may live anywhere under `workspace` (default: the slides folder's parent). An editable PPTX and the text need a renderer that reads them (`page_reader`)."""
     deck = deck or DeckConfig()
     size = aspect_size(aspect)
@@ -103,7 +105,7 @@ async def export_deck(
             renderer.render(
                 f,
                 aspect,
-                png_path=png_dir / f"{f.stem}.png",
+                png_path=png_dir / f"{f.stem}.{image_format}",
                 workspace=root,
                 want_pdf=True,
             )
@@ -202,7 +204,7 @@ def write_pdf(results: list[RenderResult], pdf_path: Path) -> int:
             merged.insert_pdf(page_pdf, from_page=0, to_page=0)
     pdf_path.parent.mkdir(parents=True, exist_ok=True)
     partial = pdf_path.with_name(f".{pdf_path.name}.part")
-    merged.save(partial, garbage=3, deflate=True)
+    merged.save(partial, garbage=4, deflate=True, use_objstms=1)  # objects shared by pages (fonts, images) once: ~40% smaller
     pages = merged.page_count
     merged.close()
     partial.replace(pdf_path)

@@ -63,7 +63,8 @@ def write_pptx(slides: list[SlideSource], size: tuple[int, int], pptx_path: Path
         layout = source.layout
         if layout is None or layout.error:
             reason = f" (its layout could not be read: {layout.error})" if layout and layout.error else ""
-            _picture(slide, _Ids(), str(source.png), (0, 0, *size), None, f"Slide {number}{reason}", f"Slide {number}")
+            picture = pptx_image(io.BytesIO(source.png.read_bytes()))  # a WebP render, as PNG
+            _picture(slide, _Ids(), picture, (0, 0, *size), None, f"Slide {number}{reason}", f"Slide {number}")
         else:
             _SlideWriter(slide, layout, workspace.resolve()).write()
         notes = "\n\n".join(part for part in (source.notes, _links(layout.data if layout else {})) if part)
@@ -231,14 +232,7 @@ class _SlideWriter:
                 raw = io.BytesIO(path.read_bytes())
             else:
                 return None
-            with Image.open(raw) as img:
-                if img.format in _PPTX_IMAGES:
-                    raw.seek(0)
-                    return raw
-                png = io.BytesIO()
-                img.save(png, "PNG")
-                png.seek(0)
-                return png
+            return pptx_image(raw)
         except (UnidentifiedImageError, OSError, ValueError) as exc:
             log.warning("image %s cannot be read (%s); left out of the PPTX", src[:200], exc)
             return None
@@ -370,6 +364,18 @@ def _shadow_xml(shadow: dict[str, Any]) -> str:
         f'<a:effectLst><a:outerShdw blurRad="{emu(shadow["blur"])}" dist="{emu(distance)}" dir="{direction}" algn="ctr" rotWithShape="0">'
         f"{colour_xml(shadow['color'], shadow['alpha'])}</a:outerShdw></a:effectLst>"
     )
+
+
+def pptx_image(raw: io.BytesIO) -> io.BytesIO:
+    """The image as a format PowerPoint and python-pptx embed (WebP and the rest become PNG, the same pixels)."""
+    with Image.open(raw) as img:
+        if img.format in _PPTX_IMAGES:
+            raw.seek(0)
+            return raw
+        png = io.BytesIO()
+        img.save(png, "PNG")
+        png.seek(0)
+        return png
 
 
 def _picture(

@@ -24,6 +24,7 @@ from core.seams.deck import DeckReport
 from core.seams.judging import PageFacts, SlideView
 from filters.config import FiltersConfig
 from filters.content import check_deck
+from filters.content_reading import read_layout
 from filters.quality import deck_slides
 
 IMAGE_SUFFIXES = (".png", ".jpg", ".jpeg", ".webp")
@@ -50,7 +51,7 @@ def load_deck(path: Path, render_dir: Path, language: str | None = None, request
         pdf, layout = path / "deck.pdf", path / TEXT_FILE
         if not pdf.is_file():
             return _workspace(path)
-        return _with_content(_workspace(path), pdf, language, request, layout if layout.is_file() else None)
+        return _with_content(_workspace(path), pdf, language, request, read_layout(layout) if layout.is_file() else None)
     if path.is_file() and path.suffix.lower() == ".pdf":
         return _with_content(_pdf(path, render_dir), path, language, request)
     images = sorted(p for p in path.iterdir() if p.suffix.lower() in IMAGE_SUFFIXES) if path.is_dir() else [path]

@@ -41,7 +41,7 @@ import sys
 from collections import Counter, defaultdict
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Sequence
+from typing import Any, Sequence
 
 from core.cli import OneLineParser
 from core.defects import DefectSource, codes_of
@@ -50,14 +50,13 @@ from core.records import Verdict
 from core.seams.candidate import Candidate
 from filters.config import FiltersConfig
 from filters.constraints import print_report
-from filters.content_reading import CJK, CJK_CHAR, SlideText, layout_pages, pdf_pages, slides_of
+from filters.content_reading import CJK, CJK_CHAR, SlideText, layout_pages, pdf_pages, read_layout, slides_of
 from filters.gates import GateSpec
 
 GATE = "content"
 CODES = codes_of(DefectSource.content)  # core/defects.py, in the order the checks run
 CJK_LANGUAGES = ("zh", "ja", "ko")
 SHOWN = 3  # instances named per failed check
-TEXT_ARTIFACT = "deck_text"  # the rollout's deck_text.json (deck/text.py), when its export wrote one
 
 _TOKEN = re.compile(rf"[a-z0-9\u00c0-\u024f]+|[{CJK}]")
 _LATIN_WORD = re.compile(r"[A-Za-z\u00c0-\u024f]{2,}")
@@ -168,11 +167,11 @@ def check_content(
 
 
 def check_deck(
-    pdf_path: Path, cfg: FiltersConfig, language: str | None = None, request: str | None = None, layout: Path | None = None
+    pdf_path: Path, cfg: FiltersConfig, language: str | None = None, request: str | None = None, layout: Any = None
 ) -> ContentReport:
-    """Read the deck from its `layout` (deck_text.json) when given, else from `pdf_path`, and check it; raises
-    ArtifactError (UnusablePDF for the PDF) when it cannot be read."""
-    pages = layout_pages(layout) if layout is not None else pdf_pages(pdf_path)
+    """Read the deck from its `layout` (a deck_text.json's content) when given, else from `pdf_path`, and check it;
+    raises ArtifactError (UnusablePDF for the PDF) when it cannot be read."""
+    pages = layout_pages(layout, f"{pdf_path.parent}: deck text") if layout is not None else pdf_pages(pdf_path)
     return check_content(slides_of(pages), cfg, language, request)
 
 
@@ -351,7 +350,7 @@ class ContentGate:
     async def judge(self, candidate: Candidate) -> Verdict:
         task = candidate.task
         language = task.constraints.language or task.language
-        layout = candidate.path(TEXT_ARTIFACT) if TEXT_ARTIFACT in candidate.rollout.artifacts else None
+        layout = candidate.deck_text()
         report = await asyncio.to_thread(check_deck, candidate.path("pdf"), self.cfg, language, task.instruction, layout)
         return report.to_verdict(task.task_id)
 
@@ -378,7 +377,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
     return print_report(
         parser.prog,
-        lambda: check_deck(args.pdf, FiltersConfig(), args.lang, args.request, args.layout),
+        lambda: check_deck(args.pdf, FiltersConfig(), args.lang, args.request, read_layout(args.layout) if args.layout else None),
         ContentReport.to_json,
         lambda report: _human(args.pdf, report),
         args.json,

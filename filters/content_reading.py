@@ -95,18 +95,27 @@ class Page:
 # ---------------------------------------------------------------- the deck's own layout
 
 
-def layout_pages(path: Path) -> list[Page]:
-    """The pages of a deck_text.json; ArtifactError when it cannot be read or a slide's text was not read."""
+def read_layout(path: Path) -> Any:
+    """A deck_text.json's content; ArtifactError when it cannot be read."""
     try:
-        slides = json.loads(path.read_text(encoding="utf-8"))["slides"]
+        return json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise ArtifactError(f"{path}: not a readable deck text file ({exc})") from exc
+
+
+def layout_pages(layout: Any, source: str) -> list[Page]:
+    """The pages of a deck's text (deck/text.py) read from `source`; ArtifactError when it is malformed or a
+    slide's text was not read."""
+    try:
+        slides = layout["slides"]
         unread = [s["file"] for s in slides if "error" in s]
         pages = [] if unread else [_layout_page(n, s) for n, s in enumerate(slides, start=1)]
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError, KeyError, TypeError, ValueError) as exc:
-        raise ArtifactError(f"{path}: not a readable deck text file ({exc})") from exc
+    except (KeyError, TypeError, ValueError) as exc:
+        raise ArtifactError(f"{source}: not a readable deck text ({exc})") from exc
     if unread:
-        raise ArtifactError(f"{path}: the text of {', '.join(unread)} was not read")
+        raise ArtifactError(f"{source}: the text of {', '.join(unread)} was not read")
     if not pages:
-        raise ArtifactError(f"{path}: no slides")
+        raise ArtifactError(f"{source}: no slides")
     return pages
 
 

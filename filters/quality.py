@@ -128,7 +128,7 @@ class QualityGate:
     async def judge(self, candidate: Candidate) -> Verdict:
         task_id = candidate.task.task_id
         deck = candidate.deck()
-        workspace = candidate.path("defects").parent
+        workspace = candidate.workspace()
         slides = deck_slides(deck)
         measured = measured_rejections(slides, self.cfg.quality_reject_severity.value)
         if measured:

@@ -35,7 +35,7 @@ def defect_counts(run: RunReader, rollouts: Sequence[Rollout]) -> Counter[tuple[
     the quality gate gave those an environment verdict)."""
     counts: Counter[tuple[str, str]] = Counter()
     for rollout in rollouts:
-        if rollout.status != RolloutStatus.done or "defects" not in rollout.artifacts:
+        if rollout.status != RolloutStatus.done:
             continue
         try:
             deck = run.deck(rollout)

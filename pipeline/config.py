@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from enum import Enum
 from typing import ClassVar, Optional
 
 from omegaconf import DictConfig
@@ -76,6 +77,14 @@ class TasksConfig:
     constraints: ConstraintMix = field(default_factory=ConstraintMix)
 
 
+class KeepRenders(str, Enum):
+    """Which slide images a finished rollout keeps (pipeline/pack.py)."""
+
+    inspected = "inspected"  # the renders a model was shown, and the final previews
+    final = "final"  # the final previews only: its trajectories can no longer be exported with their images
+    all = "all"  # every render and preview
+
+
 @dataclass
 class RolloutsConfig:
     runner: str = "pipeline.runner:DeckRunner"  # import path of the class that plays one task
@@ -85,6 +94,7 @@ class RolloutsConfig:
     max_error_rate: float = 0.8  # ... above this stops the run with a clear message
     split: str = "train"  # which task split to roll out
     max_cost_usd: Optional[float] = None  # per rollout: once spent, its agent's next model call is refused (agent/budget)
+    keep_renders: KeepRenders = KeepRenders.inspected  # which slide images a finished rollout keeps (pipeline/pack.py)
 
 
 @dataclass

@@ -8,6 +8,7 @@ carries its tokens and cost by role.
 from __future__ import annotations
 
 from collections import Counter
+from dataclasses import replace
 from pathlib import Path
 from typing import Sequence
 
@@ -19,7 +20,8 @@ from core.run.metering import part_scope
 from core.run.usage import RoleUsage
 from critic.config import CriticMode
 from critic.critic import CRITIC, CriticHook, make_critic_hook
-from pipeline.config import SynthesizeConfig
+from pipeline.config import KeepRenders, SynthesizeConfig
+from pipeline.pack import Packer
 
 
 class DeckRunner:
@@ -28,6 +30,7 @@ class DeckRunner:
         self.run_dir = run_dir
         self.environment = RolloutEnvironment(cfg, run_dir, workspaces=run_dir / "rollouts")
         self.critic: Critic | None = None  # the extrinsic critic (critic=extrinsic)
+        self.packer = Packer(run_dir, KeepRenders(cfg.rollouts.keep_renders))
 
     async def start(self) -> None:
         if CriticMode(self.cfg.critic.mode) is CriticMode.extrinsic:
@@ -48,7 +51,13 @@ class DeckRunner:
         with part_scope() as unit:  # the worker's unit for this rollout (a unit of its own when played alone)
             env = self.environment.for_rollout(hooks_for)
             outcome = await generate_deck(task, workspace, env)
-        return rollout_record(task, workspace.relative_to(self.run_dir), outcome, unit.usage(), hooks, env.policy)
+        return rollout_record(
+            task, workspace.relative_to(self.run_dir), self.pack(workspace, outcome), unit.usage(), hooks, env.policy
+        )
+
+    def pack(self, workspace: Path, outcome: DeckOutcome) -> DeckOutcome:
+        """The outcome with its workspace packed (pipeline/pack.py): its record, PDF, PPTX and archive."""
+        return replace(outcome, artifacts=self.packer.pack(workspace, outcome.trajectories, outcome.artifacts))
 
 
 def rollout_record(

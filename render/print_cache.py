@@ -73,7 +73,7 @@ class PrintCache:
         if key not in self._entries:
             return None
         result, printed = self._entries[key]
-        if not result.png_path.is_file():
+        if not result.png_path.is_file() or result.png_path.suffix.lower() != png_path.suffix.lower():
             return None
         try:
             page = await printed

@@ -262,13 +262,14 @@ class Renderer:
             await self.pages.release(slot, healthy)
 
     def _finish(self, png: bytes, png_path: Path, layout: Mapping[str, Any], failures: Mapping[str, str]) -> tuple[Defect, ...]:
-        """Write the PNG atomically and measure the pixel defects (runs in a worker thread)."""
+        """Write the image atomically (in the format its name says: Chromium's PNG, or the same pixels as lossless
+        WebP) and measure the pixel defects (runs in a worker thread)."""
+        image = Image.open(io.BytesIO(png)).convert("RGB")
         png_path.parent.mkdir(parents=True, exist_ok=True)
         partial = png_path.with_name(f".{png_path.name}.{os.getpid()}.{id(png)}.part")
-        partial.write_bytes(png)
+        partial.write_bytes(encoded(png, image, png_path.suffix))
         partial.replace(png_path)
-        pixels = np.asarray(Image.open(io.BytesIO(png)).convert("RGB"))
-        return find_defects(layout, pixels, failures, KNOWN_SIZES, self.cfg.device_scale_factor)
+        return find_defects(layout, np.asarray(image), failures, KNOWN_SIZES, self.cfg.device_scale_factor)
 
     def _spawn(self, coro: Coroutine[Any, Any, T]) -> asyncio.Task[T]:
         """A background task that `close` waits for."""
@@ -276,6 +277,19 @@ class Renderer:
         self._background.add(task)
         task.add_done_callback(self._background.discard)
         return task
+
+
+def encoded(png: bytes, image: Image.Image, suffix: str) -> bytes:
+    """A screenshot's bytes for a file named `*{suffix}`: the PNG as Chromium wrote it, or lossless WebP.
+
+    WebP at effort 1 of 6 is ~5x smaller than Chromium's PNG at ~25 ms a slide; higher efforts gain <1%."""
+    if suffix.lower() == ".png":
+        return png
+    if suffix.lower() != ".webp":
+        raise ValueError(f"renders are written as .png or .webp, not {suffix!r}")
+    out = io.BytesIO()
+    image.save(out, "WEBP", lossless=True, method=1, quality=100)
+    return out.getvalue()
 
 
 def _retrieve(task: asyncio.Task[Any]) -> None:

@@ -35,6 +35,7 @@ from core.llm.conversation import PROFILES
 from core.logs import setup_logging
 from core.protocols import TokenCounter
 from core.records import ArtifactError, Origin, Rollout, Task, Trajectory, TrajectoryStatus
+from core.run.blobs import BlobStore
 from core.run.reader import RunReader, TrajectoryFile
 from core.run.store import atomic_write_text
 from core.seams.tokens import TokenCount
@@ -267,10 +268,14 @@ def _place_image(src: Path, dst: Path, link: bool) -> None:
 
 
 def write_split(exported: list[Exported], out_dir: Path, name: str, rollouts_dir: Path, link: bool) -> Path:
-    """One JSONL file; each image is placed at images/<task_id>/<workspace path> and referenced relatively."""
+    """One JSONL file; each image is placed under images/ and referenced relatively: a blob of the run's store
+    (core.run.blobs) once by its name, shared by every sample that shows it; another at <task_id>/<workspace path>."""
+    blobs = BlobStore(rollouts_dir.parent).root
 
     def image_path(task_id: str, src: Path) -> str:
-        rel = Path("images") / task_id / src.relative_to(rollouts_dir / task_id)
+        rel = Path("images") / (
+            src.relative_to(blobs) if src.is_relative_to(blobs) else task_id / src.relative_to(rollouts_dir / task_id)
+        )
         _place_image(src, out_dir / rel, link)
         return rel.as_posix()
 

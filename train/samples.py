@@ -39,6 +39,7 @@ from core.llm.conversation import (
     reasoning_shown,
 )
 from core.records import Origin, ToolCall, Trajectory
+from core.run.blobs import is_blob_ref
 
 IMAGE_TAG = "<image>"
 # MS-SWIFT's Template.special_tokens, and `<img>` of its legacy `<img>path</img>` form.
@@ -121,8 +122,8 @@ def _with_images(text: str, images: tuple[str, ...], root: Path) -> tuple[str, t
         return text, ()
     files = tuple((root / p).resolve() for p in images)
     for name, file in zip(images, files, strict=True):
-        if not file.is_relative_to(root.resolve()):
-            raise SampleError(f"image {name!r} lies outside the workspace")
+        if not file.is_relative_to(root.resolve()) and not is_blob_ref(name):
+            raise SampleError(f"image {name!r} lies outside the workspace and is not one of the run's blobs")
     return text + IMAGE_TAG * len(images), files
 
 

@@ -29,6 +29,7 @@ RENDERER = "renderer"
 CONSTRAINTS = "constraints"
 ASPECT = "aspect"
 VISION = "vision"  # False when the agent's model reads no images (llm.vision=false)
+IMAGE_FORMAT = "image_format"  # what renders are written as: the agent's server's format (Profile.render_format)
 Aspect = Literal["16:9", "4:3", "A1", "A2", "A3", "A4"]
 
 
@@ -46,7 +47,7 @@ async def inspect_slide(
     if ctx.workspace.stat(path) is None:
         raise ToolError(f"{html_file!r} does not exist.")
     ctx.workspace.mkdir("renders")
-    png = _next_render(ctx, PurePosixPath(path).stem)
+    png = _next_render(ctx, PurePosixPath(path).stem, ctx.resources.get(IMAGE_FORMAT, "png"))
     try:
         result = await measure_slide(ctx.resources[RENDERER], ctx.workspace.root, path, aspect, ctx.workspace.root / png)
     except RenderError as exc:
@@ -87,13 +88,13 @@ def blocked_note(blocked: Mapping[str, str]) -> str | None:
     )
 
 
-def _next_render(ctx: ToolContext, stem: str) -> PurePosixPath:
-    """A new file per inspection (`renders/slide_01.3.png`): the trajectory keeps each version it saw."""
+def _next_render(ctx: ToolContext, stem: str, image_format: str) -> PurePosixPath:
+    """A new file per inspection (`renders/slide_01.3.webp`): the trajectory keeps each version it saw."""
     taken = {str(e.path) for e in ctx.workspace.entries("renders", 1)}
     version = 1
-    while f"renders/{stem}.{version}.png" in taken:
+    while f"renders/{stem}.{version}.{image_format}" in taken:
         version += 1
-    return PurePosixPath("renders") / f"{stem}.{version}.png"
+    return PurePosixPath("renders") / f"{stem}.{version}.{image_format}"
 
 
 async def inspect_manuscript(

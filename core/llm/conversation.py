@@ -38,12 +38,23 @@ class Profile:
     tool_images: ToolImages
     past_reasoning: PastReasoning
     serves: str  # which servers and models it is for
+    images: tuple[str, ...] = (
+        "webp",
+        "png",
+        "jpeg",
+        "gif",
+    )  # image formats the server decodes; the first is what renders are written as
+
+    @property
+    def render_format(self) -> str:
+        return self.images[0]
 
 
 # Each choice and its source: docs/profiles.md. In short: OpenAI and vLLM refuse images in tool messages, so every
 # built-in profile sends them in a user message after the tool results; GLM-4.5-family chat templates render an
 # assistant turn's `reasoning_content` only after the last user message (vLLM and SGLang hand it to the template);
-# OpenAI's request types have no reasoning field, and llama.cpp's ChatML tool formats render none.
+# OpenAI's request types have no reasoning field, and llama.cpp's ChatML tool formats render none. Renders are
+# written as lossless WebP (the pixels of Chromium's PNG, ~5x fewer bytes) where the server decodes it.
 PROFILES: dict[str, Profile] = {
     p.name: p
     for p in (
@@ -55,7 +66,13 @@ PROFILES: dict[str, Profile] = {
             "GLM-4.5V/4.6V served by vLLM with --reasoning-parser glm45 --tool-call-parser glm45",
         ),
         Profile("sglang", ToolImages.user, PastReasoning.after_last_user, "GLM-4.5V/4.6V served by SGLang (glm45 parsers)"),
-        Profile("llama.cpp", ToolImages.user, PastReasoning.none, "llama.cpp and llama-cpp-python servers (llm=local)"),
+        Profile(
+            "llama.cpp",
+            ToolImages.user,
+            PastReasoning.none,
+            "llama.cpp and llama-cpp-python servers (llm=local)",
+            ("png", "jpeg", "gif", "bmp"),  # stb_image, which its multimodal projector decodes with, reads no WebP
+        ),
     )
 }
 DEFAULT_PROFILE = "vllm-glm"  # how the fine-tuned GLM-4.6V-Flash is served

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import base64
 import hashlib
+import io
 import mimetypes
 import threading
 from collections import OrderedDict
@@ -12,6 +13,7 @@ from pathlib import Path
 from typing import Any, Sequence
 
 import orjson
+from PIL import Image, UnidentifiedImageError
 
 from core.llm.conversation import Profile, Turn, conversation, reasoning_shown
 from core.records import Message
@@ -24,25 +26,29 @@ class DataURLs:
 
     A conversation resends every image it holds with each call: a Presenter's slide renders
     are read and encoded again on every turn (~0.2 ms each here, on the worker's event loop)
-    unless kept. Least recently used URLs go first beyond `max_bytes`."""
+    unless kept. Least recently used URLs go first beyond `max_bytes`. An image in a format the server does not
+    decode (`accepted`) is sent as PNG, the same pixels."""
 
     def __init__(self, max_bytes: int = 64 * 2**20):
         self.max_bytes = max_bytes
-        self._urls: OrderedDict[tuple[str, int, int, int], str] = OrderedDict()
+        self._urls: OrderedDict[tuple[str, int, int, int, str], str] = OrderedDict()
         self._bytes = 0
         self._lock = threading.Lock()  # to_wire may run on several event loops' threads
 
-    def __call__(self, path: Path) -> str:
+    def __call__(self, path: Path, accepted: tuple[str, ...] = ()) -> str:
         """The data URL of `path` as it is now; OSError when it cannot be read."""
         stat = path.stat()
-        key = (str(path), stat.st_ino, stat.st_size, stat.st_mtime_ns)
+        kind = image_format(path)
+        send = kind if not accepted or kind in accepted else "png"
+        key = (str(path), stat.st_ino, stat.st_size, stat.st_mtime_ns, send)
         with self._lock:
             url = self._urls.get(key)
             if url is not None:
                 self._urls.move_to_end(key)
                 return url
-        mime = mimetypes.guess_type(path.name)[0] or "image/png"
-        url = f"data:{mime};base64,{base64.b64encode(path.read_bytes()).decode()}"
+        data = path.read_bytes() if send == kind else _as_png(path)
+        mime = mimetypes.guess_type(f"x.{send}")[0] or "image/png"
+        url = f"data:{mime};base64,{base64.b64encode(data).decode()}"
         with self._lock:
             if key not in self._urls:
                 self._urls[key] = url
@@ -52,16 +58,32 @@ class DataURLs:
         return url
 
 
+def image_format(path: Path) -> str:
+    """An image file's format by its name: png, webp, jpeg, gif, ..."""
+    suffix = path.suffix.lower().lstrip(".")
+    return "jpeg" if suffix == "jpg" else suffix
+
+
+def _as_png(path: Path) -> bytes:
+    try:
+        with Image.open(path) as image:
+            out = io.BytesIO()
+            image.save(out, "PNG")
+            return out.getvalue()
+    except (UnidentifiedImageError, ValueError) as exc:
+        raise OSError(f"{path}: not an image ({exc})") from exc
+
+
 _data_urls = DataURLs()
 
 
-def _content(turn: Turn, image_root: Path) -> str | list[dict[str, Any]]:
+def _content(turn: Turn, image_root: Path, accepted: tuple[str, ...]) -> str | list[dict[str, Any]]:
     if not turn.images:
         return turn.text
     parts: list[dict[str, Any]] = [{"type": "text", "text": turn.text}] if turn.text else []
     for image in turn.images:  # an image deleted since (e.g. by the agent) becomes a note, not a crash
         try:
-            parts.append({"type": "image_url", "image_url": {"url": _data_urls(image_root / image)}})
+            parts.append({"type": "image_url", "image_url": {"url": _data_urls(image_root / image, accepted)}})
         except OSError:
             parts.append({"type": "text", "text": f"[image {image} no longer exists]"})
     return parts
@@ -74,7 +96,7 @@ def to_wire(messages: Sequence[Message], image_root: Path | None, profile: Profi
     root = image_root or Path.cwd()
     wire: list[dict[str, Any]] = []
     for index, turn in enumerate(turns):
-        item: dict[str, Any] = {"role": turn.role, "content": _content(turn, root)}
+        item: dict[str, Any] = {"role": turn.role, "content": _content(turn, root, profile.images)}
         if turn.tool_call_id is not None:
             item["tool_call_id"] = turn.tool_call_id
         if turn.tool_calls:

@@ -74,23 +74,24 @@ def usage_of(data: Mapping[str, Any], where: Path) -> dict[str, RoleUsage]:
         raise RecordError(f"{where}: unreadable usage: {exc}") from exc
 
 
-def _read(path: Path) -> dict[str, Any]:
+def _read(text: str | bytes, where: Path) -> dict[str, Any]:
     try:
-        data: dict[str, Any] = orjson.loads(path.read_bytes())  # a unit's JSON is an object
+        data: dict[str, Any] = orjson.loads(text)  # a unit's JSON is an object
         return data
     except orjson.JSONDecodeError as exc:
-        raise RecordError(f"{path}: not JSON ({exc})") from exc
+        raise RecordError(f"{where}: not JSON ({exc})") from exc
 
 
 def read_ledger(root: Path) -> Ledger:
     ledger = Ledger()
+    store = RunStore(root)
     for folder in _in_order([p for p in (root / "units").glob("*") if p.is_dir() and p.name != MARKERS]):
-        files = [p for p in folder.glob("*.json") if not p.name.startswith(".")]
-        ledger.units[folder.name] = len(files)
-        ledger.stages[folder.name] = merged(*(usage_of(_read(p), p) for p in files))
+        units = [usage_of(_read(text, where), where) for _, text, where in store.iter_json(folder.name)]
+        ledger.units[folder.name] = len(units)
+        ledger.stages[folder.name] = merged(*units)
     for folder in _in_order([p for p in root.joinpath(*UNFINISHED).glob("*") if p.is_dir()]):
         ledger.unfinished[folder.name] = merged(
-            *(usage_of(_read(p), p) for p in folder.glob("*.json") if not p.name.startswith("."))
+            *(usage_of(_read(p.read_bytes(), p), p) for p in folder.glob("*.json") if not p.name.startswith("."))
         )
     return ledger
 

@@ -2,7 +2,8 @@
 
 Every stage, command, the run report, eval and the parity check read a run through a `RunReader`: its config,
 its tasks, rollouts and verdicts as records (a stage's published units while it runs, else its Parquet view),
-and, given a rollout, the records its artifacts hold: each agent's `Trajectory` and the deck's `DeckReport`.
+and, given a rollout, the records its artifacts hold: each agent's `Trajectory`, the deck's `DeckReport` and
+text, from its packed record (`rollout.json.gz`, core.run.packed) or, for a rollout not packed, its loose files.
 An artifact that is missing or unreadable is an `ArtifactError` naming the file and what is wrong; the caller
 decides what that means (an environment verdict, a skipped sample, a note in the report).
 
@@ -24,6 +25,7 @@ from core.cli import InputError
 from core.codec import RecordError, decode
 from core.records import ArtifactError, Origin, Record, Rollout, StageDone, Task, Trajectory, Verdict, read_parquet
 from core.run.ledger import Ledger, read_ledger
+from core.run.packed import RECORD, PackedRollout
 from core.run.store import RunStore
 from core.seams.deck import DeckReport
 
@@ -32,6 +34,8 @@ T = TypeVar("T")
 
 TRAJECTORY = "trajectory:"  # Rollout.artifacts names each agent's trajectory "trajectory:<agent>"
 TRAJECTORY_FILE = "trajectory_{agent}.json"  # in the rollout's workspace, saved as the agent goes (agents/workflow.py)
+PACKED = "record"  # Rollout.artifacts names a packed rollout's record (core.run.packed) so
+DECK_TEXT = "deck_text"  # and an unpacked one's deck_text.json so
 SPLITS = ("train", "eval")
 
 
@@ -59,6 +63,7 @@ class RunReader:
         self.root = Path(root).resolve()
         self.store = RunStore(self.root)
         self._read: dict[str, Any] = {}
+        self._packed: tuple[Path, PackedRollout] | None = None  # the last record read: its agents are read in turn
 
     @classmethod
     def open(cls, root: Path) -> RunReader:
@@ -140,7 +145,8 @@ class RunReader:
 
     def workspace(self, rollout: Rollout) -> Path:
         """The rollout's workspace (rollouts/<task_id> unless its artifacts say otherwise)."""
-        some = next((p for name, p in sorted(rollout.artifacts.items()) if name.startswith(TRAJECTORY)), None)
+        named = sorted((name, p) for name, p in rollout.artifacts.items() if name == PACKED or name.startswith(TRAJECTORY))
+        some = named[0][1] if named else None
         return self.root / (some.rsplit("/", 1)[0] if some and "/" in some else f"rollouts/{rollout.task_id}")
 
     def artifact(self, rollout: Rollout, name: str) -> Path:
@@ -151,8 +157,12 @@ class RunReader:
         return self.root / relative
 
     def trajectory_files(self, rollout: Rollout) -> list[TrajectoryFile]:
-        """Each agent's trajectory artifact, by agent name. A rollout whose record names none (a worker that died
-        mid-rollout) has the trajectory files its agents saved in its workspace, if any."""
+        """Each agent's trajectory artifact, by agent name (for a packed rollout: its record, once per agent). A
+        rollout whose record names none (a worker that died mid-rollout) has the trajectory files its agents saved
+        in its workspace, if any."""
+        if PACKED in rollout.artifacts:
+            record = self.artifact(rollout, PACKED)
+            return [TrajectoryFile(rollout.task_id, t.agent, record) for t in self.packed(record).trajectories]
         named = [
             TrajectoryFile(rollout.task_id, name.removeprefix(TRAJECTORY), self.root / relative)
             for name, relative in sorted(rollout.artifacts.items())
@@ -164,8 +174,19 @@ class RunReader:
         saved = sorted(self.workspace(rollout).glob(TRAJECTORY_FILE.format(agent="*")))
         return [TrajectoryFile(rollout.task_id, p.name.removeprefix(prefix).removesuffix(suffix), p) for p in saved]
 
+    def packed(self, path: Path) -> PackedRollout:
+        """A packed rollout's record (the last one read is kept); ArtifactError when missing or malformed."""
+        if self._packed is None or self._packed[0] != path:
+            self._packed = (path, PackedRollout.read(path))
+        return self._packed[1]
+
     def trajectory(self, file: TrajectoryFile) -> Trajectory:
         """The trajectory record in `file`; ArtifactError when it is missing or not a trajectory."""
+        if file.path.name == RECORD:
+            found = [t for t in self.packed(file.path).trajectories if t.agent == file.agent]
+            if not found:
+                raise ArtifactError(f"{file.path}: no {file.agent} trajectory")
+            return found[0]
         data = _json(file.path)
         try:
             return Trajectory.from_dict(data)
@@ -181,6 +202,11 @@ class RunReader:
 
     def trajectory_origin(self, file: TrajectoryFile) -> Origin:
         """Only the `origin` of a trajectory (a file made before records named theirs: none); RecordError when unreadable."""
+        if file.path.name == RECORD:
+            try:
+                return self.trajectory(file).origin
+            except ArtifactError as exc:
+                raise RecordError(str(exc)) from exc
         try:
             return decode(Origin, orjson.loads(file.path.read_bytes()).get("origin") or {})
         except (OSError, orjson.JSONDecodeError, AttributeError, RecordError) as exc:
@@ -188,7 +214,18 @@ class RunReader:
 
     def deck(self, rollout: Rollout) -> DeckReport:
         """What the deck export measured (deck_defects.json); ArtifactError when missing or malformed."""
+        if PACKED in rollout.artifacts:
+            deck = self.packed(self.artifact(rollout, PACKED)).deck
+            if deck is None:
+                raise ArtifactError(f"{rollout.task_id}: the rollout recorded no deck")
+            return deck
         return DeckReport.read(self.artifact(rollout, "defects"))
+
+    def deck_text(self, rollout: Rollout) -> Any:
+        """The deck's text as the export read it (deck_text.json, deck/text.py); None when it wrote none."""
+        if PACKED in rollout.artifacts:
+            return self.packed(self.artifact(rollout, PACKED)).deck_text
+        return _json(self.artifact(rollout, DECK_TEXT)) if DECK_TEXT in rollout.artifacts else None
 
 
 def _json(path: Path) -> Any:

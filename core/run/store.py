@@ -5,7 +5,8 @@ Layout (see docs/architecture.md):
     <run>/config.yaml          resolved config
     <run>/config.hash          hash of what the run produces (performance keys excluded, prompt templates included)
     <run>/prompts.json         the prompt templates the hash covers: id -> content hash
-    <run>/units/<stage>/<id>.json   one record per finished unit (with its usage): the index a rerun reads
+    <run>/units/<stage>/<id>.json   one record per finished unit (with its usage), as it is published
+    <run>/units/<stage>/sealed/*.parquet   the units of earlier stage runs, sealed (unit id, record JSON)
     <run>/usage/unfinished/<stage>/<id>.<attempt>.json   what attempts that left no unit spent
     <run>/<stage>.parquet      a compacted view of a stage's units
 
@@ -13,6 +14,11 @@ Files are written to a temporary name, fsynced, then published. A unit is
 published with `link()`, which fails if the name exists, so two writers (a
 retried Ray task and its ghost) can never both publish the same unit: a crash
 at any instant loses at most the units in flight and never writes one twice.
+
+When a stage ends, `compact` seals its loose unit files into one Parquet shard and removes them: a run of
+100,000 rollouts keeps a handful of shards, not 500,000 small files, and a rerun learns what is done by
+reading the shards' id columns and listing the few loose files, never by stat-ing each unit. A unit id
+that is sealed is never published again.
 """
 
 from __future__ import annotations
@@ -23,10 +29,13 @@ import json
 import os
 import tempfile
 import time
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterable, Iterator, Mapping, TypeVar
 
 import orjson
+import pyarrow as pa
+import pyarrow.parquet as pq
 import yaml
 
 from core.cli import InputError
@@ -119,6 +128,7 @@ class RunStore:
 
     def __init__(self, root: Path):
         self.root = Path(root).resolve()
+        self._sealed_units: dict[str, SealedUnits] = {}
 
     @classmethod
     def open(cls, root: Path, config: dict[str, Any], force: bool = False, prompts: Mapping[str, str] | None = None) -> RunStore:
@@ -168,7 +178,10 @@ class RunStore:
 
     def commit(self, stage: str, unit_id: str, record: Record) -> None:
         """Publish a finished unit exactly once (raises UnitExists on a second try)."""
-        publish_once(self._unit_path(stage, unit_id), record.to_json().encode("utf-8"))
+        path = self._unit_path(stage, unit_id)
+        if unit_id in self._sealed(stage).ids:
+            raise UnitExists(f"{path} already exists (sealed): units are written once")
+        publish_once(path, record.to_json().encode("utf-8"))
 
     def spent_unfinished(self, stage: str, unit_id: str, usage: Mapping[str, RoleUsage], why: str) -> None:
         """Keep what an attempt of a unit spent when it leaves no unit (each attempt its own file)."""
@@ -179,40 +192,148 @@ class RunStore:
         publish_once(self.root / "usage" / "unfinished" / stage / name, orjson.dumps(data, option=orjson.OPT_SORT_KEYS))
 
     def is_done(self, stage: str, unit_id: str) -> bool:
-        return self._unit_path(stage, unit_id).exists()
+        return self._unit_path(stage, unit_id).exists() or unit_id in self._sealed(stage).ids
 
     def done(self, stage: str) -> set[str]:
         """Ids of the finished units of a stage (temp files of interrupted writes are ignored)."""
+        return self._loose(stage) | self._sealed(stage).ids
+
+    def _loose(self, stage: str) -> set[str]:
         folder = self.root / "units" / stage
         if not folder.is_dir():
             return set()
-        return {p.stem for p in folder.glob("*.json") if not p.name.startswith(".")}
+        with os.scandir(folder) as entries:  # names only: no stat per unit
+            return {e.name[: -len(".json")] for e in entries if e.name.endswith(".json") and not e.name.startswith(".")}
+
+    def _sealed(self, stage: str) -> SealedUnits:
+        """The stage's sealed shards, read again only when the set of shards changed."""
+        folder = self.root / "units" / stage / SEALED
+        shards = tuple(sorted(p.name for p in folder.glob("*.parquet"))) if folder.is_dir() else ()
+        known = self._sealed_units.get(stage)
+        if known is None or known.shards != shards:
+            known = self._sealed_units[stage] = SealedUnits.read(folder, shards)
+        return known
 
     def load_unit(self, stage: str, unit_id: str, cls: type[R]) -> R:
         """One finished unit (FileNotFoundError when it is not finished)."""
         path = self._unit_path(stage, unit_id)
         try:
-            return cls.from_json(path.read_text(encoding="utf-8"))
-        except (json.JSONDecodeError, RecordError) as exc:
-            raise RecordError(f"{path}: unreadable {cls.__name__} record: {exc}") from exc
+            text = path.read_text(encoding="utf-8")
+        except FileNotFoundError:
+            text = self._sealed(stage).record(unit_id, path)
+        return _decoded(cls, text, path)
 
     def load_map(self, stage: str, cls: type[R]) -> dict[str, R]:
         """The finished units of a stage by id."""
-        return {unit_id: self.load_unit(stage, unit_id, cls) for unit_id in sorted(self.done(stage))}
+        return dict(sorted(self.iter_units(stage, cls)))
+
+    def iter_units(self, stage: str, cls: type[R]) -> Iterator[tuple[str, R]]:
+        """The finished units of a stage, (id, record), sealed ones first, reading a shard at a time."""
+        for unit_id, text, where in self.iter_json(stage):
+            yield unit_id, _decoded(cls, text, where)
+
+    def iter_json(self, stage: str) -> Iterator[tuple[str, str, Path]]:
+        """The finished units of a stage as stored: (id, record JSON, the file it is in)."""
+        loose = self._loose(stage)
+        folder = self.root / "units" / stage
+        for shard in self._sealed(stage).shards:
+            for unit_id, text in _shard_rows(folder / SEALED / shard):
+                if unit_id not in loose:  # sealed and still loose: a seal cut short, the same record
+                    yield unit_id, text, folder / SEALED / shard
+        for unit_id in sorted(loose):
+            path = folder / f"{unit_id}.json"
+            with contextlib.suppress(FileNotFoundError):  # sealed meanwhile: read in the shard by the next reader
+                yield unit_id, path.read_text(encoding="utf-8"), path
 
     def load(self, stage: str, cls: type[R]) -> list[R]:
         return list(self.load_map(stage, cls).values())
 
     def compact(self, stage: str, cls: type[R], name: str | None = None) -> Path:
-        """Write all finished units of a stage as one Parquet file (atomically)."""
+        """Write all finished units of a stage as one Parquet file (atomically), then seal the loose ones."""
         target = self.root / (name or f"{stage}.parquet")
         atomic_write_parquet(self.load(stage, cls), target, cls)
+        self.seal(stage)
         return target
 
+    def seal(self, stage: str) -> int:
+        """Move the stage's loose unit files into a new sealed shard (fsynced before they go); returns how many."""
+        folder = self.root / "units" / stage
+        sealed = self._sealed(stage).ids
+        loose = sorted(self._loose(stage))
+        fresh = [u for u in loose if u not in sealed]
+        if fresh:
+            shard = folder / SEALED / f"{time.strftime('%Y%m%d-%H%M%S')}-{os.getpid()}-{len(fresh)}.parquet"
+            with _temp_file(shard) as tmp:
+                _write_shard(tmp, ((u, (folder / f"{u}.json").read_text(encoding="utf-8")) for u in fresh))
+                with open(tmp, "rb") as fh:
+                    os.fsync(fh.fileno())
+                os.link(tmp, shard)
+            _fsync_dir(shard.parent)
+        for unit_id in loose:
+            (folder / f"{unit_id}.json").unlink(missing_ok=True)
+        return len(fresh)
+
     def clean_temp_files(self) -> int:
-        """Remove temp files left by writes that a crash interrupted."""
+        """Remove temp files left by writes that a crash interrupted (where the store writes: the run's own
+        files, units and usage; never a walk of every rollout's workspace)."""
         removed = 0
-        for tmp in self.root.rglob(f".*{TMP_SUFFIX}"):
+        places = [self.root.glob(f".*{TMP_SUFFIX}")] + [
+            (self.root / d).rglob(f".*{TMP_SUFFIX}") for d in ("units", "usage", "stats") if (self.root / d).is_dir()
+        ]
+        for tmp in (t for place in places for t in place):
             tmp.unlink(missing_ok=True)
             removed += 1
         return removed
+
+
+@dataclass(frozen=True)
+class SealedUnits:
+    """The unit ids of a stage's sealed shards (their records are read when asked for)."""
+
+    folder: Path
+    shards: tuple[str, ...]
+    ids: frozenset[str]
+
+    @classmethod
+    def read(cls, folder: Path, shards: tuple[str, ...]) -> SealedUnits:
+        ids = (pq.read_table(folder / s, columns=["unit_id"]).column("unit_id").to_pylist() for s in shards)
+        return cls(folder, shards, frozenset(str(u) for column in ids for u in column))
+
+    def record(self, unit_id: str, path: Path) -> str:
+        """A sealed unit's record JSON; FileNotFoundError naming its unit file when it is not sealed either."""
+        if unit_id in self.ids:
+            for shard in self.shards:
+                table = pq.read_table(self.folder / shard, filters=[("unit_id", "=", unit_id)])
+                if table.num_rows:
+                    return str(table.column("record")[0].as_py())
+        raise FileNotFoundError(f"{path}: no such unit")
+
+
+SEALED = "sealed"
+_SHARD_SCHEMA = pa.schema([("unit_id", pa.string()), ("record", pa.string())])
+_SHARD_BATCH = 1000
+
+
+def _write_shard(path: Path, rows: Iterable[tuple[str, str]]) -> None:
+    """(unit id, record JSON) rows as Parquet, `_SHARD_BATCH` at a time: memory stays flat however many."""
+    with pq.ParquetWriter(path, _SHARD_SCHEMA, compression="zstd") as writer:
+        batch: list[tuple[str, str]] = []
+        for row in rows:
+            batch.append(row)
+            if len(batch) == _SHARD_BATCH:
+                writer.write_table(pa.table(list(zip(*batch)), schema=_SHARD_SCHEMA))
+                batch = []
+        if batch:
+            writer.write_table(pa.table(list(zip(*batch)), schema=_SHARD_SCHEMA))
+
+
+def _shard_rows(path: Path) -> Iterator[tuple[str, str]]:
+    for batch in pq.ParquetFile(path).iter_batches(batch_size=_SHARD_BATCH):
+        yield from ((str(u), str(r)) for u, r in zip(batch.column("unit_id").to_pylist(), batch.column("record").to_pylist()))
+
+
+def _decoded(cls: type[R], text: str, where: Path) -> R:
+    try:
+        return cls.from_json(text)
+    except (json.JSONDecodeError, RecordError) as exc:
+        raise RecordError(f"{where}: unreadable {cls.__name__} record: {exc}") from exc

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from core.records import Rollout, Task, Trajectory
 from core.run.reader import RunReader
@@ -36,5 +37,12 @@ class Candidate:
         return self.run.trajectories(self.rollout)
 
     def deck(self) -> DeckReport:
-        """What the deck export measured, per slide (deck_defects.json)."""
+        """What the deck export measured, per slide (deck_defects.json); its previews resolve in `workspace()`."""
         return self.run.deck(self.rollout)
+
+    def deck_text(self) -> Any:
+        """The deck's text as the export read it (deck/text.py); None when it wrote none."""
+        return self.run.deck_text(self.rollout)
+
+    def workspace(self) -> Path:
+        return self.run.workspace(self.rollout)

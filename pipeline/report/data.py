@@ -105,7 +105,7 @@ def _lines(path: Path) -> int:
 def read_deck(run: RunReader, rollout: Rollout) -> DeckReport | None:
     """What the deck export measured, None when the rollout recorded none or it cannot be read."""
     try:
-        return run.deck(rollout) if "defects" in rollout.artifacts else None
+        return run.deck(rollout)
     except ArtifactError:
         return None
 

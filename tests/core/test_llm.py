@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import asyncio
 import base64
+import io
 import json
 import time
 from pathlib import Path
 
+import numpy as np
 import openai
 import pytest
 from aiohttp import web
@@ -15,8 +17,9 @@ from PIL import Image
 
 from core.config import LLMConfig, PriceConfig
 from core.llm.client import EndpointError, ModelClient, retry_after_s
+from core.llm.conversation import profile_named
 from core.llm.results import ModelError
-from core.llm.wire import DataURLs
+from core.llm.wire import DataURLs, to_wire
 from core.records import Message, ToolCall
 from core.run.usage import UsageMeter
 from fakes.openai_server import ErrorReply, FakeOpenAIServer, FaultPlan, Reply, replay
@@ -222,6 +225,22 @@ def test_images_are_encoded_once_until_they_change(tmp_path: Path, monkeypatch: 
     slide.with_name("new.png").replace(slide)  # the agent redraws the slide
     assert urls(slide) != first and base64.b64decode(urls(slide).split(",", 1)[1]) == slide.read_bytes()
     assert reads == ["slide_01.png", "slide_01.png", "slide_01.png"]  # the last read is the test's own
+
+
+@pytest.mark.parametrize(("profile", "sent"), [("vllm-glm", "webp"), ("openai", "webp"), ("llama.cpp", "png")])
+def test_an_image_goes_as_stored_where_the_server_reads_it_else_as_png(tmp_path: Path, profile: str, sent: str) -> None:
+    """llama.cpp decodes no WebP (stb_image): it gets the same pixels as PNG; the others get the stored bytes."""
+    render = tmp_path / "slide_01.1.webp"
+    Image.effect_noise((32, 24), 40).convert("RGB").save(render, "WEBP", lossless=True)
+    (message,) = to_wire([Message("user", "look", images=(render.name,))], tmp_path, profile_named(profile))
+    url = message["content"][1]["image_url"]["url"]
+    header, data = url.split(",", 1)
+    assert header == f"data:image/{sent};base64"
+    decoded = Image.open(io.BytesIO(base64.b64decode(data)))
+    assert decoded.format == sent.upper()
+    assert np.array_equal(np.asarray(decoded.convert("RGB")), np.asarray(Image.open(render).convert("RGB")))
+    if sent == "webp":
+        assert base64.b64decode(data) == render.read_bytes()
 
 
 def test_kept_images_stay_within_their_byte_budget(tmp_path: Path) -> None:

@@ -30,7 +30,7 @@ from deck.config import DeckConfig, PptxMode
 from deck.export import export_deck, page_reader
 from filters.config import FiltersConfig
 from filters.content import CODES, ContentReport, check_content
-from filters.content_reading import SlideText, layout_pages, pdf_pages, slides_of
+from filters.content_reading import SlideText, layout_pages, pdf_pages, read_layout, slides_of
 from render.config import RenderConfig
 from render.renderer import Renderer
 from tests.filters.content_pages import write_slides
@@ -158,7 +158,7 @@ async def export_pages(renderer: Renderer, decks: Sequence[LabelledDeck], folder
 
 def read(deck: LabelledDeck, pdf: Path, layout: Path | None = None) -> Reading:
     """The deck read from its `layout` (deck_text.json) when given, else from its PDF, and checked."""
-    slides = tuple(slides_of(layout_pages(layout) if layout else pdf_pages(pdf)))
+    slides = tuple(slides_of(layout_pages(read_layout(layout), str(layout)) if layout else pdf_pages(pdf)))
     return Reading(deck, "layout" if layout else "pdf", slides, check_content(slides, FiltersConfig(), deck.lang, deck.request))
 
 

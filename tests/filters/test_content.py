@@ -12,9 +12,10 @@ from pathlib import Path
 import pytest
 
 from core.pdf import pymupdf
+from core.run.reader import DECK_TEXT
 from fakes.runs import RolloutSpec, candidate
 from filters.config import FiltersConfig
-from filters.content import CODES, TEXT_ARTIFACT, ContentGate, SlideText, check_content, check_deck
+from filters.content import CODES, ContentGate, SlideText, check_content, check_deck
 from filters.content_reading import Block, Page, slides_of
 from tests.filters.content_set import (
     CORE,
@@ -203,7 +204,7 @@ def test_the_gate_reads_the_layout_the_rollout_recorded(tmp_path: Path) -> None:
         for n, blocks in enumerate(layout, start=1)
     ]
     (tmp_path / "deck_text.json").write_text(json.dumps({"slides": slides_json}))
-    recorded = replace(rollout.rollout, artifacts={**rollout.rollout.artifacts, TEXT_ARTIFACT: "deck_text.json"})
+    recorded = replace(rollout.rollout, artifacts={**rollout.rollout.artifacts, DECK_TEXT: "deck_text.json"})
     verdict = asyncio.run(ContentGate(CFG).judge(replace(rollout, rollout=recorded)))
     assert verdict.category == "empty_slides" and "slide 3" in verdict.reasons[0]
 

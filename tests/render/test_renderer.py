@@ -77,6 +77,23 @@ async def test_render_writes_png_and_pdf_at_slide_size(renderer: Renderer, tmp_p
 
 @pytest.mark.chromium
 @session_loop
+async def test_a_webp_render_holds_the_pixels_of_chromiums_png(renderer: Renderer, tmp_path: Path) -> None:
+    """Renders are written as lossless WebP where the server reads it: the model sees exactly Chromium's pixels."""
+    args = (SLIDES / "clean_43_zh.html", "4:3")
+    png = await renderer.render(*args, png_path=tmp_path / "s.png", workspace=FIXTURES)
+    webp = await renderer.render(*args, png_path=tmp_path / "s.webp", workspace=FIXTURES)
+    assert Image.open(webp.png_path).format == "WEBP" and Image.open(png.png_path).format == "PNG"
+    assert np.array_equal(
+        np.asarray(Image.open(webp.png_path).convert("RGB")), np.asarray(Image.open(png.png_path).convert("RGB"))
+    )
+    assert webp.png_path.stat().st_size < png.png_path.stat().st_size / 2
+    assert webp.defects == png.defects
+    with pytest.raises(ValueError, match="not '.jpg'"):
+        await renderer.render(*args, png_path=tmp_path / "s.jpg", workspace=FIXTURES)
+
+
+@pytest.mark.chromium
+@session_loop
 async def test_poster_renders_at_a1(renderer: Renderer, tmp_path: Path) -> None:
     page = tmp_path / "poster.html"
     page.write_text("<html><body style='margin:0'><h1 style='font-size:120px'>A1 poster</h1></body></html>")

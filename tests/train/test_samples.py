@@ -11,6 +11,7 @@ from PIL import Image
 
 from core.llm.conversation import IMAGE_NOTE
 from core.records import Message, ToolCall, Trajectory
+from core.run.blobs import BlobStore
 from train.samples import IMAGE_TAG, Sample, SampleError, defuse_tags, to_samples
 
 
@@ -156,6 +157,20 @@ def test_missing_or_escaping_images_are_reported(workspace: Path) -> None:
         to_sample(_trajectory(Message("user", "look", ("gone.png",)), Message("assistant", "ok")), workspace)
     with pytest.raises(SampleError, match="outside the workspace"):
         to_sample(_trajectory(Message("user", "look", ("../a.png",)), Message("assistant", "ok")), workspace)
+
+
+def test_an_image_in_the_run_s_blob_store_is_the_only_one_outside_the_workspace(workspace: Path) -> None:
+    run = workspace.parent / "run"
+    render = run / "rollouts" / "t1" / "renders" / "s.webp"
+    render.parent.mkdir(parents=True)
+    Image.new("RGB", (8, 8), "white").save(render, "WEBP", lossless=True)
+    store = BlobStore(run)
+    ref = store.ref(store.put(render), render.parent.parent)
+    sample = to_sample(_trajectory(Message("user", "look", (ref,)), Message("assistant", "ok")), render.parent.parent)
+    assert sample.images == (store.put(render),)
+    escaping = ref.replace("blobs", "blobz")
+    with pytest.raises(SampleError, match="outside the workspace and is not one of the run's blobs"):
+        to_sample(_trajectory(Message("user", "look", (escaping,)), Message("assistant", "ok")), render.parent.parent)
 
 
 def test_a_trajectory_without_an_answer_is_not_a_sample(workspace: Path) -> None:

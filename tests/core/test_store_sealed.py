@@ -1,0 +1,55 @@
+"""Sealed units: a finished stage's unit files folded into a shard, still read, resumed and written once."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+from core.records import Rollout
+from core.run.store import SEALED, RunStore, UnitExists
+
+
+def _store(tmp_path: Path, ids: list[str]) -> RunStore:
+    store = RunStore.open(tmp_path / "run", {"k": 1})
+    for unit_id in ids:
+        store.commit("rollouts", unit_id, Rollout(task_id=unit_id, status="done"))
+    return store
+
+
+def test_a_sealed_stage_is_one_shard_and_reads_as_before(tmp_path: Path) -> None:
+    store = _store(tmp_path, [f"t{i:04d}" for i in range(1200)])
+    before = store.load_map("rollouts", Rollout)
+    store.compact("rollouts", Rollout)
+    folder = store.path("units", "rollouts")
+    assert sorted(os.listdir(folder)) == [SEALED] and len(os.listdir(folder / SEALED)) == 1
+    fresh = RunStore(store.root)  # a rerun: nothing cached
+    assert fresh.load_map("rollouts", Rollout) == before and fresh.done("rollouts") == set(before)
+    assert fresh.is_done("rollouts", "t0007") and not fresh.is_done("rollouts", "t9999")
+    assert fresh.load_unit("rollouts", "t1199", Rollout) == before["t1199"]
+    with pytest.raises(FileNotFoundError, match="t9999"):
+        fresh.load_unit("rollouts", "t9999", Rollout)
+
+
+def test_a_sealed_unit_is_never_published_again(tmp_path: Path) -> None:
+    store = _store(tmp_path, ["a", "b"])
+    store.seal("rollouts")
+    with pytest.raises(UnitExists, match="sealed"):
+        RunStore(store.root).commit("rollouts", "a", Rollout(task_id="a", status="failed"))
+    assert RunStore(store.root).load_unit("rollouts", "a", Rollout).status == "done"
+
+
+def test_units_after_a_seal_join_the_next_shard_and_a_cut_short_seal_counts_once(tmp_path: Path) -> None:
+    store = _store(tmp_path, ["a", "b"])
+    store.seal("rollouts")
+    store.commit("rollouts", "c", Rollout(task_id="c", status="done"))
+    assert store.done("rollouts") == {"a", "b", "c"}
+    (store.path("units", "rollouts") / "a.json").write_text(
+        Rollout(task_id="a", status="done").to_json()
+    )  # sealed, not yet removed
+    assert [u for u, _ in store.iter_units("rollouts", Rollout)] == ["b", "a", "c"]
+    assert store.seal("rollouts") == 1  # only c is new; a's loose copy goes
+    assert sorted(os.listdir(store.path("units", "rollouts"))) == [SEALED]
+    assert len(os.listdir(store.path("units", "rollouts", SEALED))) == 2
+    assert sorted(u for u, _ in RunStore(store.root).iter_units("rollouts", Rollout)) == ["a", "b", "c"]
