@@ -77,7 +77,7 @@ def _judged(j: SlideJudgement) -> dict[str, Any]:
 def slides_of(task: Task, rollout: Rollout, root: Path, render_dir: Path) -> list[SlideView]:
     """A rollout's deck as the judges see it (its PDF's pages rendered under `render_dir`)."""
     return load_deck(
-        (root / rollout.artifacts["defects"]).parent, render_dir, task.constraints.language or task.language, task.instruction
+        (root / rollout.artifacts["pdf"]).parent, render_dir, task.constraints.language or task.language, task.instruction
     )
 
 
@@ -103,7 +103,7 @@ async def score_deck(task: Task, rollout: Rollout | None, root: Path, judging: S
     if rollout is None:
         return ScoredDeck(unrendered(task, "not generated", 0.0, 0), [], None)
     tokens = rollout.tokens
-    pdf, defects = rollout.artifacts.get("pdf"), rollout.artifacts.get("defects")
+    pdf, defects = rollout.artifacts.get("pdf"), rollout.artifacts.get("defects") or rollout.artifacts.get("record")
     if rollout.status != RolloutStatus.done or pdf is None or defects is None:
         return ScoredDeck(unrendered(task, rollout.failure or Failure.no_deck, rollout.cost_usd, tokens), [], None)
     try:

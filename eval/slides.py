@@ -14,11 +14,13 @@ from __future__ import annotations
 import hashlib
 from dataclasses import replace
 from pathlib import Path
+from typing import Any
 
 from core.cli import InputError
 from core.language import normalize_text
 from core.pdf import pymupdf
 from core.records import ArtifactError
+from core.run.packed import RECORD, PackedRollout
 from core.seams.deck import FILE as DEFECTS_FILE
 from core.seams.deck import DeckReport
 from core.seams.judging import PageFacts, SlideView
@@ -47,11 +49,21 @@ def pdf_pages(pdf: Path) -> list[PageFacts]:
 def load_deck(path: Path, render_dir: Path, language: str | None = None, request: str | None = None) -> list[SlideView]:
     """The slides at `path`; a PDF's pages are rendered under `render_dir` (once, by content hash). With a PDF,
     each slide carries the content checks that fail on it (`language` and `request` as the task gives them)."""
+    if path.is_dir() and (path / RECORD).is_file():  # a packed rollout (core.run.packed)
+        try:
+            packed = PackedRollout.read(path / RECORD)
+        except ArtifactError as exc:
+            raise DeckUnreadable(str(exc)) from exc
+        if packed.deck is None:
+            raise DeckUnreadable(f"{path / RECORD}: no deck")
+        slides, pdf = _workspace(path, packed.deck), path / "deck.pdf"
+        return _with_content(slides, pdf, language, request, packed.deck_text) if pdf.is_file() else slides
     if path.is_dir() and (path / DEFECTS_FILE).is_file():
         pdf, layout = path / "deck.pdf", path / TEXT_FILE
         if not pdf.is_file():
-            return _workspace(path)
-        return _with_content(_workspace(path), pdf, language, request, read_layout(layout) if layout.is_file() else None)
+            return _workspace(path, _report(path / DEFECTS_FILE))
+        slides = _workspace(path, _report(path / DEFECTS_FILE))
+        return _with_content(slides, pdf, language, request, read_layout(layout) if layout.is_file() else None)
     if path.is_file() and path.suffix.lower() == ".pdf":
         return _with_content(_pdf(path, render_dir), path, language, request)
     images = sorted(p for p in path.iterdir() if p.suffix.lower() in IMAGE_SUFFIXES) if path.is_dir() else [path]
@@ -62,7 +74,7 @@ def load_deck(path: Path, render_dir: Path, language: str | None = None, request
 
 
 def _with_content(
-    slides: list[SlideView], pdf: Path, language: str | None, request: str | None, layout: Path | None = None
+    slides: list[SlideView], pdf: Path, language: str | None, request: str | None, layout: Any = None
 ) -> list[SlideView]:
     try:
         failing = check_deck(pdf, FiltersConfig(), language, request, layout).codes_by_slide()
@@ -71,11 +83,15 @@ def _with_content(
     return [replace(s, content=tuple(failing.get(s.number, ()))) for s in slides]
 
 
-def _workspace(folder: Path) -> list[SlideView]:
+def _report(path: Path) -> DeckReport:
     try:
-        slides = deck_slides(DeckReport.read(folder / DEFECTS_FILE))
+        return DeckReport.read(path)
     except ArtifactError as exc:
         raise DeckUnreadable(str(exc)) from exc
+
+
+def _workspace(folder: Path, deck: DeckReport) -> list[SlideView]:
+    slides = deck_slides(deck)
     pdf = folder / "deck.pdf"
     pages = pdf_pages(pdf) if pdf.is_file() else []
     missing = [s.png for s in slides if not (folder / s.png).is_file()]

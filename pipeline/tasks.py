@@ -124,7 +124,6 @@ async def _units(
     if cap is not None and cap.held_back:
         raise cap.stop("tasks")
     finished = ctx.store.load_map(stage_name, cls)
-    ctx.store.seal(stage_name)
     return {i: finished[i] for i in ids}
 
 

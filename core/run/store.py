@@ -249,10 +249,9 @@ class RunStore:
         return list(self.load_map(stage, cls).values())
 
     def compact(self, stage: str, cls: type[R], name: str | None = None) -> Path:
-        """Write all finished units of a stage as one Parquet file (atomically), then seal the loose ones."""
+        """Write all finished units of a stage as one Parquet file (atomically)."""
         target = self.root / (name or f"{stage}.parquet")
         atomic_write_parquet(self.load(stage, cls), target, cls)
-        self.seal(stage)
         return target
 
     def seal(self, stage: str) -> int:

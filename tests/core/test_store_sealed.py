@@ -22,6 +22,7 @@ def test_a_sealed_stage_is_one_shard_and_reads_as_before(tmp_path: Path) -> None
     store = _store(tmp_path, [f"t{i:04d}" for i in range(1200)])
     before = store.load_map("rollouts", Rollout)
     store.compact("rollouts", Rollout)
+    store.seal("rollouts")
     folder = store.path("units", "rollouts")
     assert sorted(os.listdir(folder)) == [SEALED] and len(os.listdir(folder / SEALED)) == 1
     fresh = RunStore(store.root)  # a rerun: nothing cached

@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from core.records import Rollout, read_parquet
+from core.run.reader import RunReader
 
 pytestmark = [pytest.mark.chromium, pytest.mark.slow]
 
@@ -21,9 +22,9 @@ def test_a_tool_that_raises_type_error_ends_its_rollout_as_tool_crash(scripted_s
     assert json.loads((root / "stats" / "rollouts.json").read_text())["tool_crashes"] == {"write_file": 1}
     assert "environment/tool_crash:write_file" in (root / "report" / "index.html").read_text()
 
-    trajectory = json.loads((root / crashed[0].artifacts["trajectory:researcher"]).read_text())
-    assert trajectory["steps"][-1]["error"] == "tool_crash:write_file"
-    assert "TypeError" not in json.dumps(trajectory["messages"])  # the stack trace never reached the model's context
+    (trajectory,) = RunReader.open(root).trajectories(crashed[0])
+    assert trajectory.steps[-1].error == "tool_crash:write_file"
+    assert "TypeError" not in trajectory.to_json()  # the stack trace never reached the model's context
     worker_logs = "".join(p.read_text(errors="replace") for p in (root / "logs").glob("worker-*.log"))
     assert "tool write_file crashed" in worker_logs and "TypeError: planted bug" in worker_logs  # WARNING, with the stack
 
