@@ -15,10 +15,10 @@ published with `link()`, which fails if the name exists, so two writers (a
 retried Ray task and its ghost) can never both publish the same unit: a crash
 at any instant loses at most the units in flight and never writes one twice.
 
-When a stage ends, `compact` seals its loose unit files into one Parquet shard and removes them: a run of
-100,000 rollouts keeps a handful of shards, not 500,000 small files, and a rerun learns what is done by
-reading the shards' id columns and listing the few loose files, never by stat-ing each unit. A unit id
-that is sealed is never published again.
+`seal` folds a stage's loose unit files into one Parquet shard and removes them: a run of 100,000 rollouts
+would keep a handful of shards, not 500,000 small files, and a rerun learns what is done by reading the
+shards' id columns and listing the few loose files, never by stat-ing each unit. A unit id that is sealed
+is never published again. Every read here sees sealed units; the stages do not call `seal` yet.
 """
 
 from __future__ import annotations
