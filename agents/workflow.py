@@ -165,7 +165,7 @@ def normalise_manuscript(workspace: Path, outcome: str, target: str = "manuscrip
     return assets
 
 
-def save_trajectory(workspace: Path, trajectory: Trajectory) -> None:
+def _save(workspace: Path, trajectory: Trajectory) -> None:
     path = workspace / TRAJECTORY_FILE.format(agent=trajectory.agent)
     tmp = path.with_suffix(".json.tmp")
     tmp.write_text(trajectory.to_json(), encoding="utf-8")
@@ -200,7 +200,7 @@ async def generate_deck(task: Task, workspace: Path, env: GenerationEnv) -> Deck
             system, user = prompts(role, brief, can_inspect, assets)
 
             def save(trajectory: Trajectory) -> None:
-                save_trajectory(workspace, replace(trajectory, policy=env.policy, origin=part.origin()))
+                _save(workspace, replace(trajectory, policy=env.policy, origin=part.origin()))
 
             agent = Agent(
                 env.model_for(role, brief), toolset_for(role, removed), ctx, env.agent, task.task_id, env.hooks_for(role), save

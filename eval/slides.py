@@ -49,21 +49,10 @@ def pdf_pages(pdf: Path) -> list[PageFacts]:
 def load_deck(path: Path, render_dir: Path, language: str | None = None, request: str | None = None) -> list[SlideView]:
     """The slides at `path`; a PDF's pages are rendered under `render_dir` (once, by content hash). With a PDF,
     each slide carries the content checks that fail on it (`language` and `request` as the task gives them)."""
-    if path.is_dir() and (path / RECORD).is_file():  # a packed rollout (core.run.packed)
-        try:
-            packed = PackedRollout.read(path / RECORD)
-        except ArtifactError as exc:
-            raise DeckUnreadable(str(exc)) from exc
-        if packed.deck is None:
-            raise DeckUnreadable(f"{path / RECORD}: no deck")
-        slides, pdf = _workspace(path, packed.deck), path / "deck.pdf"
-        return _with_content(slides, pdf, language, request, packed.deck_text) if pdf.is_file() else slides
-    if path.is_dir() and (path / DEFECTS_FILE).is_file():
-        pdf, layout = path / "deck.pdf", path / TEXT_FILE
-        if not pdf.is_file():
-            return _workspace(path, _report(path / DEFECTS_FILE))
-        slides = _workspace(path, _report(path / DEFECTS_FILE))
-        return _with_content(slides, pdf, language, request, read_layout(layout) if layout.is_file() else None)
+    if path.is_dir() and ((path / RECORD).is_file() or (path / DEFECTS_FILE).is_file()):
+        deck, layout = _exported(path)
+        slides, pdf = _workspace(path, deck), path / "deck.pdf"
+        return _with_content(slides, pdf, language, request, layout) if pdf.is_file() else slides
     if path.is_file() and path.suffix.lower() == ".pdf":
         return _with_content(_pdf(path, render_dir), path, language, request)
     images = sorted(p for p in path.iterdir() if p.suffix.lower() in IMAGE_SUFFIXES) if path.is_dir() else [path]
@@ -83,9 +72,16 @@ def _with_content(
     return [replace(s, content=tuple(failing.get(s.number, ()))) for s in slides]
 
 
-def _report(path: Path) -> DeckReport:
+def _exported(folder: Path) -> tuple[DeckReport, Any]:
+    """An exported workspace's deck report and text: from its packed record (core.run.packed), else its files."""
     try:
-        return DeckReport.read(path)
+        if (folder / RECORD).is_file():
+            packed = PackedRollout.read(folder / RECORD)
+            if packed.deck is None:
+                raise ArtifactError(f"{folder / RECORD}: no deck")
+            return packed.deck, packed.deck_text
+        layout = folder / TEXT_FILE
+        return DeckReport.read(folder / DEFECTS_FILE), read_layout(layout) if layout.is_file() else None
     except ArtifactError as exc:
         raise DeckUnreadable(str(exc)) from exc
 
