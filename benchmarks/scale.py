@@ -2,9 +2,10 @@
 
 1. A seed run of real scripted rollouts (`pipeline.synthesize llm=scripted stages=[tasks,rollouts] limit=K`; untimed,
    `--seed DIR` reuses one).
-2. A run of N rollouts cloned from the seed's (untimed): each clone gets a fresh task id and perturbed content (every
-   text file names its own id and variant; each PNG has one pixel changed and is re-encoded, each PDF ends with a
-   comment of its own), so no store that keys on content can collapse two clones; the deck's PPTX is copied as is.
+2. A run of N rollouts cloned from the seed's packed rollouts (untimed): each clone gets a fresh task id and perturbed
+   content (its record names its own id; each image it references has one pixel changed and is re-encoded into a blob
+   of its own; its PDF ends with a comment of its own), so the blob store cannot collapse two clones; the deck's PPTX
+   and the agents' archive are copied as they are.
 3. Its bytes and files per rollout, as the rollouts stage left them.
 4. Each downstream stage of `pipeline.synthesize` (filters, export with parity, report) in its own process, as a
    user runs it: wall seconds per 1,000 rollouts and the process's peak RSS.
@@ -13,16 +14,17 @@
 
 Prints one line per step; `--json` prints the figures as one JSON object instead:
 `{"rollouts", "bytes_per_rollout", "files_per_rollout", "stages": {STAGE: {"s_per_1k", "peak_rss_mb", "wall_s"}},
-"resume_s", ...}`. Needs about 1.5 MB of disk per rollout with today's layout.
+"resume_s", ...}`. Needs about 0.4 MB of disk per rollout.
 """
 
 from __future__ import annotations
 
 import argparse
+import gzip
 import io
 import json
 import os
-import random
+import re
 import shutil
 import subprocess
 import sys
@@ -37,12 +39,15 @@ from PIL import Image
 
 from core.config import PROJECT_ROOT
 from core.records import Rollout, Task
-from core.run.reader import RunReader
+from core.run.blobs import BlobStore
+from core.run.packed import RECORD
+from core.run.reader import PACKED, RunReader
 from core.run.store import RunStore, atomic_write_parquet
+from render.renderer import encoded
 
 SEED_TASKS = 8  # limit=8: the demo's size (7 train tasks, 1 eval)
 DOWNSTREAM = ("filters", "export", "report")  # pipeline.synthesize's stages after rollouts
-TEXT_SUFFIXES = {".json", ".html", ".md", ".txt", ".csv"}
+BLOB_REF = re.compile(r"(?:\.\./)+blobs/[0-9a-f]{2}/[0-9a-f]{64}\.[a-z0-9]{1,5}")
 RUN_OVERRIDES = ("llm=scripted", "tracking=disabled", "run.resume=force")  # force: the clones ran no tasks stage
 
 
@@ -77,39 +82,44 @@ def make_seed(seed_dir: Path, tasks: int) -> list[Seed]:
     seeds = [Seed(by_id[r.task_id], r, run.workspace(r)) for r in run.rollouts() if r.task_id in by_id]
     if not seeds:
         raise RuntimeError(f"{seed_dir}: the seed run has no rollouts")
+    unpacked = [s.task.task_id for s in seeds if PACKED not in s.rollout.artifacts]
+    if unpacked:
+        raise RuntimeError(f"{seed_dir}: rollouts {unpacked[:3]} are not packed (a run made before packing): make a new seed")
     return seeds
 
 
-def _perturbed_png(source: Path, target: Path, variant: int) -> None:
-    """`source` with one pixel changed (where depends on `variant`), re-encoded as PNG."""
+def _perturbed_image(source: Path, variant: int) -> bytes:
+    """`source` with one pixel changed (where depends on `variant`), re-encoded as the renderer encodes it."""
     with Image.open(source) as image:
         pixels = image.convert("RGBA" if "A" in image.getbands() else "RGB")
     x, y = variant % pixels.width, (variant // pixels.width) % pixels.height
     pixels.putpixel((x, y), tuple((c + 1) % 256 for c in pixels.getpixel((x, y))))
     out = io.BytesIO()
     pixels.save(out, "PNG")
-    target.write_bytes(out.getvalue())
+    return encoded(out.getvalue(), pixels, source.suffix)
 
 
-def _clone_workspace(seed: Seed, target: Path, new_id: str, variant: int) -> None:
-    """The seed's workspace under `target`, every file perturbed (same PNG bytes in two places stay equal)."""
-    encoded: dict[bytes, bytes] = {}
-    for source in sorted(p for p in seed.workspace.rglob("*") if p.is_file()):
-        out = target / source.relative_to(seed.workspace)
-        out.parent.mkdir(parents=True, exist_ok=True)
-        suffix = source.suffix.lower()
-        if suffix in TEXT_SUFFIXES:
-            text = source.read_text(encoding="utf-8", errors="replace").replace(seed.task.task_id, new_id)
-            marker = f"<!-- variant {variant} -->" if suffix in (".html", ".md") else ""
-            out.write_text(text + marker, encoding="utf-8")
-        elif suffix == ".png":
-            data = source.read_bytes()
-            if data not in encoded:
-                _perturbed_png(source, out, variant)
-                encoded[data] = out.read_bytes()
-            else:
-                out.write_bytes(encoded[data])
-        elif suffix == ".pdf":
+def _cloned_record(seed: Seed, target: Path, new_id: str, variant: int, blobs: BlobStore) -> bytes:
+    """The seed's packed record for `new_id`: its own id throughout, each blob it names perturbed into a new one."""
+    text = gzip.decompress((seed.workspace / RECORD).read_bytes()).decode("utf-8").replace(seed.task.task_id, new_id)
+    refs: dict[str, str] = {}
+    for ref in sorted(set(BLOB_REF.findall(text))):
+        fresh = target / f".{Path(ref).name}"
+        fresh.write_bytes(_perturbed_image((seed.workspace / ref).resolve(), variant))
+        refs[ref] = blobs.ref(blobs.put(fresh), target)
+        fresh.unlink()
+    return gzip.compress(BLOB_REF.sub(lambda m: refs[m.group(0)], text).encode("utf-8"), mtime=0)
+
+
+def _clone_workspace(seed: Seed, target: Path, new_id: str, variant: int, blobs: BlobStore) -> None:
+    """The seed's packed workspace under `target`: the record and its blobs perturbed, the PDF with a comment of
+    its own, the archive and the PPTX copied (nothing dedups them)."""
+    target.mkdir(parents=True)
+    for source in sorted(p for p in seed.workspace.iterdir() if p.is_file()):
+        out = target / source.name
+        if source.name == RECORD:
+            out.write_bytes(_cloned_record(seed, target, new_id, variant, blobs))
+        elif source.suffix == ".pdf":
             out.write_bytes(source.read_bytes() + f"\n% variant {variant}\n".encode())
         else:
             shutil.copyfile(source, out)
@@ -119,7 +129,7 @@ def _clone_one(args: tuple[Seed, Path, int]) -> tuple[Task, Rollout]:
     seed, run_dir, variant = args
     new_id = f"{seed.task.task_id}-v{variant:06d}"
     old_prefix = f"rollouts/{seed.task.task_id}"
-    _clone_workspace(seed, run_dir / "rollouts" / new_id, new_id, variant)
+    _clone_workspace(seed, run_dir / "rollouts" / new_id, new_id, variant, BlobStore(run_dir))
     task = replace(seed.task, task_id=new_id, instruction=f"{seed.task.instruction} (variant {variant})")
     artifacts = {name: path.replace(old_prefix, f"rollouts/{new_id}", 1) for name, path in seed.rollout.artifacts.items()}
     return task, replace(seed.rollout, task_id=new_id, artifacts=artifacts)
@@ -203,7 +213,6 @@ def main() -> None:
     parser.add_argument("--json", action="store_true", help="print the figures as one JSON object")
     args = parser.parse_args()
     say = (lambda *_: None) if args.json else print
-    random.seed(0)
     with tempfile.TemporaryDirectory() as tmp:
         seed_dir = args.seed or Path(tmp) / "seed"
         run_dir = args.keep or Path(tmp) / "run"

@@ -57,7 +57,7 @@ def run_stages(
     names: Sequence[str] | None = None,
 ) -> None:
     """Validate, open the run, then run the stages of `recipe` that `names` picks (None: all), in order,
-    rewriting stats/usage.json after each. Exits as every command does (core.cli): 2 for bad input (a config
+    rewriting stats/usage.json after each, and sealing the units they wrote when they end. Exits as every command does (core.cli): 2 for bad input (a config
     error, also one a stage finds as it starts), 1 for a stage that received nothing, 3 when the run's spending
     cap stopped a stage; each with one line on stderr."""
     prog = main_prog(job_type)
@@ -78,5 +78,6 @@ def run_stages(
         log.log(logging.WARNING if isinstance(exc, Stopped) else logging.ERROR, "%s", exc)
         sys.exit(report(prog, exc))
     finally:
+        ctx.store.seal_all()  # a stage's unit files as one shard: a rerun reads a few shards, not a file per unit
         publish_usage(ctx.store.root, ctx.tracker)
         ctx.close()

@@ -37,7 +37,7 @@ from core.protocols import TokenCounter
 from core.records import ArtifactError, Origin, Rollout, Task, Trajectory, TrajectoryStatus
 from core.run.blobs import BlobStore
 from core.run.reader import RunReader, TrajectoryFile
-from core.run.store import atomic_write_text
+from core.run.store import atomic_open, atomic_write_text
 from core.seams.tokens import TokenCount
 from filters.acceptance import UNDECIDED, judged, run_gates
 from train.card import render_card
@@ -75,8 +75,26 @@ class TrajectoryRead:
 
 
 @dataclass(frozen=True)
+class SampleFacts:
+    """What the card and the figures read of an exported sample once its row is written: not its messages (an
+    export of 100,000 rollouts holds no sample longer than it takes to write it)."""
+
+    task_id: str
+    agent: str
+    policy: str
+    part: int
+    origin: Origin
+    images: tuple[Path, ...]
+    critic_calls: int
+
+    @classmethod
+    def of(cls, sample: Sample) -> SampleFacts:
+        return cls(sample.task_id, sample.agent, sample.policy, sample.part, sample.origin, sample.images, sample.critic_calls)
+
+
+@dataclass(frozen=True)
 class Exported:
-    sample: Sample
+    sample: SampleFacts
     tokens: TokenCount
     truncated: bool
 
@@ -186,31 +204,31 @@ def trajectory_samples(
     return out
 
 
-def training_sources(run: RunReader, cfg: ExportConfig, report: ExportReport) -> list[SampleSource]:
-    """The samples of the accepted rollouts of training tasks (eval tasks are never trained on)."""
+def training_sources(run: RunReader, cfg: ExportConfig, report: ExportReport) -> Iterator[SampleSource]:
+    """The samples of the accepted rollouts of training tasks (eval tasks are never trained on), a rollout's at a
+    time: what is read of one rollout is let go before the next."""
     report.rollouts = len(run.rollouts())
     for verdict in run.verdicts() or ():
         report.judged[verdict.task_id] = report.judged.get(verdict.task_id, Origin()) | verdict.origin
     accepted = accepted_rollouts(run, cfg.include_undecided, report)
     report.accepted = len(accepted)
-    sources = []
     for rollout in sorted(accepted, key=lambda r: r.task_id):
         task = report.tasks.get(rollout.task_id)
         if task is not None and task.split == "eval":
             report.skipped.append(Skipped(rollout.task_id, "-", "an eval task: never trained on", "eval_task"))
             continue
-        sources += trajectory_samples(run, rollout, cfg, report)
-    return sources
+        yield from trajectory_samples(run, rollout, cfg, report)
 
 
-def parity_inputs(run: RunReader, cfg: ExportConfig, every_trajectory: bool = False) -> list[SampleSource]:
+def parity_inputs(run: RunReader, cfg: ExportConfig, every_trajectory: bool = False) -> Iterator[SampleSource]:
     """What train.parity checks: the samples the export makes of the run, or with `every_trajectory` the samples
     of every trajectory of every rollout, accepted, failed or unfinished (what the run's models were sent)."""
     report = ExportReport(run.path("sft"), "", "", cfg.max_length, cfg.mask_critic, tasks=run.tasks())
     if not every_trajectory:
-        return training_sources(run, cfg, report)
-    rollouts = sorted(run.rollouts(), key=lambda r: r.task_id)
-    return [source for r in rollouts for source in trajectory_samples(run, r, cfg, report, finalized=False)]
+        yield from training_sources(run, cfg, report)
+        return
+    for rollout in sorted(run.rollouts(), key=lambda r: r.task_id):
+        yield from trajectory_samples(run, rollout, cfg, report, finalized=False)
 
 
 # ---------------------------------------------------------------- lengths
@@ -267,22 +285,47 @@ def _place_image(src: Path, dst: Path, link: bool) -> None:
     shutil.copy2(src, dst)
 
 
-def write_split(exported: list[Exported], out_dir: Path, name: str, rollouts_dir: Path, link: bool) -> Path:
-    """One JSONL file; each image is placed under images/ and referenced relatively: a blob of the run's store
-    (core.run.blobs) once by its name, shared by every sample that shows it; another at <task_id>/<workspace path>."""
-    blobs = BlobStore(rollouts_dir.parent).root
+class SampleWriter:
+    """Writes each kept sample's row as it comes (to a spool beside the export), placing its images under images/
+    and naming them relatively: a blob of the run's store (core.run.blobs) once by its name, shared by every sample
+    that shows it; another at <task_id>/<workspace path>. `split` then deals the rows into train.jsonl and
+    val.jsonl by task: memory holds one row at a time however large the run."""
 
-    def image_path(task_id: str, src: Path) -> str:
+    def __init__(self, out_dir: Path, rollouts_dir: Path, link: bool):
+        self.out_dir, self.rollouts_dir, self.link = out_dir, rollouts_dir, link
+        self.blobs = BlobStore(rollouts_dir.parent).root
+        shutil.rmtree(out_dir / "images", ignore_errors=True)  # images of an earlier export
+        out_dir.mkdir(parents=True, exist_ok=True)
+        self.spool = out_dir / ".samples.jsonl.part"
+        self._fh = open(self.spool, "w", encoding="utf-8")
+
+    def _image_path(self, task_id: str, src: Path) -> str:
         rel = Path("images") / (
-            src.relative_to(blobs) if src.is_relative_to(blobs) else task_id / src.relative_to(rollouts_dir / task_id)
+            src.relative_to(self.blobs)
+            if src.is_relative_to(self.blobs)
+            else task_id / src.relative_to(self.rollouts_dir / task_id)
         )
-        _place_image(src, out_dir / rel, link)
+        _place_image(src, self.out_dir / rel, self.link)
         return rel.as_posix()
 
-    lines = [json.dumps(e.sample.to_swift(partial(image_path, e.sample.task_id)), ensure_ascii=False) + "\n" for e in exported]
-    path = out_dir / name
-    atomic_write_text(path, "".join(lines))
-    return path
+    def write(self, sample: Sample) -> None:
+        self._fh.write(json.dumps(sample.to_swift(partial(self._image_path, sample.task_id)), ensure_ascii=False) + "\n")
+
+    def split(self, held_out: set[str]) -> None:
+        """The spooled rows as train.jsonl and val.jsonl (each published whole), in the order they came."""
+        self._fh.close()
+        with atomic_open(self.out_dir / "train.jsonl") as train, atomic_open(self.out_dir / "val.jsonl") as val:
+            with open(self.spool, encoding="utf-8") as rows:
+                for row in rows:
+                    (val if json.loads(row)["task_id"] in held_out else train).write(row)
+        self.spool.unlink()
+
+    def __enter__(self) -> SampleWriter:
+        return self
+
+    def __exit__(self, *_: object) -> None:
+        self._fh.close()
+        self.spool.unlink(missing_ok=True)  # an export that failed leaves no spool
 
 
 def export_run(run: RunReader, cfg: ExportConfig) -> ExportReport:
@@ -294,26 +337,24 @@ def export_run(run: RunReader, cfg: ExportConfig) -> ExportReport:
     exported: list[Exported] = []
     mode = ParityMode(cfg.parity)
     parity = Parity(cfg) if mode is not ParityMode.off else None
-    for source in training_sources(run, cfg, report):
-        sample = source.sample
-        differs = parity.difference(sample, source.trajectory, source.workspace) if parity is not None else None
-        if differs is not None and mode is ParityMode.refuse:
-            report.skipped.append(Skipped(sample.task_id, sample.agent, f"part {sample.part}: {differs}", "parity"))
-            continue
-        kept, tokens, why = fit(sample, counter, cfg)
-        if kept is None:
-            report.skipped.append(Skipped(sample.task_id, sample.agent, why, "too_long"))
-        else:
-            exported.append(Exported(kept, tokens, kept is not sample))
+    with SampleWriter(out_dir, run.path("rollouts"), cfg.link_images) as writer:
+        for source in training_sources(run, cfg, report):
+            sample = source.sample
+            differs = parity.difference(sample, source.trajectory, source.workspace) if parity is not None else None
+            if differs is not None and mode is ParityMode.refuse:
+                report.skipped.append(Skipped(sample.task_id, sample.agent, f"part {sample.part}: {differs}", "parity"))
+                continue
+            kept, tokens, why = fit(sample, counter, cfg)
+            if kept is None:
+                report.skipped.append(Skipped(sample.task_id, sample.agent, why, "too_long"))
+            else:
+                writer.write(kept)
+                exported.append(Exported(SampleFacts.of(kept), tokens, kept is not sample))
+        held_out = val_tasks(sorted({e.sample.task_id for e in exported}), cfg.val_fraction, cfg.seed)
+        writer.split(held_out)
     report.parity = parity.report if parity is not None else None
-    held_out = val_tasks(sorted({e.sample.task_id for e in exported}), cfg.val_fraction, cfg.seed)
     report.train = [e for e in exported if e.sample.task_id not in held_out]
     report.val = [e for e in exported if e.sample.task_id in held_out]
-    out_dir.mkdir(parents=True, exist_ok=True)
-    shutil.rmtree(out_dir / "images", ignore_errors=True)  # images of an earlier export
-    rollouts_dir = run.path("rollouts")
-    write_split(report.train, out_dir, "train.jsonl", rollouts_dir, cfg.link_images)
-    write_split(report.val, out_dir, "val.jsonl", rollouts_dir, cfg.link_images)
     atomic_write_text(out_dir / "README.md", render_card(report, run))
     run.path("stats").mkdir(exist_ok=True)  # the run's cost per SFT token reads it (stats/usage.json)
     atomic_write_text(run.path("stats", "export.json"), json.dumps(report.figures() | {"out_dir": str(out_dir)}, indent=1))

@@ -18,7 +18,9 @@ at any instant loses at most the units in flight and never writes one twice.
 `seal` folds a stage's loose unit files into one Parquet shard and removes them: a run of 100,000 rollouts
 would keep a handful of shards, not 500,000 small files, and a rerun learns what is done by reading the
 shards' id columns and listing the few loose files, never by stat-ing each unit. A unit id that is sealed
-is never published again. Every read here sees sealed units; the stages do not call `seal` yet.
+is never published again unless `forget` takes it out. Every read here sees sealed units; the entry points
+seal every stage's units when their stages end (pipeline/stages.py), and a stage with more than
+`MERGE_SHARDS` shards has them merged into one.
 """
 
 from __future__ import annotations
@@ -31,7 +33,7 @@ import tempfile
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Iterable, Iterator, Mapping, TypeVar
+from typing import Any, Callable, Iterable, Iterator, Mapping, TextIO, TypeVar
 
 import orjson
 import pyarrow as pa
@@ -95,6 +97,18 @@ def atomic_write_bytes(path: Path, data: bytes) -> None:
 
 def atomic_write_text(path: Path, text: str) -> None:
     atomic_write_bytes(path, text.encode("utf-8"))
+
+
+@contextlib.contextmanager
+def atomic_open(path: Path) -> Iterator[TextIO]:
+    """A text file written a line at a time that replaces `path` whole when the block ends (never if it raises)."""
+    with _temp_file(path) as tmp:
+        with open(tmp, "w", encoding="utf-8") as fh:
+            yield fh
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(tmp, path)
+    _fsync_dir(path.parent)
 
 
 def atomic_write_parquet(records: Iterable[Record], path: Path, cls: type[Record]) -> None:
@@ -236,9 +250,11 @@ class RunStore:
         """The finished units of a stage as stored: (id, record JSON, the file it is in)."""
         loose = self._loose(stage)
         folder = self.root / "units" / stage
+        seen: set[str] = set()  # a merge or a forget cut short leaves a unit in two shards: the same record
         for shard in self._sealed(stage).shards:
             for unit_id, text in _shard_rows(folder / SEALED / shard):
-                if unit_id not in loose:  # sealed and still loose: a seal cut short, the same record
+                if unit_id not in loose and unit_id not in seen:  # sealed and still loose: a seal cut short
+                    seen.add(unit_id)
                     yield unit_id, text, folder / SEALED / shard
         for unit_id in sorted(loose):
             path = folder / f"{unit_id}.json"
@@ -255,22 +271,68 @@ class RunStore:
         return target
 
     def seal(self, stage: str) -> int:
-        """Move the stage's loose unit files into a new sealed shard (fsynced before they go); returns how many."""
+        """Move the stage's loose unit files into a new sealed shard (fsynced before they go); returns how many.
+        More than `MERGE_SHARDS` shards (a run resumed many times) are then merged into one."""
         folder = self.root / "units" / stage
         sealed = self._sealed(stage).ids
         loose = sorted(self._loose(stage))
         fresh = [u for u in loose if u not in sealed]
         if fresh:
-            shard = folder / SEALED / f"{time.strftime('%Y%m%d-%H%M%S')}-{os.getpid()}-{len(fresh)}.parquet"
-            with _temp_file(shard) as tmp:
-                _write_shard(tmp, ((u, (folder / f"{u}.json").read_text(encoding="utf-8")) for u in fresh))
-                with open(tmp, "rb") as fh:
-                    os.fsync(fh.fileno())
-                os.link(tmp, shard)
-            _fsync_dir(shard.parent)
+            self._new_shard(stage, ((u, (folder / f"{u}.json").read_text(encoding="utf-8")) for u in fresh))
         for unit_id in loose:
             (folder / f"{unit_id}.json").unlink(missing_ok=True)
+        shards = self._sealed(stage).shards
+        if len(shards) > MERGE_SHARDS:
+            self._rewrite_shards(stage, shards, keep=lambda _: True)
         return len(fresh)
+
+    def seal_all(self) -> int:
+        """Seal every stage's loose units; returns how many were sealed."""
+        units = self.root / "units"
+        stages = sorted(p.name for p in units.iterdir() if p.is_dir()) if units.is_dir() else []
+        return sum(self.seal(stage) for stage in stages)
+
+    def forget(self, stage: str, unit_ids: Iterable[str]) -> int:
+        """Take finished units out of the run, so that a rerun makes them again (a unit to redo, say a verdict
+        whose judge was wrong); returns how many there were. What they spent stays in the run's usage."""
+        gone = set(unit_ids)
+        folder = self.root / "units" / stage
+        loose = self._loose(stage) & gone
+        for unit_id in loose:
+            (folder / f"{unit_id}.json").unlink(missing_ok=True)
+        sealed = self._sealed(stage)
+        if sealed.ids & gone:
+            self._rewrite_shards(stage, sealed.shards, keep=lambda unit_id: unit_id not in gone)
+        return len(loose | (sealed.ids & gone))
+
+    def _new_shard(self, stage: str, rows: Iterable[tuple[str, str]]) -> Path:
+        folder = self.root / "units" / stage / SEALED
+        shard = folder / f"{time.strftime('%Y%m%d-%H%M%S')}-{os.getpid()}-{time.time_ns()}.parquet"
+        with _temp_file(shard) as tmp:
+            _write_shard(tmp, rows)
+            with open(tmp, "rb") as fh:
+                os.fsync(fh.fileno())
+            os.link(tmp, shard)
+        _fsync_dir(shard.parent)
+        return shard
+
+    def _rewrite_shards(self, stage: str, shards: tuple[str, ...], keep: Callable[[str], bool]) -> None:
+        """`shards` as one new shard of the units `keep` keeps; the old ones go once it is written (a rewrite
+        cut short leaves units in two shards, which readers read once)."""
+        folder = self.root / "units" / stage / SEALED
+        seen: set[str] = set()
+
+        def rows() -> Iterator[tuple[str, str]]:
+            for shard in shards:
+                for unit_id, text in _shard_rows(folder / shard):
+                    if unit_id not in seen and keep(unit_id):
+                        seen.add(unit_id)
+                        yield unit_id, text
+
+        self._new_shard(stage, rows())
+        for shard in shards:
+            (folder / shard).unlink()
+        _fsync_dir(folder)
 
     def clean_temp_files(self) -> int:
         """Remove temp files left by writes that a crash interrupted (where the store writes: the run's own
@@ -309,6 +371,7 @@ class SealedUnits:
 
 
 SEALED = "sealed"
+MERGE_SHARDS = 8  # a stage with more sealed shards has them merged into one
 _SHARD_SCHEMA = pa.schema([("unit_id", pa.string()), ("record", pa.string())])
 _SHARD_BATCH = 1000
 

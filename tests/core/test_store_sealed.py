@@ -54,3 +54,30 @@ def test_units_after_a_seal_join_the_next_shard_and_a_cut_short_seal_counts_once
     assert sorted(os.listdir(store.path("units", "rollouts"))) == [SEALED]
     assert len(os.listdir(store.path("units", "rollouts", SEALED))) == 2
     assert sorted(u for u, _ in RunStore(store.root).iter_units("rollouts", Rollout)) == ["a", "b", "c"]
+
+
+def test_forget_takes_units_out_of_loose_files_and_shards_so_a_rerun_makes_them_again(tmp_path: Path) -> None:
+    store = _store(tmp_path, ["a", "b", "c"])
+    store.seal("rollouts")
+    store.commit("rollouts", "d", Rollout(task_id="d", status="done"))
+    assert store.forget("rollouts", ["b", "d", "never"]) == 2
+    fresh = RunStore(store.root)
+    assert fresh.done("rollouts") == {"a", "c"}
+    fresh.commit("rollouts", "b", Rollout(task_id="b", status="failed"))  # made again, published once
+    assert fresh.load_unit("rollouts", "b", Rollout).status == "failed"
+    with pytest.raises(UnitExists):
+        fresh.commit("rollouts", "b", Rollout(task_id="b", status="done"))
+
+
+def test_many_seals_merge_into_one_shard_and_a_cut_short_merge_reads_each_unit_once(tmp_path: Path) -> None:
+    store = _store(tmp_path, [])
+    for i in range(10):  # a run resumed ten times, a unit each
+        store.commit("rollouts", f"u{i}", Rollout(task_id=f"u{i}", status="done"))
+        store.seal("rollouts")
+    shards = os.listdir(store.path("units", "rollouts", SEALED))
+    assert len(shards) <= 8
+    assert sorted(u for u, _ in RunStore(store.root).iter_units("rollouts", Rollout)) == [f"u{i}" for i in range(10)]
+    folder = store.path("units", "rollouts", SEALED)
+    only = sorted(os.listdir(folder))[-1]
+    (folder / f"0-copy-{only}").write_bytes((folder / only).read_bytes())  # a merge that died before the old went
+    assert [u for u, _ in RunStore(store.root).iter_units("rollouts", Rollout)].count("u0") == 1

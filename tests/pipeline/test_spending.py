@@ -22,6 +22,7 @@ import pytest
 from core.config import PROJECT_ROOT
 from core.records import Rollout, Task, Trajectory, Verdict, read_parquet
 from core.run.ledger import Ledger, read_ledger, usage_of
+from core.run.store import RunStore
 from core.run.usage import total
 from fakes.model import every_role, task_writer
 from fakes.openai_server import FakeOpenAIServer
@@ -66,11 +67,13 @@ def counted(ledger: Ledger) -> dict[tuple[str, str], tuple[int, int, int, float]
 
 
 def unit_costs(run_dir: Path, stage: str) -> list[float]:
-    return [total(usage_of(json.loads(p.read_text()), p).values()).cost_usd for p in (run_dir / "units" / stage).glob("*.json")]
+    return [total(usage_of(json.loads(text), where).values()).cost_usd for _, text, where in RunStore(run_dir).iter_json(stage)]
 
 
 def units(run_dir: Path) -> int:
-    return sum(1 for _ in (run_dir / "units").glob("task_*/*.json")) if (run_dir / "units").is_dir() else 0
+    """The finished units of the tasks stage's parts (loose while it runs, sealed when it ends)."""
+    stages = [p.name for p in (run_dir / "units").glob("task_*") if p.is_dir()]
+    return sum(len(RunStore(run_dir).done(stage)) for stage in stages)
 
 
 @dataclass(frozen=True)
