@@ -93,7 +93,9 @@ def _perturbed_image(source: Path, variant: int) -> bytes:
     with Image.open(source) as image:
         pixels = image.convert("RGBA" if "A" in image.getbands() else "RGB")
     x, y = variant % pixels.width, (variant // pixels.width) % pixels.height
-    pixels.putpixel((x, y), tuple((c + 1) % 256 for c in pixels.getpixel((x, y))))
+    old = pixels.getpixel((x, y))
+    assert isinstance(old, tuple)  # an RGB(A) pixel
+    pixels.putpixel((x, y), tuple((c + 1) % 256 for c in old))
     out = io.BytesIO()
     pixels.save(out, "PNG")
     return encoded(out.getvalue(), pixels, source.suffix)

@@ -33,6 +33,7 @@ from omegaconf.errors import OmegaConfBaseException
 
 from core.cli import InputError, OneLineParser, run_command
 from core.config import ConfigError, LLMConfig, RoleConfig, RunConfig
+from core.iterate import batched
 from core.llm.json_reply import JSONReplyError
 from core.llm.local_server import serving
 from core.llm.players import Players
@@ -53,6 +54,7 @@ from filters.report import write_report
 log = logging.getLogger(__name__)
 
 STAGE = "verdicts"
+BATCH = 512  # rollouts judged at once (each judge call also waits for one of filters.max_concurrency slots)
 FAILED_ROLLOUT = ModelUse("environment rules", "rules")  # what makes the verdict of a rollout that did not finish
 
 
@@ -152,7 +154,7 @@ async def judge_rollouts(run: RunReader, cfg: FilterRunConfig) -> dict[str, Any]
     store = run.store
     tasks, rollouts = load_inputs(run)
     names = list(cfg.filters.gates)
-    committed = store.load_map(STAGE, Verdict)
+    committed = {unit: verdict.passed for unit, verdict in store.iter_units(STAGE, Verdict)}  # a verdict's id: passed
     pending = {
         r.task_id: [
             g for g in ([ENVIRONMENT] if r.status != RolloutStatus.done else names) if unit_id(r.task_id, g) not in committed
@@ -187,20 +189,21 @@ async def judge_rollouts(run: RunReader, cfg: FilterRunConfig) -> dict[str, Any]
         todo = pending[rollout.task_id]
         judges = [g for g in todo if g != ENVIRONMENT and GATES[g].role is not None]
         made = await asyncio.gather(*(one(gates, rollout, g) for g in todo if g not in judges))
-        rules = [v for v in made if v is not None]
+        rules = [v.passed for v in made if v is not None]
         rules += [
             committed[unit_id(rollout.task_id, g)]
             for g in names
             if GATES[g].role is None and unit_id(rollout.task_id, g) in committed
         ]
-        if any(not v.passed for v in rules):
+        if not all(rules):
             skipped.update(judges)  # rejected already: no judge tokens spent on it
             return
         await asyncio.gather(*(one(gates, rollout, g) for g in judges))
 
     async with Players(cfg.llm, cfg.roles) as players:
         gates = await build_gates(needed, cfg, players)
-        await asyncio.gather(*(rollout_verdicts(gates, r) for r in rollouts))
+        for batch in batched(rollouts, BATCH):  # a bounded number in flight: memory does not grow with the run
+            await asyncio.gather(*(rollout_verdicts(gates, r) for r in batch))
     held_back = cap.held_back if cap is not None else 0
     written = sum(map(len, pending.values())) - sum(undecided.values()) - sum(skipped.values()) - held_back
     figures = _summarise(run, rollouts, names, written, undecided, skipped)

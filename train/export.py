@@ -21,12 +21,9 @@ import bisect
 import hashlib
 import json
 import logging
-import os
-import shutil
 import sys
 from collections import Counter
 from dataclasses import dataclass, field
-from functools import partial
 from pathlib import Path
 from typing import Any, Iterator, Optional
 
@@ -35,15 +32,15 @@ from core.llm.conversation import PROFILES
 from core.logs import setup_logging
 from core.protocols import TokenCounter
 from core.records import ArtifactError, Origin, Rollout, Task, Trajectory, TrajectoryStatus
-from core.run.blobs import BlobStore
 from core.run.reader import RunReader, TrajectoryFile
-from core.run.store import atomic_open, atomic_write_text
+from core.run.store import atomic_write_text
 from core.seams.tokens import TokenCount
 from filters.acceptance import UNDECIDED, judged, run_gates
 from train.card import render_card
 from train.config import ExportConfig, HistoryReasoning, ParityMode, Truncation, validate_export
 from train.hub import push_to_hub
 from train.parity import Parity, ParityReport
+from train.rows import SampleWriter
 from train.samples import Sample, SampleError, to_samples
 from train.tokens import make_counter
 from train.validate import validate_file
@@ -270,62 +267,6 @@ def val_tasks(task_ids: list[str], fraction: float, seed: int) -> set[str]:
     n = min(max(1, round(len(task_ids) * fraction)), len(task_ids) - 1)
     ranked = sorted(task_ids, key=lambda t: hashlib.sha256(f"{seed}:{t}".encode()).hexdigest())
     return set(ranked[:n])
-
-
-def _place_image(src: Path, dst: Path, link: bool) -> None:
-    dst.parent.mkdir(parents=True, exist_ok=True)
-    if dst.exists():
-        return
-    if link:
-        try:
-            os.link(src, dst)
-            return
-        except OSError:  # another filesystem, or no hard links: copy
-            pass
-    shutil.copy2(src, dst)
-
-
-class SampleWriter:
-    """Writes each kept sample's row as it comes (to a spool beside the export), placing its images under images/
-    and naming them relatively: a blob of the run's store (core.run.blobs) once by its name, shared by every sample
-    that shows it; another at <task_id>/<workspace path>. `split` then deals the rows into train.jsonl and
-    val.jsonl by task: memory holds one row at a time however large the run."""
-
-    def __init__(self, out_dir: Path, rollouts_dir: Path, link: bool):
-        self.out_dir, self.rollouts_dir, self.link = out_dir, rollouts_dir, link
-        self.blobs = BlobStore(rollouts_dir.parent).root
-        shutil.rmtree(out_dir / "images", ignore_errors=True)  # images of an earlier export
-        out_dir.mkdir(parents=True, exist_ok=True)
-        self.spool = out_dir / ".samples.jsonl.part"
-        self._fh = open(self.spool, "w", encoding="utf-8")
-
-    def _image_path(self, task_id: str, src: Path) -> str:
-        rel = Path("images") / (
-            src.relative_to(self.blobs)
-            if src.is_relative_to(self.blobs)
-            else task_id / src.relative_to(self.rollouts_dir / task_id)
-        )
-        _place_image(src, self.out_dir / rel, self.link)
-        return rel.as_posix()
-
-    def write(self, sample: Sample) -> None:
-        self._fh.write(json.dumps(sample.to_swift(partial(self._image_path, sample.task_id)), ensure_ascii=False) + "\n")
-
-    def split(self, held_out: set[str]) -> None:
-        """The spooled rows as train.jsonl and val.jsonl (each published whole), in the order they came."""
-        self._fh.close()
-        with atomic_open(self.out_dir / "train.jsonl") as train, atomic_open(self.out_dir / "val.jsonl") as val:
-            with open(self.spool, encoding="utf-8") as rows:
-                for row in rows:
-                    (val if json.loads(row)["task_id"] in held_out else train).write(row)
-        self.spool.unlink()
-
-    def __enter__(self) -> SampleWriter:
-        return self
-
-    def __exit__(self, *_: object) -> None:
-        self._fh.close()
-        self.spool.unlink(missing_ok=True)  # an export that failed leaves no spool
 
 
 def export_run(run: RunReader, cfg: ExportConfig) -> ExportReport:

@@ -8,12 +8,13 @@ by Jinja with autoescape on.
 from __future__ import annotations
 
 import datetime as dt
+import json
 import shutil
 from collections import defaultdict
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
-from typing import Any
+from typing import Any, Sequence
 from urllib.parse import quote
 
 import jinja2
@@ -21,6 +22,7 @@ import jinja2
 from core.failures import category_of
 from core.records import ArtifactError, Rollout, Verdict
 from core.run.reader import RunReader
+from core.run.store import atomic_write_text
 from core.seams.deck import DeckSlide
 from filters.acceptance import ENVIRONMENT
 from filters.report import PAPER_SHARES, SEVERITIES
@@ -34,6 +36,21 @@ HERE = Path(__file__).parent
 AGENT_ORDER = ("researcher", "presenter", "single")
 NONE = "–"  # what a figure that does not exist yet shows
 FILTERS = ("source", "language", "status", "category")  # the task table's filters (RolloutRow attributes)
+ROW_FIELDS = FILTERS + (  # what report.js shows of each row (rows.js), in this order
+    "task_id",
+    "aspect",
+    "slides_asked",
+    "failure",
+    "slides",
+    "defects",
+    "injections",
+    "steps",
+    "tokens",
+    "cost_usd",
+    "wall_s",
+)
+PAGE = 100  # rows of the task table per page; the first page's decks get thumbnails
+ROWS = "rows.js"
 STAGE_LABELS = {
     "task_drafts": "tasks: drafts",
     "task_gate": "tasks: quality gate",
@@ -79,7 +96,7 @@ def write_site(run: RunData, figures: Figures) -> Site:
     decks = run.decks
     firsts = {
         r.task_id: f"{run.workspace(r)}/{decks[r.task_id][0].png}"
-        for r in run.rollouts
+        for r in run.rollouts[:PAGE]  # a sample: the table's first page (a run of 10,000 is not 10,000 thumbnails)
         if decks[r.task_id] and decks[r.task_id][0].png
     }
     thumbs, stats = make_thumbnails(run.root, out / "thumbs", firsts.values())
@@ -100,9 +117,20 @@ def write_site(run: RunData, figures: Figures) -> Site:
             ids[i + 1] if i + 1 < len(ids) else None,
         )
         (out / "rollouts" / f"{rollout.task_id}.html").write_text(page, encoding="utf-8")
+    atomic_write_text(out / ROWS, _rows_script(figures.rows, covers))
     index = out / "index.html"
     index.write_text(_index_page(run, figures, covers), encoding="utf-8")
     return Site(index, len(run.rollouts), {task_id: out / thumb for task_id, thumb in covers.items()}, stats)
+
+
+def _rows_script(rows: Sequence[RolloutRow], covers: dict[str, str]) -> str:
+    """Every row of the task table as data for report.js, which filters, searches and pages it in the browser: the
+    index itself holds one page of rows, so it opens as fast for 10,000 rollouts as for 10 (a script, not JSON:
+    pages opened from the file system cannot fetch)."""
+    data = [[getattr(row, name) for name in ROW_FIELDS] + [covers.get(row.task_id)] for row in rows]
+    payload = json.dumps({"columns": [*ROW_FIELDS, "cover"], "rows": data, "page": PAGE}, separators=(",", ":"))
+    safe = payload.replace("</", "<\\/")  # no "</script>" inside the script
+    return f"window.ROLLOUT_ROWS = {safe};\n"
 
 
 def _index_page(run: RunData, figures: Figures, covers: dict[str, str]) -> str:
@@ -110,6 +138,7 @@ def _index_page(run: RunData, figures: Figures, covers: dict[str, str]) -> str:
     return _render(
         "index.html.j2",
         root="",
+        page=PAGE,
         title=f"Run report: {run.root.name}",
         run=run,
         figures=figures,

@@ -431,3 +431,39 @@ def test_report_of_a_scripted_run_in_chromium(scripted_run: tuple[Path, str], tm
         page.screenshot(path=shots / f"rollout-{injected}.png", full_page=True)
         browser.close()
     assert errors == []
+
+
+@pytest.mark.chromium
+def test_the_task_table_pages_and_searches_every_row_while_the_index_holds_one_page(
+    synthetic: Path, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    from playwright.sync_api import expect, sync_playwright
+
+    import pipeline.report.site as site
+
+    monkeypatch.setattr(site, "PAGE", 5)  # 12 rollouts: three pages
+    make_report(RunReader(synthetic))
+    ids = [r.task_id for r in load_run(RunReader(synthetic)).rollouts]
+    index = synthetic / "report" / "index.html"
+    assert index.read_text(encoding="utf-8").count('<tr data-source="') == 5
+    assert len(list((synthetic / "report" / "thumbs").rglob("*.jpg"))) <= 5  # thumbnails of the first page only
+    with sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path=RenderConfig().chromium_path, args=CHROMIUM_ARGS)
+        page = browser.new_page()
+        errors: list[str] = []
+        page.on("pageerror", lambda exc: errors.append(str(exc)))
+        page.goto(index.as_uri())
+        rows = page.locator("#rollout-table tbody tr")
+        expect(rows).to_have_count(5)
+        expect(page.locator("#page-at")).to_have_text("page 1 of 3")
+        page.click("#page-next")
+        page.click("#page-next")
+        expect(rows).to_have_count(2)
+        expect(page.locator("#rollout-table tbody a")).to_have_text(ids[10:])
+        page.fill("input[data-filter=task]", ids[11])  # a row of the last page, found from the first
+        expect(rows).to_have_count(1)
+        expect(page.locator("#shown")).to_have_text(f"1 of {len(ids)} rollouts")
+        page.click(f"#rollout-table a[href='rollouts/{ids[11]}.html']")
+        expect(page).to_have_url(re.compile(rf"/report/rollouts/{re.escape(ids[11])}\.html$"))
+        browser.close()
+    assert errors == []
