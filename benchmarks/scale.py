@@ -152,6 +152,7 @@ def clone_run(seeds: list[Seed], seed_dir: Path, run_dir: Path, n: int, workers:
             tasks.append(task)
     atomic_write_parquet(tasks, run_dir / "tasks" / "train.parquet", Task)
     store.compact("rollouts", Rollout)
+    store.seal("rollouts")  # as the rollouts stage's entry point does when it ends
     return tasks
 
 
