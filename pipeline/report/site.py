@@ -22,7 +22,6 @@ import jinja2
 from core.failures import category_of
 from core.records import ArtifactError, Rollout, Verdict
 from core.run.reader import RunReader
-from core.run.store import atomic_write_text
 from core.seams.deck import DeckSlide
 from filters.acceptance import ENVIRONMENT
 from filters.report import PAPER_SHARES, SEVERITIES
@@ -117,7 +116,7 @@ def write_site(run: RunData, figures: Figures) -> Site:
             ids[i + 1] if i + 1 < len(ids) else None,
         )
         (out / "rollouts" / f"{rollout.task_id}.html").write_text(page, encoding="utf-8")
-    atomic_write_text(out / ROWS, _rows_script(figures.rows, covers))
+    (out / ROWS).write_text(_rows_script(figures.rows, covers), encoding="utf-8")  # as the pages: readable by a web server
     index = out / "index.html"
     index.write_text(_index_page(run, figures, covers), encoding="utf-8")
     return Site(index, len(run.rollouts), {task_id: out / thumb for task_id, thumb in covers.items()}, stats)
