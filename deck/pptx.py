@@ -28,6 +28,7 @@ from pptx.oxml import parse_xml
 from pptx.slide import Slide
 from pptx.util import Emu
 
+from core.images import as_png
 from deck.layout import SlideLayout
 from deck.pptx_text import FontBook, colour_xml, emu, frame, line_paragraph
 
@@ -369,13 +370,9 @@ def _shadow_xml(shadow: dict[str, Any]) -> str:
 def pptx_image(raw: io.BytesIO) -> io.BytesIO:
     """The image as a format PowerPoint and python-pptx embed (WebP and the rest become PNG, the same pixels)."""
     with Image.open(raw) as img:
-        if img.format in _PPTX_IMAGES:
-            raw.seek(0)
-            return raw
-        png = io.BytesIO()
-        img.save(png, "PNG")
-        png.seek(0)
-        return png
+        embeddable = img.format in _PPTX_IMAGES
+    raw.seek(0)
+    return raw if embeddable else io.BytesIO(as_png(raw))
 
 
 def _picture(

@@ -25,12 +25,10 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Mapping
 
-import orjson
-
 from core.records import ArtifactError, Trajectory
 from core.run.blobs import BlobStore, file_digest
 from core.run.packed import ARCHIVE, RECORD, PackedRollout
-from core.run.reader import DECK_TEXT, PACKED, TRAJECTORY_FILE
+from core.run.reader import DECK_TEXT, PACKED, TRAJECTORY_FILE, json_artifact
 from core.run.store import atomic_write_bytes
 from core.seams.deck import DeckReport
 from pipeline.config import KeepRenders
@@ -56,7 +54,7 @@ class Packer:
         previews = set(refs.values())
         packed = tuple(self._trajectory(root, t, refs, previews) for t in trajectories)
         text = root / artifacts[DECK_TEXT] if DECK_TEXT in artifacts else None
-        deck_text = orjson.loads(text.read_bytes()) if text and _plain_file(root, text) else None
+        deck_text = json_artifact(text) if text and _plain_file(root, text) else None
         atomic_write_bytes(root / RECORD, PackedRollout(packed, deck, deck_text).to_bytes())
         for name in (TRAJECTORY_FILE.format(agent=t.agent) for t in trajectories):
             (root / name).unlink(missing_ok=True)

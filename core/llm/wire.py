@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import base64
 import hashlib
-import io
 import mimetypes
 import threading
 from collections import OrderedDict
@@ -13,8 +12,8 @@ from pathlib import Path
 from typing import Any, Sequence
 
 import orjson
-from PIL import Image, UnidentifiedImageError
 
+from core.images import as_png
 from core.llm.conversation import Profile, Turn, conversation, reasoning_shown
 from core.records import Message
 
@@ -46,7 +45,7 @@ class DataURLs:
             if url is not None:
                 self._urls.move_to_end(key)
                 return url
-        data = path.read_bytes() if send == kind else _as_png(path)
+        data = path.read_bytes() if send == kind else as_png(path)
         mime = mimetypes.guess_type(f"x.{send}")[0] or "image/png"
         url = f"data:{mime};base64,{base64.b64encode(data).decode()}"
         with self._lock:
@@ -62,16 +61,6 @@ def image_format(path: Path) -> str:
     """An image file's format by its name: png, webp, jpeg, gif, ..."""
     suffix = path.suffix.lower().lstrip(".")
     return "jpeg" if suffix == "jpg" else suffix
-
-
-def _as_png(path: Path) -> bytes:
-    try:
-        with Image.open(path) as image:
-            out = io.BytesIO()
-            image.save(out, "PNG")
-            return out.getvalue()
-    except (UnidentifiedImageError, ValueError) as exc:
-        raise OSError(f"{path}: not an image ({exc})") from exc
 
 
 _data_urls = DataURLs()

@@ -187,7 +187,7 @@ class RunReader:
             if not found:
                 raise ArtifactError(f"{file.path}: no {file.agent} trajectory")
             return found[0]
-        data = _json(file.path)
+        data = json_artifact(file.path)
         try:
             return Trajectory.from_dict(data)
         except (RecordError, TypeError) as exc:
@@ -225,10 +225,11 @@ class RunReader:
         """The deck's text as the export read it (deck_text.json, deck/text.py); None when it wrote none."""
         if PACKED in rollout.artifacts:
             return self.packed(self.artifact(rollout, PACKED)).deck_text
-        return _json(self.artifact(rollout, DECK_TEXT)) if DECK_TEXT in rollout.artifacts else None
+        return json_artifact(self.artifact(rollout, DECK_TEXT)) if DECK_TEXT in rollout.artifacts else None
 
 
-def _json(path: Path) -> Any:
+def json_artifact(path: Path) -> Any:
+    """A JSON artifact's content; ArtifactError naming the file when it is missing or unreadable."""
     try:
         return json.loads(path.read_text(encoding="utf-8"))
     except FileNotFoundError as exc:

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 from PIL import Image
 
-from core.records import Message, Trajectory
+from core.records import ArtifactError, Message, Trajectory
 from core.run.blobs import is_blob_ref
 from core.run.packed import ARCHIVE, RECORD, PackedRollout
 from core.seams.deck import DeckReport, DeckSlide
@@ -105,3 +105,12 @@ def test_a_second_rollout_with_the_same_image_adds_no_blob(tmp_path: Path) -> No
         seen = Message("user", "v", images=("renders/slide_01.1.webp",))
         packer.pack(ws, [Trajectory(task, "presenter", "m", messages=(seen,))], {})
     assert len([p for p in (run / "blobs").rglob("*") if p.is_file()]) == 1
+
+
+def test_an_unreadable_deck_text_is_an_artifact_error_naming_it(tmp_path: Path) -> None:
+    canary = tmp_path / "canary.webp"
+    _image(canary, "black")
+    ws, trajectories = _workspace(tmp_path / "run", canary)
+    (ws / "deck_text.json").write_text("{cut short")
+    with pytest.raises(ArtifactError, match=r"deck_text\.json: unreadable"):
+        Packer(tmp_path / "run", KeepRenders.inspected).pack(ws, trajectories, ARTIFACTS | {"deck_text": "deck_text.json"})
