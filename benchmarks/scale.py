@@ -9,12 +9,14 @@
 3. Its bytes and files per rollout, as the rollouts stage left them.
 4. Each downstream stage of `pipeline.synthesize` (filters, export with parity, report) in its own process, as a
    user runs it: wall seconds per 1,000 rollouts and the process's peak RSS.
-5. A resume: two new tasks join the split and the rollouts stage runs again; `resume_s` is the time from its start
+5. The report's index opened in Chromium: seconds until its task table is drawn, and a screenshot
+   of its top and of its task table (`<run>-report.png`, `<run>-report-table.png` beside the run).
+6. A resume: two new tasks join the split and the rollouts stage runs again; `resume_s` is the time from its start
    until the first new rollout's workspace exists (the worker started it), without listing the finished ones by hand.
 
 Prints one line per step; `--json` prints the figures as one JSON object instead:
 `{"rollouts", "bytes_per_rollout", "files_per_rollout", "stages": {STAGE: {"s_per_1k", "peak_rss_mb", "wall_s"}},
-"resume_s", ...}`. Needs about 0.4 MB of disk per rollout.
+"report_open": {"open_s", "largest_page_kb"}, "resume_s", ...}`. Needs about 0.4 MB of disk per rollout.
 """
 
 from __future__ import annotations
@@ -206,6 +208,30 @@ def time_resume(run_dir: Path, seeds: list[Seed], tasks: list[Task], log: Path, 
     return round(reached, 2)
 
 
+def time_report_open(run_dir: Path, screenshot: Path) -> dict[str, Any]:
+    """Seconds until Chromium has the report's index loaded and its task table drawn (a fresh browser page), the
+    bytes of the largest page it loads, and a screenshot of it."""
+    from playwright.sync_api import sync_playwright
+
+    from render.config import RenderConfig
+    from render.renderer import CHROMIUM_ARGS
+
+    index = run_dir / "report" / "index.html"
+    with sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path=RenderConfig().chromium_path, args=CHROMIUM_ARGS)
+        page = browser.new_page(viewport={"width": 1300, "height": 900})
+        started = time.perf_counter()
+        page.goto(index.as_uri(), wait_until="load")
+        page.wait_for_function("document.querySelector('#page-at') && document.querySelector('#page-at').textContent")
+        opened = time.perf_counter() - started
+        page.screenshot(path=screenshot)
+        page.locator("#filters").scroll_into_view_if_needed()
+        page.screenshot(path=screenshot.with_name(f"{screenshot.stem}-table.png"))
+        browser.close()
+    pages = [index, run_dir / "report" / "rows.js", *(run_dir / "report" / "rollouts").glob("*.html")]
+    return {"open_s": round(opened, 2), "largest_page_kb": round(max(p.stat().st_size for p in pages) / 1024)}
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--rollouts", type=int, default=1000, help="rollouts in the cloned run")
@@ -241,6 +267,8 @@ def main() -> None:
             "bytes_per_rollout": round(size / args.rollouts),
             "files_per_rollout": round(files / args.rollouts, 2),
         }
+        figures["report_open"] = time_report_open(run_dir, run_dir.with_name(f"{run_dir.name}-report.png"))
+        say(f"report: opened in Chromium in {figures['report_open']['open_s']} s (screenshot beside the run)")
         figures["resume_s"] = time_resume(run_dir, seeds, tasks, log)
         say(f"resume: the first new rollout started after {figures['resume_s']} s")
         figures["cpus"] = os.cpu_count()
