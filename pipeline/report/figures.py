@@ -43,6 +43,24 @@ class RoleTotals:
         return self.prompt_tokens + self.completion_tokens
 
 
+TABLE_FIELDS = (  # the task table's columns (RolloutRow attributes): the site's rows.js and the dashboard's table
+    "task_id",
+    "source",
+    "language",
+    "aspect",
+    "slides_asked",
+    "status",
+    "category",
+    "slides",
+    "defects",
+    "injections",
+    "steps",
+    "tokens",
+    "cost_usd",
+    "wall_s",
+)
+
+
 @dataclass(frozen=True)
 class RolloutRow:
     task_id: str

@@ -27,7 +27,7 @@ from filters.acceptance import ENVIRONMENT
 from filters.report import PAPER_SHARES, SEVERITIES
 from pipeline.report import charts
 from pipeline.report.data import RunData
-from pipeline.report.figures import Figures, RolloutRow
+from pipeline.report.figures import TABLE_FIELDS, Figures, RolloutRow
 from pipeline.report.steps import TrajectoryView, view
 from pipeline.report.thumbs import ThumbStats, make_thumbnails
 
@@ -35,19 +35,7 @@ HERE = Path(__file__).parent
 AGENT_ORDER = ("researcher", "presenter", "single")
 NONE = "–"  # what a figure that does not exist yet shows
 FILTERS = ("source", "language", "status", "category")  # the task table's filters (RolloutRow attributes)
-ROW_FIELDS = FILTERS + (  # what report.js shows of each row (rows.js), in this order
-    "task_id",
-    "aspect",
-    "slides_asked",
-    "failure",
-    "slides",
-    "defects",
-    "injections",
-    "steps",
-    "tokens",
-    "cost_usd",
-    "wall_s",
-)
+ROW_FIELDS = (*TABLE_FIELDS, "failure")  # what report.js shows of each row (rows.js)
 PAGE = 100  # rows of the task table per page; the first page's decks get thumbnails
 ROWS = "rows.js"
 STAGE_LABELS = {

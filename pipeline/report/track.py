@@ -6,26 +6,10 @@ from pathlib import Path
 from typing import Any
 
 from core.run.tracking import Tracker
-from pipeline.report.figures import Figures, RolloutRow, metrics
+from pipeline.report.figures import TABLE_FIELDS, Figures, RolloutRow, metrics
 
 TABLE = "report/rollouts"
-COLUMNS = [
-    "task_id",
-    "first_slide",
-    "source",
-    "language",
-    "aspect",
-    "slides_asked",
-    "status",
-    "category",
-    "slides",
-    "defects",
-    "injections",
-    "steps",
-    "tokens",
-    "cost_usd",
-    "wall_s",
-]
+COLUMNS = ["task_id", "first_slide", *TABLE_FIELDS[1:]]
 
 
 def track(tracker: Tracker, figures: Figures, covers: dict[str, Path]) -> None:
@@ -37,20 +21,4 @@ def track(tracker: Tracker, figures: Figures, covers: dict[str, Path]) -> None:
 
 
 def _row(r: RolloutRow, cover: Path | None) -> list[Any]:
-    return [
-        r.task_id,
-        cover,
-        r.source,
-        r.language,
-        r.aspect,
-        r.slides_asked,
-        r.status,
-        r.category,
-        r.slides,
-        r.defects,
-        r.injections,
-        r.steps,
-        r.tokens,
-        r.cost_usd,
-        r.wall_s,
-    ]
+    return [r.task_id, cover, *(getattr(r, name) for name in TABLE_FIELDS[1:])]
