@@ -43,6 +43,7 @@ class RolloutEnvironment:
         self.research = build_research(self.cfg.tools, self.run_dir, self.players)
         self.model_for = self.players.play("agent", AGENT)
         await self.players.check()  # reachable, and the agent's context window where the server states it
+        await self.research.prepare()
         self.workspaces.mkdir(parents=True, exist_ok=True)
         renderer = Renderer(self.cfg.render, roots=[self.workspaces], read_page=page_reader(self.cfg.deck))
         self.renderer = await renderer.__aenter__()

@@ -8,7 +8,8 @@
    and the agents' archive are copied as they are.
 3. Its bytes and files per rollout, as the rollouts stage left them.
 4. Each downstream stage of `pipeline.synthesize` (filters, export with parity, report) in its own process, as a
-   user runs it: wall seconds per 1,000 rollouts and the process's peak RSS.
+   user runs it: wall seconds per 1,000 rollouts and the peak RSS of the process and those it starts (the export's
+   `--export-workers`, summed).
 5. The report's index opened in Chromium: seconds until its task table is drawn, and a screenshot
    of its top and of its task table (`<run>-report.png`, `<run>-report-table.png` beside the run).
 6. A resume: two new tasks join the split and the rollouts stage runs again; `resume_s` is the time from its start
@@ -22,6 +23,7 @@ Prints one line per step; `--json` prints the figures as one JSON object instead
 from __future__ import annotations
 
 import argparse
+import contextlib
 import gzip
 import io
 import json
@@ -37,6 +39,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Iterator
 
+import psutil
 from PIL import Image
 
 from core.config import PROJECT_ROOT
@@ -50,6 +53,7 @@ from render.renderer import encoded
 SEED_TASKS = 8  # limit=8: the demo's size (7 train tasks, 1 eval)
 DOWNSTREAM = ("filters", "export", "report")  # pipeline.synthesize's stages after rollouts
 BLOB_REF = re.compile(r"(?:\.\./)+blobs/[0-9a-f]{2}/[0-9a-f]{64}\.[a-z0-9]{1,5}")
+RSS_EVERY_S = 0.2
 RUN_OVERRIDES = ("llm=scripted", "tracking=disabled", "run.resume=force")  # force: the clones ran no tasks stage
 
 
@@ -66,13 +70,29 @@ def _synthesize(run_dir: Path, *overrides: str, stderr: Any = None) -> subproces
 
 
 def _wait(process: subprocess.Popen[bytes], what: str) -> tuple[float, float]:
-    """(wall seconds from now, peak RSS in MB) of a child process; RuntimeError when it failed."""
+    """(wall seconds from now, peak RSS in MB) of a child process and the processes it starts (the export's
+    workers): the larger of its own peak and the largest sum over its tree, sampled every `RSS_EVERY_S`;
+    RuntimeError when it failed."""
     started = time.perf_counter()
-    _, status, usage = os.wait4(process.pid, 0)
+    tree, peak = psutil.Process(process.pid), 0
+    while True:
+        pid, status, usage = os.wait4(process.pid, os.WNOHANG)
+        if pid:
+            break
+        with contextlib.suppress(psutil.Error):
+            peak = max(peak, sum(_rss(p) for p in [tree, *tree.children(recursive=True)]))
+        time.sleep(RSS_EVERY_S)
     process.returncode = os.waitstatus_to_exitcode(status)
     if process.returncode != 0:
         raise RuntimeError(f"{what} exited with {process.returncode}")
-    return time.perf_counter() - started, usage.ru_maxrss / 1024  # ru_maxrss: KiB on Linux
+    return time.perf_counter() - started, max(peak, usage.ru_maxrss * 1024) / 2**20  # ru_maxrss: KiB on Linux
+
+
+def _rss(process: psutil.Process) -> int:
+    try:
+        return int(process.memory_info().rss)
+    except psutil.Error:  # gone meanwhile
+        return 0
 
 
 def make_seed(seed_dir: Path, tasks: int) -> list[Seed]:
@@ -181,9 +201,9 @@ def _walk(folder: Path) -> Iterator[os.DirEntry[str]]:
                 yield entry
 
 
-def time_stage(run_dir: Path, stage: str, n: int, log: Path) -> dict[str, float]:
+def time_stage(run_dir: Path, stage: str, n: int, log: Path, *overrides: str) -> dict[str, float]:
     with open(log, "ab") as err:
-        wall, rss = _wait(_synthesize(run_dir, f"stages=[{stage}]", stderr=err), f"stage {stage} (log: {log})")
+        wall, rss = _wait(_synthesize(run_dir, f"stages=[{stage}]", *overrides, stderr=err), f"stage {stage} (log: {log})")
     return {"wall_s": round(wall, 2), "s_per_1k": round(wall * 1000 / n, 2), "peak_rss_mb": round(rss, 1)}
 
 
@@ -239,6 +259,7 @@ def main() -> None:
     parser.add_argument("--seed-tasks", type=int, default=SEED_TASKS, help="limit=K of the seed run")
     parser.add_argument("--keep", type=Path, help="build the cloned run here and keep it (default: a temp dir)")
     parser.add_argument("--workers", type=int, default=os.cpu_count() or 1, help="processes that clone")
+    parser.add_argument("--export-workers", type=int, default=1, help="export.workers of the export stage")
     parser.add_argument("--json", action="store_true", help="print the figures as one JSON object")
     args = parser.parse_args()
     say = (lambda *_: None) if args.json else print
@@ -260,7 +281,8 @@ def main() -> None:
         }
         say(f"cloned {args.rollouts} rollouts in {time.perf_counter() - started:.0f} s: {size / 2**20:.0f} MB, {files} files")
         for stage in DOWNSTREAM:
-            figures["stages"][stage] = time_stage(run_dir, stage, args.rollouts, log)
+            overrides = [f"export.workers={args.export_workers}"] if stage == "export" else []
+            figures["stages"][stage] = time_stage(run_dir, stage, args.rollouts, log, *overrides)
             say(f"{stage}: {figures['stages'][stage]}")
         size, files = footprint(run_dir)
         figures["after_stages"] = {

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from functools import cache
 from pathlib import Path
-from typing import Any, ClassVar, Iterable, Optional, TypeVar
+from typing import Any, ClassVar, Iterable, Iterator, Optional, TypeVar
 
 import orjson
 import pyarrow as pa
@@ -22,6 +22,7 @@ import pyarrow.parquet as pq
 
 from core.cli import InputError
 from core.codec import RecordError, arrow_type, decode, encode, hints, init_fields, optional_inner
+from core.iterate import batched
 from core.run.usage import RoleUsage
 
 SCHEMA_VERSION = 4
@@ -30,6 +31,7 @@ SCHEMA_VERSION = 4
 # rollout's tokens and cost in its usage alone (Rollout.prompt_tokens, .completion_tokens, .cost_usd went; a
 # scripted agent's estimated tokens are Rollout.estimated_tokens)
 READABLE_VERSIONS = (1, 2, 3, 4)
+ROW_GROUP = 1000  # rows per Parquet row group: what a batch write holds, what a keyed read decodes (core.run.keyed)
 
 R = TypeVar("R", bound="Record")
 
@@ -333,6 +335,11 @@ class Verdict(Record):
     schema_version: int = SCHEMA_VERSION
 
 
+def verdict_unit(task_id: str, gate: str) -> str:
+    """The unit id of a task's verdict by one gate (units/verdicts/<task_id>__<gate>.json)."""
+    return f"{task_id}__{gate}"
+
+
 @dataclass(frozen=True)
 class StageDone(Record):
     """Marks a whole stage finished, with its figures (a JSON object)."""
@@ -347,17 +354,32 @@ class StageDone(Record):
 
 
 def write_parquet(records: Iterable[Record], path: Path, cls: type[Record]) -> None:
-    """Write records of one class as a Parquet file (not atomic: see core.run.store)."""
-    table = pa.Table.from_pylist([encode(r, arrow=True) for r in records], schema=cls.arrow_schema())
-    pq.write_table(table, path)
+    """Write records of one class as a Parquet file (not atomic: see core.run.store), `ROW_GROUP` at a time: memory
+    stays flat however many, and a reader can fetch a few by key (core.run.keyed)."""
+    schema = cls.arrow_schema()
+    with pq.ParquetWriter(path, schema) as writer:
+        for chunk in batched(records, ROW_GROUP):
+            writer.write_table(pa.Table.from_pylist([encode(r, arrow=True) for r in chunk], schema=schema))
 
 
 def read_parquet(path: Path, cls: type[R]) -> list[R]:
-    table = pq.read_table(path)
-    found = (table.schema.metadata or {}).get(b"schema_version", b"?").decode()
+    return list(iter_parquet(path, cls))
+
+
+def iter_parquet(path: Path, cls: type[R]) -> Iterator[R]:
+    """The records of a Parquet file, `ROW_GROUP` at a time; RecordError when its schema_version is not readable."""
+    parquet = readable_parquet(path)
+    for batch in parquet.iter_batches(batch_size=ROW_GROUP):
+        yield from (cls.from_dict(row) for row in batch.to_pylist())
+
+
+def readable_parquet(path: Path) -> pq.ParquetFile:
+    """The Parquet file of records at `path`; RecordError when its schema_version is not one this code reads."""
+    parquet = pq.ParquetFile(path)
+    found = (parquet.schema_arrow.metadata or {}).get(b"schema_version", b"?").decode()
     if found not in map(str, READABLE_VERSIONS):
         raise RecordError(f"{path}: schema_version {found}; this code reads {READABLE_VERSIONS}")
-    return [cls.from_dict(row) for row in table.to_pylist()]
+    return parquet
 
 
 @cache

@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any, Mapping
 
 from core.defects import Defect
-from core.records import Constraints, Rollout, StageDone, Task, Trajectory, Usage, Verdict, read_parquet
+from core.records import Constraints, Rollout, StageDone, Task, Trajectory, Usage, Verdict, read_parquet, verdict_unit
 from core.run.reader import SPLITS, TRAJECTORY, TRAJECTORY_FILE, RunReader
 from core.run.store import RunStore, atomic_write_parquet, atomic_write_text
 from core.run.usage import RoleUsage
@@ -35,7 +35,6 @@ from filters.acceptance import ENVIRONMENT
 from filters.config import DEFAULT_GATES
 from filters.gates import environment_verdict
 from filters.registry import GATES as GATE_SPECS
-from filters.run import unit_id
 
 GATES = ("constraint", "consistency", "quality")
 SOURCES = ("persona", "arxiv", "finepdfs")
@@ -103,7 +102,7 @@ def build_run(root: Path, spec: RunSpec) -> Path:
         tasks[rollout_spec.split].append(_task(rollout_spec))
         store.commit("rollouts", rollout_spec.task_id, _rollout(store.root, rollout_spec, spec, rng))
         for verdict in _verdicts(rollout_spec, spec) if spec.verdicts else ():
-            store.commit("verdicts", unit_id(verdict.task_id, verdict.gate), verdict)
+            store.commit("verdicts", verdict_unit(verdict.task_id, verdict.gate), verdict)
     for split, added in tasks.items():
         path = store.path("tasks", f"{split}.parquet")
         path.parent.mkdir(exist_ok=True)

@@ -12,9 +12,8 @@ every finished rollout is accepted. A rollout that did not finish is rejected as
 
 from __future__ import annotations
 
-from collections import defaultdict
 from dataclasses import dataclass
-from typing import Any, Sequence
+from typing import Any, Iterable, Iterator, Sequence
 
 from core.records import Rollout, RolloutStatus, Verdict
 from core.run.reader import RunReader
@@ -51,9 +50,13 @@ def run_gates(run: RunReader) -> list[str]:
     return configured_gates(run.config())
 
 
-def judged(run: RunReader) -> list[Acceptance]:
-    """Each of the run's rollouts' fate under its own gates (before the filters ran: every finished one undecided)."""
-    return outcomes(run.rollouts(), run.verdicts() or [], run_gates(run))
+def judged(run: RunReader) -> Iterator[Acceptance]:
+    """Each of the run's rollouts' fate under its own gates, in task id order (before the filters ran: every finished
+    one undecided); one pass over the verdicts, then the rollouts one at a time."""
+    fates = Fates(run_gates(run))
+    for verdict in run.iter_verdicts():
+        fates.add(verdict)
+    return (fates.of(rollout) for rollout in run.iter_rollouts())
 
 
 def category_order(gates: Sequence[str]) -> list[str]:
@@ -64,27 +67,48 @@ def category_order(gates: Sequence[str]) -> list[str]:
     return order
 
 
-def outcomes(rollouts: Sequence[Rollout], verdicts: Sequence[Verdict], gates: Sequence[str]) -> list[Acceptance]:
+def outcomes(rollouts: Iterable[Rollout], verdicts: Iterable[Verdict], gates: Sequence[str]) -> list[Acceptance]:
     """Each rollout's fate under `gates` (see the module docstring), in the rollouts' order."""
-    by_task: dict[str, list[Verdict]] = defaultdict(list)
-    for v in verdicts:
-        by_task[v.task_id].append(v)
-    order = category_order(gates)
-    counted = {ENVIRONMENT, *gates}
-    found = []
-    for rollout in rollouts:
-        mine = [v for v in by_task[rollout.task_id] if v.gate in counted]
-        failed = sorted((v for v in mine if not v.passed), key=lambda v: _rank(order, v.category or v.gate))
+    fates = Fates(gates)
+    for verdict in verdicts:
+        fates.add(verdict)
+    return [fates.of(rollout) for rollout in rollouts]
+
+
+class Fates:
+    """What the verdicts say of each task, kept small (its first failed verdict in pipeline order and the gates that
+    gave one), so that a run of any size is judged from one pass over its verdicts and one over its rollouts."""
+
+    def __init__(self, gates: Sequence[str]):
+        self.gates = list(gates)
+        self._order = category_order(gates)
+        self._bit = {gate: 1 << i for i, gate in enumerate([ENVIRONMENT, *self.gates])}  # the gates counted
+        self._failed: dict[str, tuple[int, str, tuple[str, ...]]] = {}  # task -> (rank, category, reasons)
+        self._gave: dict[str, int] = {}  # task -> the counted gates that gave a verdict, as bits
+
+    def add(self, verdict: Verdict) -> None:
+        bit = self._bit.get(verdict.gate)
+        if bit is None:
+            return
+        self._gave[verdict.task_id] = self._gave.get(verdict.task_id, 0) | bit
+        if not verdict.passed:
+            category = verdict.category or verdict.gate
+            rank = _rank(self._order, category)
+            known = self._failed.get(verdict.task_id)
+            if known is None or rank < known[0]:  # the first of equal rank stays, as a stable sort keeps it
+                self._failed[verdict.task_id] = (rank, category, verdict.reasons)
+
+    def of(self, rollout: Rollout) -> Acceptance:
+        failed = self._failed.get(rollout.task_id)
         if failed:
-            found.append(Acceptance(rollout.task_id, failed[0].category or failed[0].gate, failed[0].reasons))
-        elif rollout.status != RolloutStatus.done:
-            found.append(Acceptance(rollout.task_id, ENVIRONMENT, (rollout.failure or "the rollout did not finish",)))
-        elif set(gates) - {v.gate for v in mine}:
-            missing = sorted(set(gates) - {v.gate for v in mine}, key=list(gates).index)
-            found.append(Acceptance(rollout.task_id, UNDECIDED, (f"no verdict from: {', '.join(missing)}",)))
-        else:
-            found.append(Acceptance(rollout.task_id, None, ()))
-    return found
+            return Acceptance(rollout.task_id, failed[1], failed[2])
+        if rollout.status != RolloutStatus.done:
+            return Acceptance(rollout.task_id, ENVIRONMENT, (rollout.failure or "the rollout did not finish",))
+        gave = self._gave.get(rollout.task_id, 0)
+        missing = [gate for gate in self.gates if not gave & self._bit[gate]]
+        if missing:
+            return Acceptance(rollout.task_id, UNDECIDED, (f"no verdict from: {', '.join(missing)}",))
+        return Acceptance(rollout.task_id, None, ())
 
 
 def _rank(order: list[str], category: str) -> int:

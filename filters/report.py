@@ -10,8 +10,9 @@ failures.png, defects.png.
 from __future__ import annotations
 
 from collections import Counter
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Sequence
+from typing import Callable, Iterable, Sequence
 
 from matplotlib.figure import Figure
 from matplotlib.ticker import MaxNLocator
@@ -20,7 +21,7 @@ from core.defects import SEVERITY_RANK
 from core.records import ArtifactError, Rollout, RolloutStatus, Verdict
 from core.run.reader import RunReader
 from core.run.store import atomic_write_text
-from filters.acceptance import ENVIRONMENT, UNDECIDED, Acceptance, category_order, outcomes
+from filters.acceptance import ENVIRONMENT, UNDECIDED, Acceptance, Fates, category_order
 from filters.content import CODES as CONTENT_CODES
 from filters.content import GATE as CONTENT_GATE
 
@@ -30,30 +31,72 @@ _SEVERITY_COLOURS = {"critical": "#c0392b", "major": "#e67e22", "minor": "#f1c40
 _REASON_CHARS = 200
 
 
-def defect_counts(run: RunReader, rollouts: Sequence[Rollout]) -> Counter[tuple[str, str]]:
-    """(code, severity) -> count over the deck_defects.json of finished rollouts (missing or unreadable ones are skipped:
-    the quality gate gave those an environment verdict)."""
-    counts: Counter[tuple[str, str]] = Counter()
+REJECTED_ROWS = 1000  # rejected rollouts listed by name in failures.md (all of them are in verdicts.parquet)
+
+
+@dataclass
+class Tally:
+    """What the report counts, from one pass over the verdicts and one over the rollouts (nothing else kept)."""
+
+    gates: Sequence[str]
+    outcomes: Counter[str | None] = field(default_factory=Counter)  # rollouts by category (None: accepted)
+    rejected: list[Acceptance] = field(default_factory=list)  # the first REJECTED_ROWS rejected, for the table
+    verdicts: dict[str, Counter[str]] = field(default_factory=dict)  # gate -> passed, failed, environment
+    content_failing: Counter[str] = field(default_factory=Counter)  # content check -> decks failing it
+    defects: Counter[tuple[str, str]] = field(default_factory=Counter)  # (code, severity) over the final decks
+
+    @property
+    def total(self) -> int:
+        return sum(self.outcomes.values())
+
+    @property
+    def rejected_count(self) -> int:
+        return sum(n for category, n in self.outcomes.items() if category not in (None, UNDECIDED))
+
+
+DeckDefects = Callable[[Rollout], Iterable[tuple[str, str]]]  # a finished rollout's (code, severity) defects
+
+
+def tally(rollouts: Iterable[Rollout], verdicts: Iterable[Verdict], gates: Sequence[str], defects: DeckDefects) -> Tally:
+    """Count the verdicts, then each rollout's outcome and its final deck's defects, reading each once."""
+    counted = Tally(gates, verdicts={gate: Counter() for gate in [ENVIRONMENT, *gates]})
+    fates = Fates(gates)
+    for v in verdicts:
+        fates.add(v)
+        by_gate = counted.verdicts.setdefault(v.gate, Counter())
+        by_gate["passed" if v.passed else "failed"] += 1
+        by_gate[ENVIRONMENT] += not v.passed and v.category == ENVIRONMENT
+        if v.gate == CONTENT_GATE and v.category != ENVIRONMENT:
+            counted.content_failing.update(r.split(":", 1)[0] for r in v.reasons)
     for rollout in rollouts:
-        if rollout.status != RolloutStatus.done:
-            continue
+        outcome = fates.of(rollout)
+        counted.outcomes[outcome.category] += 1
+        if outcome.rejected and len(counted.rejected) < REJECTED_ROWS:
+            counted.rejected.append(outcome)
+        if rollout.status == RolloutStatus.done:
+            counted.defects.update(defects(rollout))
+    return counted
+
+
+def deck_defects(run: RunReader) -> DeckDefects:
+    """The (code, severity) of each defect in a rollout's deck_defects.json (none when missing or unreadable: the
+    quality gate gave that rollout an environment verdict)."""
+
+    def read(rollout: Rollout) -> list[tuple[str, str]]:
         try:
             deck = run.deck(rollout)
         except ArtifactError:
-            continue
-        counts.update((d.code, d.severity) for slide in deck.slides for d in slide.defects)
-    return counts
+            return []
+        return [(d.code, d.severity) for slide in deck.slides for d in slide.defects]
+
+    return read
 
 
-def markdown(
-    found: Sequence[Acceptance], verdicts: Sequence[Verdict], gates: Sequence[str], defects: Counter[tuple[str, str]]
-) -> str:
-    total = len(found)
-    accepted = sum(o.accepted for o in found)
-    rejected = [o for o in found if o.rejected]
-    undecided = sum(o.category == UNDECIDED for o in found)
+def markdown(counted: Tally) -> str:
+    gates, total, rejected = counted.gates, counted.total, counted.rejected_count
+    accepted, undecided = counted.outcomes[None], counted.outcomes[UNDECIDED]
     lines = [
-        f"# Filters: {total} rollouts, {accepted} accepted ({_pct(accepted, total)}), {len(rejected)} rejected, {undecided} undecided",
+        f"# Filters: {total} rollouts, {accepted} accepted ({_pct(accepted, total)}), {rejected} rejected, {undecided} undecided",
         "",
         f"Gates: {', '.join(gates) or 'none (every finished rollout is kept)'}.",
         "",
@@ -62,10 +105,10 @@ def markdown(
         "| category | rollouts | share of rejected | paper |",
         "|---|---:|---:|---:|",
     ]
-    by_category = Counter(o.category for o in rejected if o.category)
+    by_category = _rejected_by_category(counted)
     for category in _categories(gates, by_category):
         paper = f"{PAPER_SHARES[category]:.1f}%" if category in PAPER_SHARES else "-"
-        lines.append(f"| {category} | {by_category[category]} | {_pct(by_category[category], len(rejected))} | {paper} |")
+        lines.append(f"| {category} | {by_category[category]} | {_pct(by_category[category], rejected)} | {paper} |")
     lines += [
         "",
         "## Verdicts by gate (a rollout may fail several gates)",
@@ -74,10 +117,9 @@ def markdown(
         "|---|---:|---:|---:|---:|",
     ]
     for gate in [ENVIRONMENT, *gates]:
-        mine = [v for v in verdicts if v.gate == gate]
-        failed = [v for v in mine if not v.passed]
+        mine = counted.verdicts.get(gate, Counter())
         lines.append(
-            f"| {gate} | {len(mine)} | {len(mine) - len(failed)} | {len(failed)} | {sum(v.category == ENVIRONMENT for v in failed)} |"
+            f"| {gate} | {mine['passed'] + mine['failed']} | {mine['passed']} | {mine['failed']} | {mine[ENVIRONMENT]} |"
         )
     if CONTENT_GATE in gates:
         lines += [
@@ -87,10 +129,8 @@ def markdown(
             "| check | decks failing |",
             "|---|---:|",
         ]
-        failing = Counter(
-            r.split(":", 1)[0] for v in verdicts if v.gate == CONTENT_GATE and v.category != ENVIRONMENT for r in v.reasons
-        )
-        lines += [f"| {code} | {failing[code]} |" for code in CONTENT_CODES]
+        lines += [f"| {code} | {counted.content_failing[code]} |" for code in CONTENT_CODES]
+    defects = counted.defects
     lines += ["", "## Measured defects of the final decks (deck_defects.json)", ""]
     if defects:
         lines += [f"| code | {' | '.join(SEVERITIES)} | total |", "|---|" + "---:|" * (len(SEVERITIES) + 1)]
@@ -100,16 +140,22 @@ def markdown(
     else:
         lines.append("No defects measured.")
     lines += ["", "## Rejected rollouts", ""]
-    if rejected:
+    if counted.rejected:
         lines += ["| task | category | first reason |", "|---|---|---|"]
-        lines += [f"| {o.task_id} | {o.category} | {_cell(o.reasons[0] if o.reasons else '')} |" for o in rejected]
+        lines += [f"| {o.task_id} | {o.category} | {_cell(o.reasons[0] if o.reasons else '')} |" for o in counted.rejected]
+        if rejected > len(counted.rejected):
+            lines += ["", f"The first {len(counted.rejected)} of {rejected}; every verdict is in verdicts.parquet."]
     else:
         lines.append("None.")
     return "\n".join(lines) + "\n"
 
 
-def failures_chart(found: Sequence[Acceptance], gates: Sequence[str], path: Path) -> None:
-    rejected = Counter(o.category for o in found if o.rejected and o.category is not None)  # rejected: it has one
+def _rejected_by_category(counted: Tally) -> Counter[str]:
+    return Counter({c: n for c, n in counted.outcomes.items() if c is not None and c != UNDECIDED})
+
+
+def failures_chart(counted: Tally, path: Path) -> None:
+    gates, rejected = counted.gates, _rejected_by_category(counted)
     categories = _categories(gates, rejected)
     total = sum(rejected.values())
     ours = [100 * rejected[c] / total if total else 0.0 for c in categories]
@@ -147,18 +193,16 @@ def defects_chart(defects: Counter[tuple[str, str]], path: Path) -> None:
     fig.savefig(path, dpi=120)
 
 
-def write_report(
-    run: RunReader, rollouts: Sequence[Rollout], verdicts: Sequence[Verdict], gates: Sequence[str]
-) -> list[Acceptance]:
-    """Write RUN_DIR/filters/{failures.md, failures.png, defects.png}; returns each rollout's outcome."""
+def write_report(run: RunReader, rollouts: Iterable[Rollout], verdicts: Iterable[Verdict], gates: Sequence[str]) -> Tally:
+    """Write RUN_DIR/filters/{failures.md, failures.png, defects.png} (rollouts and verdicts read once, as they come);
+    returns what it counted."""
     folder = run.path("filters")
     folder.mkdir(exist_ok=True)
-    found = outcomes(rollouts, verdicts, gates)
-    defects = defect_counts(run, rollouts)
-    atomic_write_text(folder / "failures.md", markdown(found, verdicts, gates, defects))
-    failures_chart(found, gates, folder / "failures.png")
-    defects_chart(defects, folder / "defects.png")
-    return found
+    counted = tally(rollouts, verdicts, gates, deck_defects(run))
+    atomic_write_text(folder / "failures.md", markdown(counted))
+    failures_chart(counted, folder / "failures.png")
+    defects_chart(counted.defects, folder / "defects.png")
+    return counted
 
 
 def _categories(gates: Sequence[str], present: Counter[str]) -> list[str]:

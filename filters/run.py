@@ -26,7 +26,7 @@ import sys
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any, Iterator, Sequence
 
 from omegaconf import OmegaConf
 from omegaconf.errors import OmegaConfBaseException
@@ -40,7 +40,7 @@ from core.llm.players import Players
 from core.llm.results import ModelError
 from core.logs import setup_logging
 from core.protocols import Gate, Play
-from core.records import ArtifactError, ModelUse, Rollout, RolloutStatus, Task, Verdict
+from core.records import ArtifactError, ModelUse, Rollout, RolloutStatus, Task, Verdict, verdict_unit
 from core.run.ledger import play_unit, spending_cap
 from core.run.metering import note_model
 from core.run.reader import RunReader
@@ -55,6 +55,7 @@ log = logging.getLogger(__name__)
 
 STAGE = "verdicts"
 BATCH = 512  # rollouts judged at once (each judge call also waits for one of filters.max_concurrency slots)
+TASK_BATCH = 2048  # rollouts whose tasks are read at once (~20 MB of tasks)
 FAILED_ROLLOUT = ModelUse("environment rules", "rules")  # what makes the verdict of a rollout that did not finish
 
 
@@ -70,10 +71,6 @@ class FilterRunConfig:
 
 class RunIncomplete(InputError):
     """The run directory lacks what the filters read (tasks, rollouts)."""
-
-
-def unit_id(task_id: str, gate: str) -> str:
-    return f"{task_id}__{gate}"
 
 
 def load_config(run: RunReader, overrides: Sequence[str] = ()) -> FilterRunConfig:
@@ -100,15 +97,23 @@ def check_gates(names: Sequence[str]) -> None:
         raise ConfigError(f"filters.gates={list(names)}: unknown {unknown}; registered: {list(GATES)}")
 
 
-def load_inputs(run: RunReader) -> tuple[dict[str, Task], list[Rollout]]:
-    """The run's tasks and its compacted rollouts (RunIncomplete before the rollouts stage has finished)."""
+def check_inputs(run: RunReader) -> None:
+    """RunIncomplete before the rollouts stage has finished, or when a rollout's task is not in the run's splits
+    (ids only: the records are read in batches as they are judged)."""
     if not run.path("rollouts.parquet").is_file():
         raise RunIncomplete(f"{run.path('rollouts.parquet')} is missing: run the rollouts stage first")
-    tasks, rollouts = run.tasks(), run.rollouts()
-    orphans = [r.task_id for r in rollouts if r.task_id not in tasks]
+    orphans = sorted(run.store.done("rollouts") - run.task_ids())
     if orphans:
         raise RunIncomplete(f"rollouts of unknown tasks (not in {run.path('tasks')}/*.parquet): {orphans[:5]}")
-    return tasks, rollouts
+
+
+def rollout_batches(run: RunReader) -> Iterator[tuple[dict[str, Task], tuple[Rollout, ...]]]:
+    """The finished rollouts, `BATCH` at a time, each batch with its tasks (read `TASK_BATCH` at a time: a task
+    file's rows are in split order, not id order, so a read decodes most of its row groups): memory does not grow
+    with the run."""
+    for rollouts in batched(run.iter_rollouts(), TASK_BATCH):
+        tasks = run.tasks_of(r.task_id for r in rollouts)
+        yield from ((tasks, batch) for batch in batched(rollouts, BATCH))
 
 
 @dataclass(frozen=True)
@@ -152,78 +157,77 @@ async def judge_rollouts(run: RunReader, cfg: FilterRunConfig) -> dict[str, Any]
     validate_filters(cfg.filters)
     check_gates(cfg.filters.gates)
     store = run.store
-    tasks, rollouts = load_inputs(run)
+    check_inputs(run)
     names = list(cfg.filters.gates)
     committed = {unit: verdict.passed for unit, verdict in store.iter_units(STAGE, Verdict)}  # a verdict's id: passed
-    pending = {
-        r.task_id: [
-            g for g in ([ENVIRONMENT] if r.status != RolloutStatus.done else names) if unit_id(r.task_id, g) not in committed
-        ]
-        for r in rollouts
-    }
-    needed = [g for g in names if any(g in todo for todo in pending.values())]
+
+    def todo(rollout: Rollout) -> list[str]:
+        gates = [ENVIRONMENT] if rollout.status != RolloutStatus.done else names
+        return [g for g in gates if verdict_unit(rollout.task_id, g) not in committed]
+
+    needed = {g for r in run.iter_rollouts() for g in todo(r)}  # a judge with nothing to judge is not built
     slots = asyncio.Semaphore(cfg.filters.max_concurrency)
     undecided: Counter[str] = Counter()
     skipped: Counter[str] = Counter()
+    wanted = 0  # verdicts this run set out to make
     cap = spending_cap(cfg.run, store.root)
 
-    async def judged(gates: dict[str, BuiltGate], rollout: Rollout, gate_name: str) -> Verdict | None:
+    async def judged(gates: dict[str, BuiltGate], task: Task, rollout: Rollout, gate_name: str) -> Verdict | None:
         if gate_name == ENVIRONMENT:
             note_model(ENVIRONMENT, FAILED_ROLLOUT)
             return environment_verdict(rollout.task_id, ENVIRONMENT, rollout.failure or "the rollout failed")
         async with slots:
             try:
-                return await _verdict(gates[gate_name], Candidate(tasks[rollout.task_id], rollout, run))
+                return await _verdict(gates[gate_name], Candidate(task, rollout, run))
             except (ModelError, JSONReplyError) as exc:
                 undecided[gate_name] += 1
                 log.warning("%s: the %s judge gave no verdict (left for a rerun): %s", rollout.task_id, gate_name, exc)
                 return None
 
-    async def one(gates: dict[str, BuiltGate], rollout: Rollout, gate_name: str) -> Verdict | None:
+    async def one(gates: dict[str, BuiltGate], task: Task, rollout: Rollout, gate_name: str) -> Verdict | None:
         unit_cap = cap if gate_name != ENVIRONMENT and GATES[gate_name].role is not None else None  # rules spend nothing
         return await play_unit(
-            store, STAGE, unit_id(rollout.task_id, gate_name), lambda: judged(gates, rollout, gate_name), unit_cap
+            store, STAGE, verdict_unit(rollout.task_id, gate_name), lambda: judged(gates, task, rollout, gate_name), unit_cap
         )
 
-    async def rollout_verdicts(gates: dict[str, BuiltGate], rollout: Rollout) -> None:
-        todo = pending[rollout.task_id]
-        judges = [g for g in todo if g != ENVIRONMENT and GATES[g].role is not None]
-        made = await asyncio.gather(*(one(gates, rollout, g) for g in todo if g not in judges))
+    async def rollout_verdicts(gates: dict[str, BuiltGate], task: Task, rollout: Rollout) -> None:
+        nonlocal wanted
+        pending = todo(rollout)
+        wanted += len(pending)
+        judges = [g for g in pending if g != ENVIRONMENT and GATES[g].role is not None]
+        made = await asyncio.gather(*(one(gates, task, rollout, g) for g in pending if g not in judges))
         rules = [v.passed for v in made if v is not None]
         rules += [
-            committed[unit_id(rollout.task_id, g)]
+            committed[verdict_unit(rollout.task_id, g)]
             for g in names
-            if GATES[g].role is None and unit_id(rollout.task_id, g) in committed
+            if GATES[g].role is None and verdict_unit(rollout.task_id, g) in committed
         ]
         if not all(rules):
             skipped.update(judges)  # rejected already: no judge tokens spent on it
             return
-        await asyncio.gather(*(one(gates, rollout, g) for g in judges))
+        await asyncio.gather(*(one(gates, task, rollout, g) for g in judges))
 
     async with Players(cfg.llm, cfg.roles) as players:
-        gates = await build_gates(needed, cfg, players)
-        for batch in batched(rollouts, BATCH):  # a bounded number in flight: memory does not grow with the run
-            await asyncio.gather(*(rollout_verdicts(gates, r) for r in batch))
+        gates = await build_gates([g for g in names if g in needed], cfg, players)
+        for tasks, batch in rollout_batches(run):  # a bounded number in flight
+            await asyncio.gather(*(rollout_verdicts(gates, tasks[r.task_id], r) for r in batch))
     held_back = cap.held_back if cap is not None else 0
-    written = sum(map(len, pending.values())) - sum(undecided.values()) - sum(skipped.values()) - held_back
-    figures = _summarise(run, rollouts, names, written, undecided, skipped)
+    written = wanted - sum(undecided.values()) - sum(skipped.values()) - held_back
+    figures = _summarise(run, names, written, undecided, skipped)
     if held_back:
         assert cap is not None
         raise cap.stop("filters")
     return figures
 
 
-def _summarise(
-    run: RunReader, rollouts: list[Rollout], gates: list[str], judged: int, undecided: Counter[str], skipped: Counter[str]
-) -> dict[str, Any]:
+def _summarise(run: RunReader, gates: list[str], judged: int, undecided: Counter[str], skipped: Counter[str]) -> dict[str, Any]:
     store = run.store
     store.compact(STAGE, Verdict)
-    ids = {r.task_id for r in rollouts}
-    verdicts = [v for v in store.load(STAGE, Verdict) if v.task_id in ids]
-    found = write_report(run, rollouts, verdicts, gates)
-    categories = Counter(o.category for o in found)
+    ids = store.done("rollouts")
+    verdicts = (v for v in run.iter_verdicts() if v.task_id in ids)
+    categories = write_report(run, run.iter_rollouts(), verdicts, gates).outcomes.copy()
     figures: dict[str, Any] = {
-        "rollouts": len(rollouts),
+        "rollouts": sum(categories.values()),
         "accepted": categories.pop(None, 0),
         "undecided": categories.pop(UNDECIDED, 0),
         "rejected": sum(categories.values()),

@@ -34,6 +34,7 @@ PURE_CORE = frozenset(
         "core.defects",
         "core.tables",
         "core.cli",
+        "core.iterate",
     }
 )
 # A package's __init__ runs before its modules: the top-level packages' and core's rooms' (each empty)

@@ -53,7 +53,7 @@ def _sources(report: ExportReport) -> list[dict[str, Any]]:
         task = report.tasks.get(task_id)
         source = task.source if task else "unknown (task record missing)"
         tasks.setdefault(source, set()).add(task_id)
-        licence = (task.provenance.get("licence") or task.provenance.get("license")) if task else None
+        licence = task.licence if task else None
         licences.setdefault(source, Counter())[licence or "not recorded"] += 1
     return [
         {"source": s, "tasks": len(ids), "licences": ", ".join(f"{k} ({n})" for k, n in licences[s].most_common())}

@@ -56,6 +56,7 @@ class ExportConfig:
     include_undecided: bool = False  # true: also export rollouts a gate gave no verdict (filters.acceptance's undecided)
     push_to_hub: Optional[str] = None  # a Hugging Face dataset repo id; None: local only
     hub_private: bool = True
+    workers: int = 1  # processes that make, check and fit samples (each holds a tokenizer, ~1 GB)
 
 
 @dataclass
@@ -123,6 +124,8 @@ def validate_export(cfg: ExportConfig) -> None:
     Truncation(cfg.truncation)
     ParityMode(cfg.parity)
     HistoryReasoning(cfg.history_reasoning)
+    if cfg.workers < 1:
+        raise ConfigError(f"export.workers={cfg.workers}: must be at least 1")
 
 
 def validate_sft(cfg: Any) -> None:

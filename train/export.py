@@ -17,58 +17,39 @@ folder. Tasks, never samples, are split between train.jsonl and val.jsonl.
 from __future__ import annotations
 
 import argparse
-import bisect
 import hashlib
 import json
 import logging
+import operator
 import sys
 from collections import Counter
 from dataclasses import dataclass, field
+from functools import reduce
 from pathlib import Path
-from typing import Any, Iterator, Optional
+from typing import Any, Iterable, Iterator, Optional
 
 from core.cli import ExitCode, OneLineParser, run_command
+from core.iterate import batched
 from core.llm.conversation import PROFILES
 from core.logs import setup_logging
-from core.protocols import TokenCounter
-from core.records import ArtifactError, Origin, Rollout, Task, Trajectory, TrajectoryStatus
-from core.run.reader import RunReader, TrajectoryFile
+from core.records import Origin, Rollout, Task, Verdict
+from core.run.reader import RunReader
 from core.run.store import atomic_write_text
 from core.seams.tokens import TokenCount
-from filters.acceptance import UNDECIDED, judged, run_gates
+from filters.acceptance import ENVIRONMENT, UNDECIDED, Fates, run_gates
 from train.card import render_card
 from train.config import ExportConfig, HistoryReasoning, ParityMode, Truncation, validate_export
+from train.export_rollouts import SampleSource, Skipped, export_rollouts, trajectory_samples
 from train.hub import push_to_hub
-from train.parity import Parity, ParityReport
+from train.parity import ParityReport
 from train.rows import SampleWriter
-from train.samples import Sample, SampleError, to_samples
+from train.samples import Sample
 from train.tokens import make_counter
 from train.validate import validate_file
 
 log = logging.getLogger(__name__)
 
-
-@dataclass(frozen=True)
-class Skipped:
-    task_id: str
-    agent: str
-    reason: str
-    kind: str = "invalid"  # invalid | too_long | eval_task | parity
-
-
-@dataclass(frozen=True)
-class SampleSource:
-    """A sample with the trajectory and workspace it was made from."""
-
-    sample: Sample
-    trajectory: Trajectory
-    workspace: Path
-
-
-@dataclass(frozen=True)
-class TrajectoryRead:
-    file: TrajectoryFile
-    trajectory: Trajectory
+BATCH = 1024  # accepted rollouts whose tasks and verdicts are read at once (a task file is in split order)
 
 
 @dataclass(frozen=True)
@@ -87,6 +68,22 @@ class SampleFacts:
     @classmethod
     def of(cls, sample: Sample) -> SampleFacts:
         return cls(sample.task_id, sample.agent, sample.policy, sample.part, sample.origin, sample.images, sample.critic_calls)
+
+
+@dataclass(frozen=True)
+class TaskFacts:
+    """What the card reads of an exported task (not the task: its instruction, checklist and attachments)."""
+
+    source: str
+    language: str
+    licence: str | None
+    origin: Origin  # what made the task, and its verdicts
+
+    @classmethod
+    def of(cls, task: Task, verdicts: Iterable[Verdict]) -> TaskFacts:
+        licence = task.provenance.get("licence") or task.provenance.get("license")
+        judged = reduce(operator.or_, (v.origin for v in verdicts), Origin())
+        return cls(task.source, task.language, licence, task.origin | judged)
 
 
 @dataclass(frozen=True)
@@ -109,14 +106,13 @@ class ExportReport:
     train: list[Exported] = field(default_factory=list)
     val: list[Exported] = field(default_factory=list)
     skipped: list[Skipped] = field(default_factory=list)
-    tasks: dict[str, Task] = field(default_factory=dict)
-    judged: dict[str, Origin] = field(default_factory=dict)  # task_id -> what its verdicts were made by
+    tasks: dict[str, TaskFacts] = field(default_factory=dict)  # the exported ones (with a task record)
     parity: Optional[ParityReport] = None  # None: not checked (export.parity=false)
 
     def origin(self, exported: Exported) -> Origin:
         """What made a sample: its trajectory's, its task's and its verdicts' templates and models."""
         task = self.tasks.get(exported.sample.task_id)
-        return exported.sample.origin | (task.origin if task else Origin()) | self.judged.get(exported.sample.task_id, Origin())
+        return exported.sample.origin | (task.origin if task else Origin())
 
     @property
     def samples(self) -> list[Exported]:
@@ -143,10 +139,11 @@ class ExportReport:
 # ---------------------------------------------------------------- reading the run
 
 
-def accepted_rollouts(run: RunReader, include_undecided: bool, report: ExportReport) -> list[Rollout]:
-    """The rollouts filters.acceptance accepts under the run's gates (and, if asked, the undecided ones)."""
-    gates, verdicts = run_gates(run), run.verdicts()
-    if gates and verdicts is None:
+def accepted_rollouts(run: RunReader, include_undecided: bool, report: ExportReport) -> Iterator[Rollout]:
+    """The rollouts filters.acceptance accepts under the run's gates (and, if asked, the undecided ones), in task id
+    order, as they are read; the others are counted by category."""
+    gates = run_gates(run)
+    if gates and not run.filtered():
         report.acceptance = (
             f"no verdicts.parquet: the gates ({', '.join(gates)}) have not run, so every finished rollout is undecided"
         )
@@ -156,105 +153,52 @@ def accepted_rollouts(run: RunReader, include_undecided: bool, report: ExportRep
         report.acceptance = "no gates configured: every finished rollout is accepted (unfiltered)"
     if include_undecided:
         report.acceptance += "; undecided rollouts included (--include-undecided)"
-    by_id = {r.task_id: r for r in run.rollouts()}
-    accepted = []
-    for outcome in judged(run):
+    fates = Fates(gates)
+    for verdict in run.iter_verdicts():
+        fates.add(verdict)
+    for rollout in run.iter_rollouts():
+        report.rollouts += 1
+        outcome = fates.of(rollout)
         if outcome.accepted or (include_undecided and outcome.category == UNDECIDED):
-            accepted.append(by_id[outcome.task_id])
+            report.accepted += 1
+            yield rollout
         else:
             report.rejected[outcome.category] += 1
-    return accepted
 
 
-def _trajectories(run: RunReader, rollout: Rollout, report: ExportReport, finalized: bool = True) -> Iterator[TrajectoryRead]:
-    """The rollout's trajectories (only finalized ones unless told); what cannot be read is reported."""
-    files = run.trajectory_files(rollout)
-    if not files:
-        report.skipped.append(Skipped(rollout.task_id, "-", "no trajectory artifact"))
-    for file in files:
-        try:
-            trajectory = run.trajectory(file)
-            if finalized and trajectory.status != TrajectoryStatus.finalized:
-                raise SampleError(f"trajectory status is {trajectory.status!r}, not finalized")
-        except (ArtifactError, SampleError) as exc:
-            report.skipped.append(Skipped(rollout.task_id, file.agent, f"{file.path.name}: {_reason(exc, file)}"))
-            continue
-        yield TrajectoryRead(file, trajectory)
-
-
-def _reason(exc: Exception, file: TrajectoryFile) -> str:
-    return str(exc).removeprefix(f"{file.path}: ")
-
-
-def trajectory_samples(
-    run: RunReader, rollout: Rollout, cfg: ExportConfig, report: ExportReport, finalized: bool = True
-) -> list[SampleSource]:
-    """The samples of each trajectory of the rollout, each with what it was made from."""
-    out = []
-    keep = HistoryReasoning(cfg.history_reasoning) is HistoryReasoning.keep
-    for read in _trajectories(run, rollout, report, finalized):
-        try:
-            samples = to_samples(read.trajectory, read.file.workspace, cfg.mask_critic, cfg.profile, keep)
-            out += [SampleSource(s, read.trajectory, read.file.workspace) for s in samples]
-        except SampleError as exc:
-            report.skipped.append(Skipped(rollout.task_id, read.trajectory.agent, f"{read.file.path.name}: {exc}"))
-    return out
+def training_rollouts(run: RunReader, cfg: ExportConfig, report: ExportReport) -> Iterator[Rollout]:
+    """The accepted rollouts of training tasks (eval tasks are never trained on: reported skipped), `BATCH` at a
+    time with their tasks and verdicts, whose facts the report keeps for the card."""
+    counted = [ENVIRONMENT, *run_gates(run)]
+    for batch in batched(accepted_rollouts(run, cfg.include_undecided, report), BATCH):
+        ids = [r.task_id for r in batch]
+        tasks, verdicts = run.tasks_of(ids), run.verdicts_of(ids, counted)
+        for rollout in batch:
+            task = tasks.get(rollout.task_id)
+            if task is not None and task.split == "eval":
+                report.skipped.append(Skipped(rollout.task_id, "-", "an eval task: never trained on", "eval_task"))
+                continue
+            if task is not None:
+                report.tasks[rollout.task_id] = TaskFacts.of(task, verdicts.get(rollout.task_id, ()))
+            yield rollout
 
 
 def training_sources(run: RunReader, cfg: ExportConfig, report: ExportReport) -> Iterator[SampleSource]:
-    """The samples of the accepted rollouts of training tasks (eval tasks are never trained on), a rollout's at a
-    time: what is read of one rollout is let go before the next."""
-    report.rollouts = len(run.rollouts())
-    for verdict in run.verdicts() or ():
-        report.judged[verdict.task_id] = report.judged.get(verdict.task_id, Origin()) | verdict.origin
-    accepted = accepted_rollouts(run, cfg.include_undecided, report)
-    report.accepted = len(accepted)
-    for rollout in sorted(accepted, key=lambda r: r.task_id):
-        task = report.tasks.get(rollout.task_id)
-        if task is not None and task.split == "eval":
-            report.skipped.append(Skipped(rollout.task_id, "-", "an eval task: never trained on", "eval_task"))
-            continue
-        yield from trajectory_samples(run, rollout, cfg, report)
+    """The samples of the accepted rollouts of training tasks, a rollout's at a time: what is read of one rollout is
+    let go before the next."""
+    for rollout in training_rollouts(run, cfg, report):
+        yield from trajectory_samples(run, rollout, cfg, report.skipped)
 
 
 def parity_inputs(run: RunReader, cfg: ExportConfig, every_trajectory: bool = False) -> Iterator[SampleSource]:
     """What train.parity checks: the samples the export makes of the run, or with `every_trajectory` the samples
     of every trajectory of every rollout, accepted, failed or unfinished (what the run's models were sent)."""
-    report = ExportReport(run.path("sft"), "", "", cfg.max_length, cfg.mask_critic, tasks=run.tasks())
+    report = ExportReport(run.path("sft"), "", "", cfg.max_length, cfg.mask_critic)
     if not every_trajectory:
         yield from training_sources(run, cfg, report)
         return
-    for rollout in sorted(run.rollouts(), key=lambda r: r.task_id):
-        yield from trajectory_samples(run, rollout, cfg, report, finalized=False)
-
-
-# ---------------------------------------------------------------- lengths
-
-
-def fit(sample: Sample, counter: TokenCounter, cfg: ExportConfig) -> tuple[Optional[Sample], TokenCount, str]:
-    """The sample (cut when allowed) within max_length, its count, and why it was dropped if it was."""
-    tokens = counter.count(source_row(sample))
-    if tokens.total <= cfg.max_length:
-        return sample, tokens, ""
-    if Truncation(cfg.truncation) is Truncation.drop:
-        return None, tokens, f"{tokens.total} tokens > max_length {cfg.max_length}"
-    cuts = sample.cut_points()
-    counts: dict[int, TokenCount] = {}
-
-    def over(i: int) -> bool:
-        counts[i] = counter.count(source_row(sample.prefix(cuts[i])))
-        return counts[i].total > cfg.max_length
-
-    best = bisect.bisect_left(range(len(cuts)), True, key=over) - 1  # the last prefix that fits
-    if best < 0:
-        return None, tokens, f"even the first agent turn exceeds max_length {cfg.max_length}"
-    if best not in counts:
-        over(best)
-    return sample.prefix(cuts[best]), counts[best], ""
-
-
-def source_row(sample: Sample) -> dict[str, Any]:
-    return sample.to_swift(image_path=str)
+    for rollout in run.iter_rollouts():
+        yield from trajectory_samples(run, rollout, cfg, report.skipped, finalized=False)
 
 
 # ---------------------------------------------------------------- splitting and writing
@@ -273,27 +217,21 @@ def export_run(run: RunReader, cfg: ExportConfig) -> ExportReport:
     """Export the accepted trajectories of `run` to `cfg.out_dir` (default <run>/sft)."""
     validate_export(cfg)
     out_dir = Path(cfg.out_dir).resolve() if cfg.out_dir else run.path("sft")
-    counter = make_counter(cfg.model_dir, cfg.template, cfg.agent_template)
-    report = ExportReport(out_dir, counter.method, "", cfg.max_length, cfg.mask_critic, tasks=run.tasks())
+    method = make_counter(cfg.model_dir, cfg.template, cfg.agent_template).method
+    report = ExportReport(out_dir, method, "", cfg.max_length, cfg.mask_critic)
     exported: list[Exported] = []
-    mode = ParityMode(cfg.parity)
-    parity = Parity(cfg) if mode is not ParityMode.off else None
+    parity = ParityReport() if ParityMode(cfg.parity) is not ParityMode.off else None
     with SampleWriter(out_dir, run.path("rollouts"), cfg.link_images) as writer:
-        for source in training_sources(run, cfg, report):
-            sample = source.sample
-            differs = parity.difference(sample, source.trajectory, source.workspace) if parity is not None else None
-            if differs is not None and mode is ParityMode.refuse:
-                report.skipped.append(Skipped(sample.task_id, sample.agent, f"part {sample.part}: {differs}", "parity"))
-                continue
-            kept, tokens, why = fit(sample, counter, cfg)
-            if kept is None:
-                report.skipped.append(Skipped(sample.task_id, sample.agent, why, "too_long"))
-            else:
-                writer.write(kept)
-                exported.append(Exported(SampleFacts.of(kept), tokens, kept is not sample))
+        for done in export_rollouts(run.root, cfg, training_rollouts(run, cfg, report)):
+            report.skipped += done.skipped
+            if parity is not None and done.parity is not None:
+                parity.merge(done.parity)
+            for sample, tokens, truncated in done.kept:
+                writer.write(sample)
+                exported.append(Exported(SampleFacts.of(sample), tokens, truncated))
         held_out = val_tasks(sorted({e.sample.task_id for e in exported}), cfg.val_fraction, cfg.seed)
         writer.split(held_out)
-    report.parity = parity.report if parity is not None else None
+    report.parity = parity
     report.train = [e for e in exported if e.sample.task_id not in held_out]
     report.val = [e for e in exported if e.sample.task_id in held_out]
     atomic_write_text(out_dir / "README.md", render_card(report, run))
@@ -329,6 +267,9 @@ def _parser() -> OneLineParser:
     parser.add_argument("--copy-images", action="store_true", help="copy images instead of hard-linking them")
     parser.add_argument(
         "--include-undecided", action="store_true", help="also export rollouts a gate gave no verdict (unfiltered data)"
+    )
+    parser.add_argument(
+        "--workers", type=int, default=defaults.workers, help="processes that make, check and fit samples (~1 GB each)"
     )
     parser.add_argument("--push-to-hub", metavar="REPO_ID", help="also upload to this Hugging Face dataset repo")
     parser.add_argument("--profile", choices=list(PROFILES), default=defaults.profile, help="of trajectories that record none")
@@ -379,6 +320,7 @@ def export(args: argparse.Namespace) -> int:
         profile=args.profile,
         parity=ParityMode(args.parity),
         history_reasoning=HistoryReasoning(args.history_reasoning),
+        workers=args.workers,
     )
     report = export_run(RunReader.open(args.run_dir), cfg)
     figures = report.figures()

@@ -74,6 +74,17 @@ class ParityReport:
             if len(self.differences) < SHOWN_DIFFERENCES:
                 self.differences.append(where | {"difference": outcome})
 
+    def merge(self, other: ParityReport) -> None:
+        """Add another report's figures (a part of the run checked elsewhere) to this one."""
+        self.tokenizer = self.tokenizer or other.tokenizer
+        self.samples += other.samples
+        self.turns_checked += other.turns_checked
+        self.turns_equal += other.turns_equal
+        self.turns_named_difference.update(other.turns_named_difference)
+        self.turns_different += other.turns_different
+        self.requests_verified += other.requests_verified
+        self.differences += other.differences[: SHOWN_DIFFERENCES - len(self.differences)]
+
     def to_json(self) -> dict[str, Any]:
         return {
             "samples": self.samples,
@@ -238,7 +249,7 @@ def check_run(
     if profile:
         cfg.profile = profile
     parity = Parity(cfg)
-    if not run.rollouts():
+    if next(run.iter_rollouts(), None) is None:
         raise InputError(f"{run.root}: not a run directory with rollouts (no rollouts.parquet, no units/rollouts/)")
     for source in parity_inputs(run, cfg, every_trajectory):
         parity.difference(source.sample, source.trajectory, source.workspace)

@@ -96,6 +96,15 @@ class Research:
                     self._library = ImageLibrary(folder)
             return self._library
 
+    async def prepare(self) -> None:
+        """Build the offline corpus and image library the configured backends read, before the first rollout: built
+        on first use, a large collection would spend the first tool call's time limit on the build."""
+        tools = self.config
+        if "offline" in (tools.search_backend, tools.fetch_backend, tools.paper_backend):
+            await self.corpus()
+        if tools.image_backend == "offline":
+            await self.image_library()
+
     def unavailable_tools(self) -> set[str]:
         """Tools to leave out of the toolset: those whose model role or endpoint is not configured."""
         needs = {

@@ -86,9 +86,13 @@ def read_ledger(root: Path) -> Ledger:
     ledger = Ledger()
     store = RunStore(root)
     for folder in _in_order([p for p in (root / "units").glob("*") if p.is_dir() and p.name != MARKERS]):
-        units = [usage_of(_read(text, where), where) for _, text, where in store.iter_json(folder.name)]
-        ledger.units[folder.name] = len(units)
-        ledger.stages[folder.name] = merged(*units)
+        usage: dict[str, RoleUsage] = {}
+        units = 0
+        for _, text, where in store.iter_json(folder.name):  # summed as read: a unit's usage is let go at once
+            usage = merged(usage, usage_of(_read(text, where), where))
+            units += 1
+        ledger.units[folder.name] = units
+        ledger.stages[folder.name] = usage
     for folder in _in_order([p for p in root.joinpath(*UNFINISHED).glob("*") if p.is_dir()]):
         ledger.unfinished[folder.name] = merged(
             *(usage_of(_read(p.read_bytes(), p), p) for p in folder.glob("*.json") if not p.name.startswith("."))

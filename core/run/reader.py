@@ -14,16 +14,31 @@ new reader to see what was written since. The writer is `core.run.store.RunStore
 from __future__ import annotations
 
 import json
+from collections import defaultdict
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable, TypeVar
+from typing import Any, Callable, Iterable, Iterator, Sequence, TypeVar
 
 import orjson
 import yaml
 
 from core.cli import InputError
 from core.codec import RecordError, decode
-from core.records import ArtifactError, Origin, Record, Rollout, StageDone, Task, Trajectory, Verdict, read_parquet
+from core.records import (
+    ArtifactError,
+    Origin,
+    Record,
+    Rollout,
+    StageDone,
+    Task,
+    Trajectory,
+    Verdict,
+    iter_parquet,
+    read_parquet,
+    readable_parquet,
+    verdict_unit,
+)
+from core.run.keyed import KeyedRows
 from core.run.ledger import Ledger, read_ledger
 from core.run.packed import RECORD, PackedRollout
 from core.run.store import RunStore
@@ -116,13 +131,61 @@ class RunReader:
 
     def verdicts(self) -> list[Verdict] | None:
         """Every gate's verdicts; None when the filters have not run."""
+        return self._once("verdicts", lambda: self._records("verdicts", Verdict) if self.filtered() else None)
 
-        def read() -> list[Verdict] | None:
-            if not (self.store.done("verdicts") or self.path("verdicts.parquet").is_file()):
-                return None
-            return self._records("verdicts", Verdict)
+    def filtered(self) -> bool:
+        """Whether the filters have written verdicts."""
+        return self._once("filtered", lambda: self.store.any_done("verdicts") or self.path("verdicts.parquet").is_file())
 
-        return self._once("verdicts", read)
+    # ---- the same records streamed: a stage reads a run of any size in bounded batches, keeping nothing
+
+    def iter_rollouts(self) -> Iterator[Rollout]:
+        """The finished rollouts one at a time, in task id order (what `rollouts()` holds, without holding it)."""
+        return self._iter_records("rollouts", Rollout)
+
+    def iter_verdicts(self) -> Iterator[Verdict]:
+        """Every gate's verdicts one at a time (none when the filters have not run)."""
+        return self._iter_records("verdicts", Verdict)
+
+    def iter_tasks(self) -> Iterator[Task]:
+        """Every task of every split, split by split."""
+        for path in sorted(self.path("tasks").glob("*.parquet")):
+            yield from iter_parquet(path, Task)
+
+    def task_ids(self) -> set[str]:
+        return set(self._task_rows())
+
+    def tasks_of(self, task_ids: Iterable[str]) -> dict[str, Task]:
+        """Those of `task_ids` the run holds (any split), by id, decoding only the row groups that hold them."""
+        return {task_id: Task.from_dict(row) for task_id, row in self._task_rows().fetch(task_ids).items()}
+
+    def verdicts_of(self, task_ids: Iterable[str], gates: Sequence[str]) -> dict[str, list[Verdict]]:
+        """The verdicts of `task_ids` by `gates`, by task id (the tasks none judged are left out)."""
+        found: dict[str, list[Verdict]] = defaultdict(list)
+        if self.store.any_done("verdicts"):
+            units = [verdict_unit(task_id, gate) for task_id in task_ids for gate in gates]
+            verdicts: Iterable[Verdict] = self.store.units_of("verdicts", units, Verdict).values()
+        else:  # only the compacted view (a run copied without its units)
+            wanted = set(task_ids)
+            verdicts = (v for v in self.verdicts() or () if v.task_id in wanted and v.gate in gates)
+        for verdict in verdicts:
+            found[verdict.task_id].append(verdict)
+        return dict(found)
+
+    def _task_rows(self) -> KeyedRows:
+        def index() -> KeyedRows:
+            files = sorted(self.path("tasks").glob("*.parquet"))
+            for path in files:
+                readable_parquet(path)  # RecordError before a row is read
+            return KeyedRows(files, "task_id")
+
+        return self._once("task_rows", index)
+
+    def _iter_records(self, stage: str, cls: type[R]) -> Iterator[R]:
+        if self.store.any_done(stage):
+            yield from (record for _, record in self.store.iter_units(stage, cls))
+        elif self.path(f"{stage}.parquet").is_file():
+            yield from iter_parquet(self.path(f"{stage}.parquet"), cls)
 
     def units(self, stage: str, cls: type[R]) -> dict[str, R]:
         """The published units of a stage by id (eval's scores and checks, StageDone marks)."""

@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import contextlib
 import errno
+import heapq
 import json
 import os
 import tempfile
@@ -43,7 +44,9 @@ import yaml
 from core.cli import InputError
 from core.codec import RecordError
 from core.config import config_hash
-from core.records import Record, write_parquet
+from core.iterate import batched
+from core.records import ROW_GROUP, Record, write_parquet
+from core.run.keyed import KeyedRows
 from core.run.usage import RoleUsage
 
 R = TypeVar("R", bound=Record)
@@ -193,7 +196,7 @@ class RunStore:
     def commit(self, stage: str, unit_id: str, record: Record) -> None:
         """Publish a finished unit exactly once (raises UnitExists on a second try)."""
         path = self._unit_path(stage, unit_id)
-        if unit_id in self._sealed(stage).ids:
+        if unit_id in self._sealed(stage).rows:
             raise UnitExists(f"{path} already exists (sealed): units are written once")
         publish_once(path, record.to_json().encode("utf-8"))
 
@@ -206,11 +209,15 @@ class RunStore:
         publish_once(self.root / "usage" / "unfinished" / stage / name, orjson.dumps(data, option=orjson.OPT_SORT_KEYS))
 
     def is_done(self, stage: str, unit_id: str) -> bool:
-        return self._unit_path(stage, unit_id).exists() or unit_id in self._sealed(stage).ids
+        return self._unit_path(stage, unit_id).exists() or unit_id in self._sealed(stage).rows
 
     def done(self, stage: str) -> set[str]:
         """Ids of the finished units of a stage (temp files of interrupted writes are ignored)."""
-        return self._loose(stage) | self._sealed(stage).ids
+        return self._loose(stage) | set(self._sealed(stage).rows)
+
+    def any_done(self, stage: str) -> bool:
+        """Whether a unit of the stage is finished (without listing the ids)."""
+        return len(self._sealed(stage).rows) > 0 or bool(self._loose(stage))
 
     def _loose(self, stage: str) -> set[str]:
         folder = self.root / "units" / stage
@@ -232,10 +239,25 @@ class RunStore:
         """One finished unit (FileNotFoundError when it is not finished)."""
         path = self._unit_path(stage, unit_id)
         try:
-            text = path.read_text(encoding="utf-8")
+            return _decoded(cls, path.read_text(encoding="utf-8"), path)
         except FileNotFoundError:
-            text = self._sealed(stage).record(unit_id, path)
-        return _decoded(cls, text, path)
+            sealed = self._sealed(stage).records([unit_id])
+            if unit_id not in sealed:
+                raise FileNotFoundError(f"{path}: no such unit") from None
+            return _decoded(cls, sealed[unit_id], path)
+
+    def units_of(self, stage: str, unit_ids: Iterable[str], cls: type[R]) -> dict[str, R]:
+        """Those of `unit_ids` that are finished, by id: loose files read one by one, sealed ones a row group at a
+        time (a batch of neighbouring ids decodes a few row groups, whatever the run's size)."""
+        wanted = set(unit_ids)
+        loose = self._loose(stage) & wanted
+        folder = self.root / "units" / stage
+        found = {u: _decoded(cls, text, folder / SEALED) for u, text in self._sealed(stage).records(wanted - loose).items()}
+        for unit_id in sorted(loose):
+            path = folder / f"{unit_id}.json"
+            with contextlib.suppress(FileNotFoundError):  # sealed meanwhile: left for the next reader
+                found[unit_id] = _decoded(cls, path.read_text(encoding="utf-8"), path)
+        return found
 
     def load_map(self, stage: str, cls: type[R]) -> dict[str, R]:
         """The finished units of a stage by id."""
@@ -247,19 +269,18 @@ class RunStore:
             yield unit_id, _decoded(cls, text, where)
 
     def iter_json(self, stage: str) -> Iterator[tuple[str, str, Path]]:
-        """The finished units of a stage as stored: (id, record JSON, the file it is in)."""
-        loose = self._loose(stage)
+        """The finished units of a stage as stored, (id, record JSON, the file it is in), in id order, a row group
+        of each shard at a time. A unit in two places (a seal, merge or forget cut short) is the same record: read once."""
         folder = self.root / "units" / stage
-        seen: set[str] = set()  # a merge or a forget cut short leaves a unit in two shards: the same record
-        for shard in self._sealed(stage).shards:
-            for unit_id, text in _shard_rows(folder / SEALED / shard):
-                if unit_id not in loose and unit_id not in seen:  # sealed and still loose: a seal cut short
-                    seen.add(unit_id)
-                    yield unit_id, text, folder / SEALED / shard
-        for unit_id in sorted(loose):
-            path = folder / f"{unit_id}.json"
-            with contextlib.suppress(FileNotFoundError):  # sealed meanwhile: read in the shard by the next reader
-                yield unit_id, path.read_text(encoding="utf-8"), path
+
+        def loose() -> Iterator[tuple[str, str, Path]]:
+            for unit_id in sorted(self._loose(stage)):
+                path = folder / f"{unit_id}.json"
+                with contextlib.suppress(FileNotFoundError):  # sealed meanwhile: read in the shard by the next reader
+                    yield unit_id, path.read_text(encoding="utf-8"), path
+
+        shards = [_shard_rows(folder / SEALED / shard) for shard in self._sealed(stage).shards]
+        yield from _once_each(heapq.merge(*shards, loose(), key=lambda row: row[0]))
 
     def load(self, stage: str, cls: type[R]) -> list[R]:
         return list(self.load_map(stage, cls).values())
@@ -267,14 +288,14 @@ class RunStore:
     def compact(self, stage: str, cls: type[R], name: str | None = None) -> Path:
         """Write all finished units of a stage as one Parquet file (atomically)."""
         target = self.root / (name or f"{stage}.parquet")
-        atomic_write_parquet(self.load(stage, cls), target, cls)
+        atomic_write_parquet((record for _, record in self.iter_units(stage, cls)), target, cls)  # in id order, streamed
         return target
 
     def seal(self, stage: str) -> int:
         """Move the stage's loose unit files into a new sealed shard (fsynced before they go); returns how many.
         More than `MERGE_SHARDS` shards (a run resumed many times) are then merged into one."""
         folder = self.root / "units" / stage
-        sealed = self._sealed(stage).ids
+        sealed = self._sealed(stage).rows
         loose = sorted(self._loose(stage))
         fresh = [u for u in loose if u not in sealed]
         if fresh:
@@ -301,9 +322,10 @@ class RunStore:
         for unit_id in loose:
             (folder / f"{unit_id}.json").unlink(missing_ok=True)
         sealed = self._sealed(stage)
-        if sealed.ids & gone:
+        taken = {u for u in gone if u in sealed.rows}
+        if taken:
             self._rewrite_shards(stage, sealed.shards, keep=lambda unit_id: unit_id not in gone)
-        return len(loose | (sealed.ids & gone))
+        return len(loose | taken)
 
     def _new_shard(self, stage: str, rows: Iterable[tuple[str, str]]) -> Path:
         folder = self.root / "units" / stage / SEALED
@@ -320,16 +342,8 @@ class RunStore:
         """`shards` as one new shard of the units `keep` keeps; the old ones go once it is written (a rewrite
         cut short leaves units in two shards, which readers read once)."""
         folder = self.root / "units" / stage / SEALED
-        seen: set[str] = set()
-
-        def rows() -> Iterator[tuple[str, str]]:
-            for shard in shards:
-                for unit_id, text in _shard_rows(folder / shard):
-                    if unit_id not in seen and keep(unit_id):
-                        seen.add(unit_id)
-                        yield unit_id, text
-
-        self._new_shard(stage, rows())
+        merged = heapq.merge(*(_shard_rows(folder / shard) for shard in shards), key=lambda row: row[0])
+        self._new_shard(stage, ((u, text) for u, text, _ in _once_each(merged) if keep(u)))
         for shard in shards:
             (folder / shard).unlink()
         _fsync_dir(folder)
@@ -349,49 +363,46 @@ class RunStore:
 
 @dataclass(frozen=True)
 class SealedUnits:
-    """The unit ids of a stage's sealed shards (their records are read when asked for)."""
+    """A stage's sealed shards: the index of their unit ids (their records are read when asked for)."""
 
-    folder: Path
     shards: tuple[str, ...]
-    ids: frozenset[str]
+    rows: KeyedRows
 
     @classmethod
     def read(cls, folder: Path, shards: tuple[str, ...]) -> SealedUnits:
-        ids = (pq.read_table(folder / s, columns=["unit_id"]).column("unit_id").to_pylist() for s in shards)
-        return cls(folder, shards, frozenset(str(u) for column in ids for u in column))
+        return cls(shards, KeyedRows([folder / s for s in shards], "unit_id"))
 
-    def record(self, unit_id: str, path: Path) -> str:
-        """A sealed unit's record JSON; FileNotFoundError naming its unit file when it is not sealed either."""
-        if unit_id in self.ids:
-            for shard in self.shards:
-                table = pq.read_table(self.folder / shard, filters=[("unit_id", "=", unit_id)])
-                if table.num_rows:
-                    return str(table.column("record")[0].as_py())
-        raise FileNotFoundError(f"{path}: no such unit")
+    def records(self, unit_ids: Iterable[str]) -> dict[str, str]:
+        """The record JSON of those of `unit_ids` that are sealed, by id."""
+        return {u: str(row["record"]) for u, row in self.rows.fetch(unit_ids, ["record"]).items()}
 
 
 SEALED = "sealed"
 MERGE_SHARDS = 8  # a stage with more sealed shards has them merged into one
 _SHARD_SCHEMA = pa.schema([("unit_id", pa.string()), ("record", pa.string())])
-_SHARD_BATCH = 1000
 
 
 def _write_shard(path: Path, rows: Iterable[tuple[str, str]]) -> None:
-    """(unit id, record JSON) rows as Parquet, `_SHARD_BATCH` at a time: memory stays flat however many."""
+    """(unit id, record JSON) rows, in id order, as Parquet, `ROW_GROUP` at a time: memory stays flat however many."""
     with pq.ParquetWriter(path, _SHARD_SCHEMA, compression="zstd") as writer:
-        batch: list[tuple[str, str]] = []
-        for row in rows:
-            batch.append(row)
-            if len(batch) == _SHARD_BATCH:
-                writer.write_table(pa.table(list(zip(*batch)), schema=_SHARD_SCHEMA))
-                batch = []
-        if batch:
+        for batch in batched(rows, ROW_GROUP):
             writer.write_table(pa.table(list(zip(*batch)), schema=_SHARD_SCHEMA))
 
 
-def _shard_rows(path: Path) -> Iterator[tuple[str, str]]:
-    for batch in pq.ParquetFile(path).iter_batches(batch_size=_SHARD_BATCH):
-        yield from ((str(u), str(r)) for u, r in zip(batch.column("unit_id").to_pylist(), batch.column("record").to_pylist()))
+def _shard_rows(path: Path) -> Iterator[tuple[str, str, Path]]:
+    """A shard's (unit id, record JSON, shard) rows, a row group at a time."""
+    for batch in pq.ParquetFile(path).iter_batches(batch_size=ROW_GROUP):
+        ids, records = batch.column("unit_id").to_pylist(), batch.column("record").to_pylist()
+        yield from ((str(u), str(r), path) for u, r in zip(ids, records))
+
+
+def _once_each(rows: Iterable[tuple[str, str, Path]]) -> Iterator[tuple[str, str, Path]]:
+    """Rows in id order with a repeated id left out (a unit in two places is the same record)."""
+    previous = None
+    for row in rows:
+        if row[0] != previous:
+            previous = row[0]
+            yield row
 
 
 def _decoded(cls: type[R], text: str, where: Path) -> R:

@@ -3,7 +3,8 @@
 Every part is optional except the directory itself: a run stopped after its tasks, or
 whose filters or export never ran, still gets a report that says what is missing.
 Units (`units/<stage>/*.json`) are read when present, so a run still in progress is
-reported as far as it got; the compacted Parquet view is the fallback.
+reported as far as it got; the compacted Parquet view is the fallback. Records are streamed
+(`read_rollouts`): a report of 10,000 rollouts holds one batch of them, and one row each.
 """
 
 from __future__ import annotations
@@ -11,16 +12,18 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Iterator
 
+from core.iterate import batched
 from core.records import ArtifactError, Rollout, StageDone, Task, Verdict
 from core.run.ledger import Ledger
 from core.run.reader import RunReader
 from core.seams.deck import DeckPptx, DeckReport, DeckSlide
-from filters.acceptance import run_gates
+from filters.acceptance import ENVIRONMENT, run_gates
 from pipeline.spending import PROJECTION, USAGE, sft_tokens
 
 SFT_SPLITS = ("train", "val")
+BATCH = 2048  # rollouts read at once, with their tasks (a task file is in split order: each read decodes most of it)
 
 
 @dataclass(frozen=True)
@@ -30,11 +33,7 @@ class RunData:
     config: dict[str, Any]
     config_text: str
     config_hash: str
-    tasks: dict[str, Task]  # every split
-    rollouts: list[Rollout]
-    decks: dict[str, list[DeckSlide]]  # task_id -> the final slides (what exists of them)
-    pptx: dict[str, DeckPptx]  # task_id -> its PPTX's mode and fidelity figures (decks that record them)
-    verdicts: list[Verdict] | None  # None: the filters have not run
+    filtered: bool  # whether the filters have run
     gates: list[str]
     stages: dict[str, dict[str, Any]]  # each stage's own figures (StageDone records, stats/<stage>.json)
     sft_samples: dict[str, int] | None  # split -> samples; None: no export yet
@@ -48,19 +47,14 @@ class RunData:
 
 
 def load_run(run: RunReader) -> RunData:
-    rollouts = run.rollouts()
-    reports = {r.task_id: read_deck(run, r) for r in rollouts}
+    """The run's own files and figures; its records are read by `read_rollouts`, a batch at a time."""
     return RunData(
         reader=run,
         root=run.root,
         config=run.config(),
         config_text=run.config_text(),
         config_hash=run.config_hash(),
-        tasks=run.tasks(),
-        rollouts=rollouts,
-        decks={r.task_id: list(deck.slides) if (deck := reports[r.task_id]) else previews(run, r) for r in rollouts},
-        pptx={task_id: deck.pptx for task_id, deck in reports.items() if deck is not None and deck.pptx is not None},
-        verdicts=run.verdicts(),
+        filtered=run.filtered(),
         gates=run_gates(run),
         stages=_stage_figures(run),
         sft_samples=_sft_samples(run.path("sft")),
@@ -68,6 +62,36 @@ def load_run(run: RunReader) -> RunData:
         sft_tokens=sft_tokens(run.root),
         projection=_json(run.path(*PROJECTION)),
     )
+
+
+@dataclass(frozen=True)
+class RolloutRead:
+    """One rollout with what the report shows of it."""
+
+    rollout: Rollout
+    task: Task | None  # None: not in tasks/*.parquet
+    slides: list[DeckSlide]  # the deck's slides (its previews when it recorded no deck_defects.json)
+    pptx: DeckPptx | None  # its PPTX's mode and fidelity figures, when the deck records them
+    verdicts: list[Verdict]  # by the counted gates (environment, then the run's)
+
+
+def read_rollouts(run: RunData) -> Iterator[RolloutRead]:
+    """The run's rollouts in task id order with their tasks, decks and verdicts, read `BATCH` at a time: memory
+    does not grow with the run."""
+    reader = run.reader
+    for batch in batched(reader.iter_rollouts(), BATCH):
+        ids = [r.task_id for r in batch]
+        tasks = reader.tasks_of(ids)
+        verdicts = reader.verdicts_of(ids, [ENVIRONMENT, *run.gates]) if run.filtered else {}
+        for rollout in batch:
+            deck = read_deck(reader, rollout)
+            yield RolloutRead(
+                rollout,
+                tasks.get(rollout.task_id),
+                list(deck.slides) if deck else previews(reader, rollout),
+                deck.pptx if deck else None,
+                verdicts.get(rollout.task_id, []),
+            )
 
 
 def _json(path: Path) -> dict[str, Any] | None:

@@ -11,14 +11,14 @@ from __future__ import annotations
 import statistics
 from collections import Counter
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Callable, Sequence
 
 from core.records import Rollout, RolloutStatus, Task
 from core.seams.deck import DeckSlide
-from filters.acceptance import ENVIRONMENT, outcomes
+from filters.acceptance import ENVIRONMENT, Fates
 from pipeline.augment import slide_bucket
 from pipeline.config import ConstraintMix
-from pipeline.report.data import RunData
+from pipeline.report.data import RolloutRead, RunData, read_rollouts
 from pipeline.spending import spending
 
 ACCEPTED = "accepted"
@@ -121,44 +121,71 @@ class Figures:
     defects: Counter[tuple[str, str]]  # (code, severity) over the final decks
     findings: Counter[str]  # critic findings by category (injected or not)
     task_mix: tuple[MixTable, ...]
+    tasks: int  # tasks of every split
     stages: dict[str, dict]  # each stage's own figures (see data.RunData.stages)
 
 
-def compute_figures(run: RunData) -> Figures:
-    decks = {r.task_id: run.decks[r.task_id] if r.status == RolloutStatus.done else [] for r in run.rollouts}  # final decks only
-    outcome_of = _outcome_by_task(run)
-    rows = tuple(_row(r, run.tasks.get(r.task_id), outcome_of[r.task_id], decks[r.task_id]) for r in run.rollouts)
-    usage = _usage(run.rollouts)
-    accepted = None if run.verdicts is None else sum(row.outcome == ACCEPTED for row in rows)
+def compute_figures(run: RunData, each: Callable[[RolloutRead, RolloutRow], None] | None = None) -> Figures:
+    """The run's figures from one pass over its verdicts, one over its rollouts (`each` is shown every rollout with
+    its row as the pass reads it: the site writes its page then) and one over its tasks."""
+    fates, gates = _verdict_figures(run)
+    rows: list[RolloutRow] = []
+    prompt: Counter[str] = Counter()
+    completion: Counter[str] = Counter()
+    failures: Counter[str] = Counter()
+    findings: Counter[str] = Counter()
+    defects: Counter[tuple[str, str]] = Counter()
+    for seen in read_rollouts(run):
+        rollout = seen.rollout
+        final = seen.slides if rollout.status == RolloutStatus.done else []  # final decks only
+        outcome = NOT_FILTERED if fates is None else fates.of(rollout).category or ACCEPTED
+        row = _row(rollout, seen.task, outcome, final)
+        rows.append(row)
+        for role, used in rollout.tokens_by_role().items():
+            prompt[role] += used.prompt_tokens
+            completion[role] += used.completion_tokens
+        if rollout.status != RolloutStatus.done:
+            failures[rollout.failure or "unknown"] += 1
+        findings.update(rollout.findings)
+        defects.update((d.code, d.severity) for s in final for d in s.defects)
+        if each is not None:
+            each(seen, row)
+    usage = tuple(RoleTotals(role, prompt[role], completion[role]) for role in sorted(set(prompt) | set(completion)))
+    accepted = None if fates is None else sum(row.outcome == ACCEPTED for row in rows)
     spent = spending(run.ledger, accepted, run.sft_tokens)
     cost = spent["total"]["cost_usd"]
-    defects: Counter[tuple[str, str]] = Counter(
-        (d.code, d.severity) for slides in decks.values() for s in slides for d in s.defects
-    )
+    mix, splits = _task_mix(run)
     return Figures(
-        funnel=_funnel(run, rows, accepted),
-        rows=rows,
+        funnel=_funnel(run, rows, accepted, splits),
+        rows=tuple(rows),
         usage=usage,
         cost_usd=cost,
         spending=spent,
         projection=run.projection,
         accepted=accepted,
         headline=_headline(run, rows, sum(u.total for u in usage), cost, accepted),
-        failures=Counter(r.failure or "unknown" for r in run.rollouts if r.status != RolloutStatus.done),
-        outcomes=None if run.verdicts is None else Counter(row.outcome for row in rows),
-        gates=_gates(run),
+        failures=failures,
+        outcomes=None if fates is None else Counter(row.outcome for row in rows),
+        gates=gates,
         defects=defects,
-        findings=sum((Counter(r.findings) for r in run.rollouts), Counter()),
-        task_mix=_task_mix(run),
+        findings=findings,
+        task_mix=mix,
+        tasks=sum(splits.values()),
         stages=run.stages,
     )
 
 
-def _outcome_by_task(run: RunData) -> dict[str, str]:
-    """task_id -> outcome, from filters.acceptance.outcomes when the filters ran."""
-    if run.verdicts is None:
-        return {r.task_id: NOT_FILTERED for r in run.rollouts}
-    return {o.task_id: o.category or ACCEPTED for o in outcomes(run.rollouts, run.verdicts, run.gates)}
+def _verdict_figures(run: RunData) -> tuple[Fates | None, dict[str, Counter[str]]]:
+    """Each task's fate and the verdicts passed and failed per gate (environment first), from one pass over the
+    verdicts; (None, {}) when the filters have not run."""
+    if not run.filtered:
+        return None, {}
+    fates = Fates(run.gates)
+    results: dict[str, Counter[str]] = {gate: Counter() for gate in [ENVIRONMENT, *run.gates]}
+    for v in run.reader.iter_verdicts():
+        fates.add(v)
+        results.setdefault(v.gate, Counter())["passed" if v.passed else "failed"] += 1
+    return fates, results
 
 
 def _row(rollout: Rollout, task: Task | None, outcome: str, deck: list[DeckSlide]) -> RolloutRow:
@@ -189,27 +216,18 @@ def _slides_label(low: int | None, high: int | None) -> str:
     return str(low) if high in (None, low) else f"{low}-{high}"
 
 
-def _usage(rollouts: list[Rollout]) -> tuple[RoleTotals, ...]:
-    prompt: Counter[str] = Counter()
-    completion: Counter[str] = Counter()
-    for r in rollouts:
-        for role, usage in r.tokens_by_role().items():
-            prompt[role] += usage.prompt_tokens
-            completion[role] += usage.completion_tokens
-    return tuple(RoleTotals(role, prompt[role], completion[role]) for role in sorted(set(prompt) | set(completion)))
-
-
-def _funnel(run: RunData, rows: tuple[RolloutRow, ...], accepted: int | None) -> tuple[FunnelStep, ...]:
+def _funnel(
+    run: RunData, rows: Sequence[RolloutRow], accepted: int | None, splits: Counter[str | None]
+) -> tuple[FunnelStep, ...]:
     split = (run.config.get("rollouts") or {}).get("split", "train")
-    tasks = [t for t in run.tasks.values() if t.split == split]
-    others = len(run.tasks) - len(tasks)
+    others = sum(splits.values()) - splits[split]
     done = sum(row.status == RolloutStatus.done for row in rows)
     samples = run.sft_samples
     return (
         FunnelStep(
             f"tasks ({split})",
-            len(tasks) if run.tasks else None,
-            f"{others} more in other splits" if run.tasks else "no tasks/*.parquet",
+            splits[split] if splits else None,
+            f"{others} more in other splits" if splits else "no tasks/*.parquet",
         ),
         FunnelStep("rollouts", len(rows), f"{done} finished, {len(rows) - done} failed"),
         FunnelStep(
@@ -242,7 +260,7 @@ def _ratio(numerator: float, denominator: float | None) -> float | None:
 
 
 def _headline(
-    run: RunData, rows: tuple[RolloutRow, ...], tokens: int, cost: float | None, accepted: int | None
+    run: RunData, rows: Sequence[RolloutRow], tokens: int, cost: float | None, accepted: int | None
 ) -> dict[str, float | None]:
     walls = sorted(row.wall_s for row in rows if row.wall_s > 0)
     return {
@@ -259,17 +277,8 @@ def _headline(
     }
 
 
-def _gates(run: RunData) -> dict[str, Counter[str]]:
-    """Verdicts passed and failed per gate (environment first); empty when the filters have not run."""
-    if run.verdicts is None:
-        return {}
-    results: dict[str, Counter[str]] = {gate: Counter() for gate in [ENVIRONMENT, *run.gates]}
-    for v in run.verdicts:
-        results.setdefault(v.gate, Counter())["passed" if v.passed else "failed"] += 1
-    return results
-
-
-def _task_mix(run: RunData) -> tuple[MixTable, ...]:
+def _task_mix(run: RunData) -> tuple[tuple[MixTable, ...], Counter[str | None]]:
+    """The task mix tables and the tasks per split, from one pass over the tasks."""
     buckets = ((run.config.get("tasks") or {}).get("constraints") or {}).get("slides") or ConstraintMix().slides
     keys = {
         "language": lambda t: t.language,
@@ -277,14 +286,21 @@ def _task_mix(run: RunData) -> tuple[MixTable, ...]:
         "aspect ratio": lambda t: t.constraints.aspect_ratio or "free",
         "slide count": lambda t: slide_bucket(t.constraints, buckets),
     }
+    counts: dict[str, Counter[tuple[str, str | None]]] = {title: Counter() for title in keys}
+    splits: Counter[str | None] = Counter()
+    for task in run.reader.iter_tasks():
+        splits[task.split] += 1
+        for title, key in keys.items():
+            counts[title][(key(task), task.split)] += 1
     tables = []
-    for title, key in keys.items():
-        counts = Counter((key(t), t.split) for t in run.tasks.values())
-        labels = sorted({label for label, _ in counts})
+    for title in keys:
+        labels = sorted({label for label, _ in counts[title]})
         tables.append(
-            MixTable(title, tuple(MixRow(label, counts[(label, "train")], counts[(label, "eval")]) for label in labels))
+            MixTable(
+                title, tuple(MixRow(label, counts[title][(label, "train")], counts[title][(label, "eval")]) for label in labels)
+            )
         )
-    return tuple(tables)
+    return tuple(tables), splits
 
 
 def metrics(figures: Figures) -> dict[str, float]:

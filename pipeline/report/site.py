@@ -10,7 +10,6 @@ from __future__ import annotations
 import datetime as dt
 import json
 import shutil
-from collections import defaultdict
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
@@ -20,13 +19,12 @@ from urllib.parse import quote
 import jinja2
 
 from core.failures import category_of
-from core.records import ArtifactError, Rollout, Verdict
+from core.records import ArtifactError, Rollout
 from core.run.reader import RunReader
-from core.seams.deck import DeckSlide
 from filters.acceptance import ENVIRONMENT
 from filters.report import PAPER_SHARES, SEVERITIES
 from pipeline.report import charts
-from pipeline.report.data import RunData
+from pipeline.report.data import RolloutRead, RunData
 from pipeline.report.figures import TABLE_FIELDS, Figures, RolloutRow
 from pipeline.report.steps import TrajectoryView, view
 from pipeline.report.thumbs import ThumbStats, make_thumbnails
@@ -75,39 +73,48 @@ def _render(name: str, **context: Any) -> str:
     return _environment().get_template(name).render(**context)
 
 
-def write_site(run: RunData, figures: Figures) -> Site:
-    """Write the site; thumbnails are made of each deck's first slide (the task table, the dashboard)."""
+class RolloutPages:
+    """Each rollout's page, written as the figures' pass reads the rollout (one behind: a page links to the one
+    after it); the decks of the task table's first page are kept for thumbnails."""
+
+    def __init__(self, run: RunData):
+        self.run = run
+        self.folder = run.root / "report" / "rollouts"
+        self.folder.mkdir(parents=True, exist_ok=True)
+        self.count = 0
+        self.firsts: dict[str, str] = {}  # task_id -> its deck's first slide, run-relative (the first PAGE rows)
+        self._held: tuple[RolloutRead, RolloutRow] | None = None
+        self._previous: str | None = None
+
+    def add(self, seen: RolloutRead, row: RolloutRow) -> None:
+        if self.count < PAGE and seen.slides and seen.slides[0].png:  # a sample: 10,000 rows are not 10,000 thumbnails
+            self.firsts[row.task_id] = f"{self.run.workspace(seen.rollout)}/{seen.slides[0].png}"
+        self.count += 1
+        self._write(following=row.task_id)
+        self._held = (seen, row)
+
+    def close(self) -> None:
+        self._write(following=None)
+
+    def _write(self, following: str | None) -> None:
+        if self._held is None:
+            return
+        seen, row = self._held
+        page = _rollout_page(self.run, seen, row, self._previous, following)
+        (self.folder / f"{row.task_id}.html").write_text(page, encoding="utf-8")
+        self._previous, self._held = row.task_id, None
+
+
+def write_site(run: RunData, figures: Figures, pages: RolloutPages) -> Site:
+    """Write the index, the task table's rows and their thumbnails (the rollout pages are written by `pages`)."""
     out = run.root / "report"
-    (out / "rollouts").mkdir(parents=True, exist_ok=True)
     shutil.copytree(HERE / "static", out / "static", dirs_exist_ok=True)
-    decks = run.decks
-    firsts = {
-        r.task_id: f"{run.workspace(r)}/{decks[r.task_id][0].png}"
-        for r in run.rollouts[:PAGE]  # a sample: the table's first page (a run of 10,000 is not 10,000 thumbnails)
-        if decks[r.task_id] and decks[r.task_id][0].png
-    }
-    thumbs, stats = make_thumbnails(run.root, out / "thumbs", firsts.values())
-    covers = {task_id: thumbs[source] for task_id, source in firsts.items() if source in thumbs}
-    verdicts: dict[str, list[Verdict]] = defaultdict(list)
-    for v in run.verdicts or ():
-        verdicts[v.task_id].append(v)
-    rows = {row.task_id: row for row in figures.rows}
-    ids = [r.task_id for r in run.rollouts]
-    for i, rollout in enumerate(run.rollouts):
-        page = _rollout_page(
-            run,
-            rollout,
-            rows[rollout.task_id],
-            decks[rollout.task_id],
-            verdicts[rollout.task_id],
-            ids[i - 1] if i else None,
-            ids[i + 1] if i + 1 < len(ids) else None,
-        )
-        (out / "rollouts" / f"{rollout.task_id}.html").write_text(page, encoding="utf-8")
+    thumbs, stats = make_thumbnails(run.root, out / "thumbs", pages.firsts.values())
+    covers = {task_id: thumbs[source] for task_id, source in pages.firsts.items() if source in thumbs}
     (out / ROWS).write_text(_rows_script(figures.rows, covers), encoding="utf-8")  # as the pages: readable by a web server
     index = out / "index.html"
     index.write_text(_index_page(run, figures, covers), encoding="utf-8")
-    return Site(index, len(run.rollouts), {task_id: out / thumb for task_id, thumb in covers.items()}, stats)
+    return Site(index, pages.count, {task_id: out / thumb for task_id, thumb in covers.items()}, stats)
 
 
 def _rows_script(rows: Sequence[RolloutRow], covers: dict[str, str]) -> str:
@@ -155,15 +162,8 @@ def _charts(figures: Figures) -> list[charts.Chart]:
     return found
 
 
-def _rollout_page(
-    run: RunData,
-    rollout: Rollout,
-    row: RolloutRow,
-    deck: list[DeckSlide],
-    verdicts: list[Verdict],
-    previous: str | None,
-    following: str | None,
-) -> str:
+def _rollout_page(run: RunData, seen: RolloutRead, row: RolloutRow, previous: str | None, following: str | None) -> str:
+    rollout = seen.rollout
     trajectories, broken = _trajectories(run.reader, rollout)
     order = {gate: i for i, gate in enumerate((ENVIRONMENT, *run.gates))}
     return _render(
@@ -172,13 +172,13 @@ def _rollout_page(
         title=f"Rollout {rollout.task_id}",
         rollout=rollout,
         row=row,
-        task=run.tasks.get(rollout.task_id),
+        task=seen.task,
         ws=f"../../{run.workspace(rollout)}",
-        slides=deck,
-        pptx=run.pptx.get(rollout.task_id),
+        slides=seen.slides,
+        pptx=seen.pptx,
         trajectories=trajectories,
         broken=broken,
-        verdicts=sorted(verdicts, key=lambda v: order.get(v.gate, len(order))),
+        verdicts=sorted(seen.verdicts, key=lambda v: order.get(v.gate, len(order))),
         artifacts={name: f"../../{path}" for name, path in sorted(rollout.artifacts.items()) if (run.root / path).exists()},
         previous=previous,
         following=following,

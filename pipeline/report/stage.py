@@ -11,7 +11,7 @@ from core.run.reader import RunReader
 from core.run.tracking import Tracker
 from pipeline.report.data import load_run
 from pipeline.report.figures import compute_figures
-from pipeline.report.site import write_site
+from pipeline.report.site import RolloutPages, write_site
 from pipeline.report.track import track
 
 log = logging.getLogger(__name__)
@@ -21,14 +21,16 @@ def make_report(reader: RunReader, tracker: Tracker | None = None) -> dict[str, 
     """Write the run's report/ (and track the figures when given a tracker); returns what the build did."""
     started = time.perf_counter()
     run = load_run(reader)
-    figures = compute_figures(run)
-    site = write_site(run, figures)
+    pages = RolloutPages(run)
+    figures = compute_figures(run, pages.add)
+    pages.close()
+    site = write_site(run, figures, pages)
     if tracker is not None:
         track(tracker, figures, site.covers)
     seconds = time.perf_counter() - started
     log.info("report: %s (%d rollout pages, %.1f s)", site.index, site.pages, seconds)
     return {
-        "rollouts": len(run.rollouts),
+        "rollouts": len(figures.rows),
         "pages": site.pages,
         "thumbs_made": site.thumb_stats.made,
         "thumbs_reused": site.thumb_stats.reused,

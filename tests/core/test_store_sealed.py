@@ -33,6 +33,22 @@ def test_a_sealed_stage_is_one_shard_and_reads_as_before(tmp_path: Path) -> None
         fresh.load_unit("rollouts", "t9999", Rollout)
 
 
+def test_units_are_read_in_id_order_and_a_batch_by_id_decodes_only_its_row_groups(tmp_path: Path) -> None:
+    store = _store(tmp_path, [f"t{i:04d}" for i in range(0, 3000, 2)])
+    store.seal("rollouts")
+    for i in range(1, 3000, 2):  # a second shard interleaved with the first, and loose units after it
+        store.commit("rollouts", f"t{i:04d}", Rollout(task_id=f"t{i:04d}", status="done"))
+    store.seal("rollouts")
+    store.commit("rollouts", "t0000b", Rollout(task_id="t0000b", status="failed"))
+    fresh = RunStore(store.root)
+    ids = [u for u, _ in fresh.iter_units("rollouts", Rollout)]
+    assert ids == sorted(ids) and len(ids) == 3001
+    wanted = ["t0004", "t0005", "t0000b", "t2999", "t9999"]
+    found = fresh.units_of("rollouts", wanted, Rollout)
+    assert sorted(found) == sorted(wanted[:-1]) and found["t0000b"].status == "failed"
+    assert all(found[u].task_id == u for u in found)
+
+
 def test_a_sealed_unit_is_never_published_again(tmp_path: Path) -> None:
     store = _store(tmp_path, ["a", "b"])
     store.seal("rollouts")
@@ -49,7 +65,7 @@ def test_units_after_a_seal_join_the_next_shard_and_a_cut_short_seal_counts_once
     (store.path("units", "rollouts") / "a.json").write_text(
         Rollout(task_id="a", status="done").to_json()
     )  # sealed, not yet removed
-    assert [u for u, _ in store.iter_units("rollouts", Rollout)] == ["b", "a", "c"]
+    assert [u for u, _ in store.iter_units("rollouts", Rollout)] == ["a", "b", "c"]  # id order, a once
     assert store.seal("rollouts") == 1  # only c is new; a's loose copy goes
     assert sorted(os.listdir(store.path("units", "rollouts"))) == [SEALED]
     assert len(os.listdir(store.path("units", "rollouts", SEALED))) == 2

@@ -57,23 +57,24 @@ def _local_links(page: Path) -> list[Path]:
 
 
 def test_figures_count_the_funnel_outcomes_and_defects(synthetic: Path) -> None:
-    run = load_run(RunReader(synthetic))
-    figures = compute_figures(run)
-    done = [r for r in run.rollouts if r.status == "done"]
-    accepted = {v.task_id for v in run.verdicts} - {v.task_id for v in run.verdicts if not v.passed}
+    reader = RunReader(synthetic)
+    figures = compute_figures(load_run(reader))
+    rollouts, verdicts = reader.rollouts(), reader.verdicts() or []
+    done = [r for r in rollouts if r.status == "done"]
+    accepted = {v.task_id for v in verdicts} - {v.task_id for v in verdicts if not v.passed}
     assert [s.count for s in figures.funnel] == [12, 12, len(accepted), 6]
     assert figures.accepted == len(accepted) and figures.outcomes[ACCEPTED] == len(accepted)
-    assert figures.failures == {"environment/timeout": len(run.rollouts) - len(done)}
+    assert figures.failures == {"environment/timeout": len(rollouts) - len(done)}
     assert figures.defects[("low_contrast", "major")] == len(done)  # slide 2 of every deck
     assert figures.headline["yield"] == pytest.approx(len(accepted) / 12)
-    spent = sum(r.cost_usd for r in run.rollouts) + JUDGE_COST * sum(
-        v.gate != "constraint" and v.gate != "environment" for v in run.verdicts
+    spent = sum(r.cost_usd for r in rollouts) + JUDGE_COST * sum(
+        v.gate != "constraint" and v.gate != "environment" for v in verdicts
     )
     assert figures.cost_usd == pytest.approx(spent)  # every stage's calls (the ledger), the judges' too
     assert figures.headline["cost_per_accepted_usd"] == pytest.approx(spent / len(accepted))
     judges = figures.spending["stages"]["verdicts"]["roles"]  # the consistency gate's role and the quality gate's
     assert judges["judge"]["cost_usd"] + judges["quality_judge"]["cost_usd"] == pytest.approx(
-        spent - sum(r.cost_usd for r in run.rollouts)
+        spent - sum(r.cost_usd for r in rollouts)
     )
     by_role = {u.role: u for u in figures.usage}
     assert by_role["presenter"].prompt_tokens == sum(r.estimated_tokens["presenter"].prompt_tokens for r in done)
@@ -354,7 +355,7 @@ def scripted_run(scripted_synthesis: Path, tmp_path_factory: pytest.TempPathFact
     if not (root / "verdicts.parquet").exists() and importlib.util.find_spec("filters.run"):
         filtered = run_module("filters.run", str(root), timeout=600)
         assert filtered.returncode == 0, filtered.stderr[-3000:]
-    injected = next((r.task_id for r in load_run(RunReader(root)).rollouts if r.injections), None)
+    injected = next((r.task_id for r in RunReader(root).rollouts() if r.injections), None)
     if injected is None:
         injected = "synthetic-injected"
         spec = RolloutSpec(injected, aspect="4:3", slides=3, revision="fix", warned=True)
@@ -377,7 +378,7 @@ def test_report_of_a_scripted_run_in_chromium(scripted_run: tuple[Path, str], tm
     from playwright.sync_api import expect, sync_playwright
 
     root, injected = scripted_run
-    rollouts: list[Rollout] = load_run(RunReader(root)).rollouts
+    rollouts: list[Rollout] = RunReader(root).rollouts()
     scripted = next(r for r in rollouts if r.task_id != injected and r.status == "done")
     shots = tmp_path_factory.mktemp("report-screenshots")
     print(f"\nreport screenshots in {shots}")
@@ -400,7 +401,7 @@ def test_report_of_a_scripted_run_in_chromium(scripted_run: tuple[Path, str], tm
         page.screenshot(path=shots / "index.png", full_page=True)
 
         page.select_option("select[data-filter=source]", "persona")
-        personas = sum(load_run(RunReader(root)).tasks[r.task_id].source == "persona" for r in rollouts)
+        personas = sum(RunReader(root).tasks()[r.task_id].source == "persona" for r in rollouts)
         expect(page.locator("#rollout-table tbody tr:not(.hidden)")).to_have_count(personas)
         expect(page.locator("#shown")).to_have_text(f"{personas} of {len(rollouts)} rollouts")
         page.locator("#rollouts").screenshot(path=shots / "index-filtered-persona.png")
@@ -443,7 +444,7 @@ def test_the_task_table_pages_and_searches_every_row_while_the_index_holds_one_p
 
     monkeypatch.setattr(site, "PAGE", 5)  # 12 rollouts: three pages
     make_report(RunReader(synthetic))
-    ids = [r.task_id for r in load_run(RunReader(synthetic)).rollouts]
+    ids = [r.task_id for r in RunReader(synthetic).rollouts()]
     index = synthetic / "report" / "index.html"
     assert index.read_text(encoding="utf-8").count('<tr data-source="') == 5
     assert len(list((synthetic / "report" / "thumbs").rglob("*.jpg"))) <= 5  # thumbnails of the first page only

@@ -164,3 +164,12 @@ def test_the_hub_dataset_embeds_images_and_keeps_both_splits(exported: ExportRep
     assert (dataset["train"].num_rows, dataset["validation"].num_rows) == (len(exported.train), len(exported.val))
     row = next(r for r in dataset["train"] if r["images"])
     assert row["images"][0].size == (320, 180) and row["messages"][0]["role"] == "system"
+
+
+def test_export_workers_write_the_same_rows_and_parity_figures(run_dir: Path, tmp_path: Path, exported: ExportReport) -> None:
+    pooled = export_run(RunReader(run_dir), ExportConfig(out_dir=str(tmp_path / "pooled"), val_fraction=0.34, workers=2))
+    for split in ("train.jsonl", "val.jsonl"):
+        assert rows(tmp_path / "pooled" / split) == rows(exported.out_dir / split)
+    assert pooled.parity is not None and exported.parity is not None
+    assert pooled.parity.to_json() == exported.parity.to_json() and pooled.parity.turns_checked > 0
+    assert pooled.skipped == exported.skipped and pooled.figures()["tokens"] == exported.figures()["tokens"]

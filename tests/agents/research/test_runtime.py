@@ -79,3 +79,16 @@ async def test_default_index_and_library_are_built_once_from_documents(tmp_path:
     assert index.startswith("documents-") and index.endswith(".db") and images == index.removesuffix(".db") + "-images"
     again = build_research(cfg, tmp_path)
     assert (await again.corpus()).path == (await research.corpus()).path  # reused, not rebuilt
+
+
+async def test_prepare_builds_what_the_offline_backends_read_before_any_tool_call(tmp_path: Path, shared_data: Path) -> None:
+    documents = tmp_path / "documents"
+    documents.mkdir()
+    shutil.copy(shared_data / "arxiv_1706.03762.pdf", documents)
+    build = tmp_path / "build"
+    await build_research(
+        ToolsConfig(documents=str(documents), build_dir=str(build), image_backend="wikimedia"), tmp_path
+    ).prepare()
+    assert [p.suffix for p in build.iterdir()] == [".db"]  # the corpus only: images come from a web backend
+    await build_research(ToolsConfig(documents=str(documents), build_dir=str(build)), tmp_path).prepare()
+    assert sorted(p.suffix for p in build.iterdir()) == ["", ".db"]  # and now the image library
