@@ -50,13 +50,11 @@ def run_gates(run: RunReader) -> list[str]:
     return configured_gates(run.config())
 
 
-def judged(run: RunReader) -> Iterator[Acceptance]:
-    """Each of the run's rollouts' fate under its own gates, in task id order (before the filters ran: every finished
-    one undecided); one pass over the verdicts, then the rollouts one at a time."""
-    fates = Fates(run_gates(run))
-    for verdict in run.iter_verdicts():
-        fates.add(verdict)
-    return (fates.of(rollout) for rollout in run.iter_rollouts())
+def judged(run: RunReader) -> Iterator[tuple[Rollout, Acceptance]]:
+    """Each of the run's rollouts with its fate under the run's gates, in task id order (before the filters ran: every
+    finished one undecided); one pass over the verdicts, then the rollouts one at a time."""
+    fates = Fates.of_verdicts(run_gates(run), run.iter_verdicts())
+    return ((rollout, fates.of(rollout)) for rollout in run.iter_rollouts())
 
 
 def category_order(gates: Sequence[str]) -> list[str]:
@@ -69,9 +67,7 @@ def category_order(gates: Sequence[str]) -> list[str]:
 
 def outcomes(rollouts: Iterable[Rollout], verdicts: Iterable[Verdict], gates: Sequence[str]) -> list[Acceptance]:
     """Each rollout's fate under `gates` (see the module docstring), in the rollouts' order."""
-    fates = Fates(gates)
-    for verdict in verdicts:
-        fates.add(verdict)
+    fates = Fates.of_verdicts(gates, verdicts)
     return [fates.of(rollout) for rollout in rollouts]
 
 
@@ -85,6 +81,13 @@ class Fates:
         self._bit = {gate: 1 << i for i, gate in enumerate([ENVIRONMENT, *self.gates])}  # the gates counted
         self._failed: dict[str, tuple[int, str, tuple[str, ...]]] = {}  # task -> (rank, category, reasons)
         self._gave: dict[str, int] = {}  # task -> the counted gates that gave a verdict, as bits
+
+    @classmethod
+    def of_verdicts(cls, gates: Sequence[str], verdicts: Iterable[Verdict]) -> Fates:
+        fates = cls(gates)
+        for verdict in verdicts:
+            fates.add(verdict)
+        return fates
 
     def add(self, verdict: Verdict) -> None:
         bit = self._bit.get(verdict.gate)

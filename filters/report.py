@@ -57,17 +57,32 @@ class Tally:
 DeckDefects = Callable[[Rollout], Iterable[tuple[str, str]]]  # a finished rollout's (code, severity) defects
 
 
-def tally(rollouts: Iterable[Rollout], verdicts: Iterable[Verdict], gates: Sequence[str], defects: DeckDefects) -> Tally:
-    """Count the verdicts, then each rollout's outcome and its final deck's defects, reading each once."""
-    counted = Tally(gates, verdicts={gate: Counter() for gate in [ENVIRONMENT, *gates]})
-    fates = Fates(gates)
+@dataclass(frozen=True)
+class VerdictCounts:
+    """One pass over the verdicts: each task's fate and the counts the reports show."""
+
+    fates: Fates
+    by_gate: dict[str, Counter[str]]  # gate (environment, the run's, then any other) -> passed, failed, environment
+    content_failing: Counter[str]  # content check -> decks failing it
+
+
+def count_verdicts(verdicts: Iterable[Verdict], gates: Sequence[str]) -> VerdictCounts:
+    counts = VerdictCounts(Fates(gates), {gate: Counter() for gate in [ENVIRONMENT, *gates]}, Counter())
     for v in verdicts:
-        fates.add(v)
-        by_gate = counted.verdicts.setdefault(v.gate, Counter())
+        counts.fates.add(v)
+        by_gate = counts.by_gate.setdefault(v.gate, Counter())
         by_gate["passed" if v.passed else "failed"] += 1
         by_gate[ENVIRONMENT] += not v.passed and v.category == ENVIRONMENT
         if v.gate == CONTENT_GATE and v.category != ENVIRONMENT:
-            counted.content_failing.update(r.split(":", 1)[0] for r in v.reasons)
+            counts.content_failing.update(r.split(":", 1)[0] for r in v.reasons)
+    return counts
+
+
+def tally(rollouts: Iterable[Rollout], verdicts: Iterable[Verdict], gates: Sequence[str], defects: DeckDefects) -> Tally:
+    """Count the verdicts, then each rollout's outcome and its final deck's defects, reading each once."""
+    counts = count_verdicts(verdicts, gates)
+    fates = counts.fates
+    counted = Tally(gates, verdicts=counts.by_gate, content_failing=counts.content_failing)
     for rollout in rollouts:
         outcome = fates.of(rollout)
         counted.outcomes[outcome.category] += 1

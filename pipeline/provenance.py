@@ -28,7 +28,7 @@ def sample_origins(run: RunReader, every_finished: bool = False) -> tuple[list[O
     if every_finished:
         chosen, rule = [r for r in rollouts if r.status == RolloutStatus.done], "every finished rollout (--all)"
     else:
-        accepted = {o.task_id for o in judged(run) if o.accepted}
+        accepted = {o.task_id for _, o in judged(run) if o.accepted}
         chosen, rule = [r for r in rollouts if r.task_id in accepted], f"accepted by the gates: {', '.join(gates) or 'none'}"
         if not verdicts and gates:
             rule += " (the filters have not run: nothing is accepted yet; --all counts every finished rollout)"

@@ -36,7 +36,7 @@ def _ratio(numerator: Optional[float], denominator: Optional[float]) -> Optional
 
 def accepted_rollouts(run: RunReader) -> Optional[int]:
     """Rollouts filters.acceptance accepts; None before the filters have run."""
-    return sum(o.accepted for o in judged(run)) if run.filtered() else None
+    return sum(o.accepted for _, o in judged(run)) if run.filtered() else None
 
 
 def sft_tokens(root: Path) -> Optional[int]:

@@ -36,7 +36,7 @@ from core.records import Origin, Rollout, Task, Verdict
 from core.run.reader import RunReader
 from core.run.store import atomic_write_text
 from core.seams.tokens import TokenCount
-from filters.acceptance import ENVIRONMENT, UNDECIDED, Fates, run_gates
+from filters.acceptance import ENVIRONMENT, UNDECIDED, judged, run_gates
 from train.card import render_card
 from train.config import ExportConfig, HistoryReasoning, ParityMode, Truncation, validate_export
 from train.export_rollouts import SampleSource, Skipped, export_rollouts, trajectory_samples
@@ -153,12 +153,8 @@ def accepted_rollouts(run: RunReader, include_undecided: bool, report: ExportRep
         report.acceptance = "no gates configured: every finished rollout is accepted (unfiltered)"
     if include_undecided:
         report.acceptance += "; undecided rollouts included (--include-undecided)"
-    fates = Fates(gates)
-    for verdict in run.iter_verdicts():
-        fates.add(verdict)
-    for rollout in run.iter_rollouts():
+    for rollout, outcome in judged(run):
         report.rollouts += 1
-        outcome = fates.of(rollout)
         if outcome.accepted or (include_undecided and outcome.category == UNDECIDED):
             report.accepted += 1
             yield rollout

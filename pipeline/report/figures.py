@@ -15,7 +15,8 @@ from typing import Any, Callable, Sequence
 
 from core.records import Rollout, RolloutStatus, Task
 from core.seams.deck import DeckSlide
-from filters.acceptance import ENVIRONMENT, Fates
+from filters.acceptance import Fates
+from filters.report import count_verdicts
 from pipeline.augment import slide_bucket
 from pipeline.config import ConstraintMix
 from pipeline.report.data import RolloutRead, RunData, read_rollouts
@@ -117,7 +118,7 @@ class Figures:
     headline: dict[str, float | None]  # yield, tokens and cost per accepted trajectory, throughput
     failures: Counter[str]  # failed rollouts by failure kind
     outcomes: Counter[str] | None  # rollouts by filter outcome; None: not filtered
-    gates: dict[str, Counter[str]]  # gate -> {"passed": n, "failed": n}
+    gates: dict[str, Counter[str]]  # gate -> passed, failed, and environment (failed ones of that category)
     defects: Counter[tuple[str, str]]  # (code, severity) over the final decks
     findings: Counter[str]  # critic findings by category (injected or not)
     task_mix: tuple[MixTable, ...]
@@ -180,12 +181,8 @@ def _verdict_figures(run: RunData) -> tuple[Fates | None, dict[str, Counter[str]
     verdicts; (None, {}) when the filters have not run."""
     if not run.filtered:
         return None, {}
-    fates = Fates(run.gates)
-    results: dict[str, Counter[str]] = {gate: Counter() for gate in [ENVIRONMENT, *run.gates]}
-    for v in run.reader.iter_verdicts():
-        fates.add(v)
-        results.setdefault(v.gate, Counter())["passed" if v.passed else "failed"] += 1
-    return fates, results
+    counts = count_verdicts(run.reader.iter_verdicts(), run.gates)
+    return counts.fates, counts.by_gate
 
 
 def _row(rollout: Rollout, task: Task | None, outcome: str, deck: list[DeckSlide]) -> RolloutRow:
