@@ -100,8 +100,9 @@ def make_seed(seed_dir: Path, tasks: int) -> list[Seed]:
     if not (seed_dir / "rollouts.parquet").is_file():
         _wait(_synthesize(seed_dir, f"limit={tasks}", "stages=[tasks,rollouts]"), "the seed run")
     run = RunReader.open(seed_dir)
-    by_id = run.tasks()
-    seeds = [Seed(by_id[r.task_id], r, run.workspace(r)) for r in run.rollouts() if r.task_id in by_id]
+    rollouts = run.rollouts()
+    by_id = run.tasks_of(r.task_id for r in rollouts)
+    seeds = [Seed(by_id[r.task_id], r, run.workspace(r)) for r in rollouts if r.task_id in by_id]
     if not seeds:
         raise RuntimeError(f"{seed_dir}: the seed run has no rollouts")
     unpacked = [s.task.task_id for s in seeds if PACKED not in s.rollout.artifacts]

@@ -335,6 +335,21 @@ class Verdict(Record):
     schema_version: int = SCHEMA_VERSION
 
 
+REPLICA_MARK = "~"  # a task's k-th extra rollout (rollouts.per_task) is keyed <task_id>~k
+
+
+def rollout_id(task_id: str, replica: int) -> str:
+    """The key of a task's `replica`-th rollout: the task's id for the first (a run of one rollout per task is keyed by
+    its tasks, as before), `<task_id>~k` for the k-th extra one. Rollouts, workspaces, verdicts and samples carry it
+    as their `task_id`."""
+    return task_id if replica == 0 else f"{task_id}{REPLICA_MARK}{replica}"
+
+
+def task_of(key: str) -> str:
+    """The task id of a rollout key (`rollout_id`'s inverse)."""
+    return key.split(REPLICA_MARK, 1)[0]
+
+
 def verdict_unit(task_id: str, gate: str) -> str:
     """The unit id of a task's verdict by one gate (units/verdicts/<task_id>__<gate>.json)."""
     return f"{task_id}__{gate}"

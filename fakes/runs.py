@@ -22,7 +22,19 @@ from pathlib import Path
 from typing import Any, Mapping
 
 from core.defects import Defect
-from core.records import Constraints, Rollout, StageDone, Task, Trajectory, Usage, Verdict, read_parquet, verdict_unit
+from core.records import (
+    Constraints,
+    Rollout,
+    StageDone,
+    Task,
+    Trajectory,
+    Usage,
+    Verdict,
+    read_parquet,
+    rollout_id,
+    task_of,
+    verdict_unit,
+)
 from core.run.reader import SPLITS, TRAJECTORY, TRAJECTORY_FILE, RunReader
 from core.run.store import RunStore, atomic_write_parquet, atomic_write_text
 from core.run.usage import RoleUsage
@@ -99,7 +111,8 @@ def build_run(root: Path, spec: RunSpec) -> Path:
     rng = random.Random(spec.seed)
     tasks: dict[str, list[Task]] = {split: [] for split in SPLITS}
     for rollout_spec in spec.rollouts:
-        tasks[rollout_spec.split].append(_task(rollout_spec))
+        if task_of(rollout_spec.task_id) == rollout_spec.task_id:  # a task's extra rollouts (<id>~k) share its row
+            tasks[rollout_spec.split].append(_task(rollout_spec))
         store.commit("rollouts", rollout_spec.task_id, _rollout(store.root, rollout_spec, spec, rng))
         for verdict in _verdicts(rollout_spec, spec) if spec.verdicts else ():
             store.commit("verdicts", verdict_unit(verdict.task_id, verdict.gate), verdict)
@@ -125,7 +138,7 @@ def candidate(root: Path, spec: RolloutSpec) -> Candidate:
     build_run(root, RunSpec((spec,), verdicts=False))
     reader = RunReader(root)
     rollout = next(r for r in reader.rollouts() if r.task_id == spec.task_id)
-    return Candidate(reader.tasks()[spec.task_id], rollout, reader)
+    return Candidate(reader.tasks_of([spec.task_id])[spec.task_id], rollout, reader)
 
 
 def varied_run(rollouts: int, seed: int = 0) -> RunSpec:
@@ -173,6 +186,18 @@ def training_run(tasks: int = 4, failed: int = 1, eval_tasks: int = 0, rejected_
             )
         )
     return RunSpec(tuple(specs), **{"steps": 3, "render_size": (320, 180), **shape})
+
+
+def preference_run(tasks: int = 2, per_task: int = 3) -> RunSpec:
+    """`per_task` rollouts of each task (keyed as rollouts.per_task keys them): the first accepted, the second rejected
+    by the quality gate, the third failed (its researcher's trajectory only), and so on in turn."""
+    fates: list[dict[str, Any]] = [{}, {"rejected_by": "quality"}, {"failure": "environment/timeout"}]
+    specs = [
+        RolloutSpec(rollout_id(f"task-{i:04d}", k), language="en", slides=2, **fates[k % 3])
+        for i in range(tasks)
+        for k in range(per_task)
+    ]
+    return RunSpec(tuple(specs), steps=2, render_size=(320, 180))
 
 
 def _store(root: Path, spec: RunSpec) -> RunStore:

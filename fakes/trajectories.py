@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any, Sequence
 from PIL import Image, ImageDraw
 
 from agents.budget import CONTEXT_WARNING
-from core.records import CriticInjection, Message, ModelUse, Origin, Step, ToolCall, Trajectory, Usage
+from core.records import CriticInjection, Message, ModelUse, Origin, Step, ToolCall, Trajectory, Usage, task_of
 
 if TYPE_CHECKING:
     from fakes.runs import RolloutSpec, RunSpec
@@ -145,7 +145,7 @@ class TrajectoryBuilder:
         self.task_id, self.agent = task_id, agent
         self.messages: list[Message] = [
             Message("system", f"You are the {agent}.", kind="prompt"),
-            Message("user", f"Make a deck for {task_id}.", kind="prompt"),
+            Message("user", f"Make a deck for {task_of(task_id)}.", kind="prompt"),  # a task's rollouts share it
         ]
         self.steps: list[Step] = []
         self.injections: list[CriticInjection] = []

@@ -40,7 +40,7 @@ from core.llm.players import Players
 from core.llm.results import ModelError
 from core.logs import setup_logging
 from core.protocols import Gate, Play
-from core.records import ArtifactError, ModelUse, Rollout, RolloutStatus, Task, Verdict, verdict_unit
+from core.records import ArtifactError, ModelUse, Rollout, RolloutStatus, Task, Verdict, task_of, verdict_unit
 from core.run.ledger import play_unit, spending_cap
 from core.run.metering import note_model
 from core.run.reader import RunReader
@@ -102,7 +102,8 @@ def check_inputs(run: RunReader) -> None:
     (ids only: the records are read in batches as they are judged)."""
     if not run.path("rollouts.parquet").is_file():
         raise RunIncomplete(f"{run.path('rollouts.parquet')} is missing: run the rollouts stage first")
-    orphans = sorted(run.store.done("rollouts") - run.task_ids())
+    known = run.task_ids()
+    orphans = sorted(key for key in run.store.done("rollouts") if task_of(key) not in known)
     if orphans:
         raise RunIncomplete(f"rollouts of unknown tasks (not in {run.path('tasks')}/*.parquet): {orphans[:5]}")
 

@@ -95,6 +95,7 @@ class RolloutsConfig:
     split: str = "train"  # which task split to roll out
     max_cost_usd: Optional[float] = None  # per rollout: once spent, its agent's next model call is refused (agent/budget)
     keep_renders: KeepRenders = KeepRenders.inspected  # which slide images a finished rollout keeps (pipeline/pack.py)
+    per_task: int = 1  # rollouts of each task (keyed <task_id>~k after the first): preference pairs need more than one
 
 
 @dataclass
@@ -132,6 +133,8 @@ def validate(cfg: DictConfig) -> None:
     validate_common(cfg)
     validate_export(to_typed(ExportConfig, cfg.export))
     validate_filters(to_typed(FiltersConfig, cfg.filters))
+    if cfg.rollouts.per_task < 1:
+        raise ConfigError(f"rollouts.per_task={cfg.rollouts.per_task}: must be >= 1 (rollouts of each task)")
     if cfg.ray.num_workers < 1 or cfg.ray.rollouts_per_worker < 1:
         raise ConfigError("ray.num_workers and ray.rollouts_per_worker must be >= 1")
     check_caps(cfg, SYNTHESIS_ROLES)

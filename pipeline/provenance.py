@@ -35,7 +35,7 @@ def sample_origins(run: RunReader, every_finished: bool = False) -> tuple[list[O
     by_task: dict[str, Origin] = defaultdict(Origin)
     for v in verdicts:
         by_task[v.task_id] |= v.origin
-    tasks = run.tasks()
+    tasks = run.tasks_of(r.task_id for r in chosen)
     origins = []
     for rollout in chosen:
         around = (tasks[rollout.task_id].origin if rollout.task_id in tasks else Origin()) | by_task[rollout.task_id]

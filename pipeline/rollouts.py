@@ -39,7 +39,7 @@ from core.failures import Failure
 from core.llm.fleet import share
 from core.logs import console, setup_logging
 from core.protocols import Runner
-from core.records import Rollout, RolloutStatus, Task
+from core.records import REPLICA_MARK, Rollout, RolloutStatus, Task, rollout_id
 from core.run.context import RunContext
 from core.run.ledger import SpendingCap, spending_cap
 from core.run.metering import Unit, stamped, unit_scope
@@ -378,16 +378,29 @@ def split_tasks(ctx: RunContext, run: RunReader) -> list[Task]:
     return run.split(ctx.cfg.rollouts.split)
 
 
+def replicas(tasks: list[Task], per_task: int) -> list[Task]:
+    """Each task `per_task` times, as its rollouts play it: keyed `core.records.rollout_id` (the first under the
+    task's own id), so that each is a unit of its own (resumable, judged and exported on its own). Their decks differ
+    as sampling makes them differ: the model's temperature, the scripted policy's design (chosen by the key)."""
+    marked = [t.task_id for t in tasks if REPLICA_MARK in t.task_id]
+    if per_task > 1 and marked:
+        raise InputError(
+            f"task ids {marked[:3]} contain {REPLICA_MARK!r}, which keys a task's extra rollouts (rollouts.per_task)"
+        )
+    return [replace(task, task_id=rollout_id(task.task_id, k)) for task in tasks for k in range(per_task)]
+
+
 def full_size(ctx: RunContext, run: RunReader, split: list[Task]) -> int:
-    """How many tasks the split would hold in a run without `limit`: a `limit=N` pilot's tasks stage wrote N of
-    `tasks.count` drafts, so its split is scaled up by their ratio."""
+    """How many rollouts the split would take in a run without `limit` (`rollouts.per_task` each): a `limit=N`
+    pilot's tasks stage wrote N of `tasks.count` drafts, so its split is scaled up by their ratio."""
     done = run.stage_done("tasks")
     figures = json.loads(done.figures_json) if done else {}
-    return (
+    tasks = (
         round(len(split) * ctx.cfg.tasks.count / figures["written"])
         if figures.get("limited") and figures["written"]
         else len(split)
     )
+    return tasks * ctx.cfg.rollouts.per_task
 
 
 def play(ctx: RunContext, tasks: list[Task], full: int) -> tuple[Feed, list[Rollout], float]:
@@ -411,13 +424,14 @@ def play(ctx: RunContext, tasks: list[Task], full: int) -> tuple[Feed, list[Roll
 def run_rollouts(ctx: RunContext) -> dict[str, Any]:
     run = RunReader(ctx.store.root)
     split = split_tasks(ctx, run)
-    tasks = split[: ctx.cfg.limit] if ctx.cfg.limit else split
+    chosen = split[: ctx.cfg.limit] if ctx.cfg.limit else split
     why = f"the tasks stage kept none for split {ctx.cfg.rollouts.split}; reasons in {ctx.store.path('tasks', 'stats.md')}"
-    require_input(ctx, STAGE, len(tasks), "tasks", why)
+    require_input(ctx, STAGE, len(chosen), "tasks", why)
+    tasks = replicas(chosen, ctx.cfg.rollouts.per_task)
     feed, records, elapsed = play(ctx, tasks, full_size(ctx, run, split))
     stats = summarize(
         records, len(tasks), len(feed.finished), elapsed, str(ctx.cfg.critic.mode.value), describe(ctx.cfg.tools.sandbox)
     )
     publish(ctx, stats | {"resubmitted": feed.resubmitted}, records)
     keys = ("tasks", "played", "done", "failed", "yield", "rollouts_per_hour", "cost_usd", "injections")
-    return {k: stats[k] for k in keys} | {"resubmitted": feed.resubmitted}
+    return {k: stats[k] for k in keys} | {"resubmitted": feed.resubmitted, "per_task": ctx.cfg.rollouts.per_task}

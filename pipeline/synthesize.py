@@ -1,4 +1,4 @@
-"""`python -m pipeline.synthesize`: tasks -> rollouts -> filters -> export -> report.
+"""`python -m pipeline.synthesize`: tasks -> rollouts -> filters -> release -> export -> report.
 
 `STAGES` is the recipe, in order; `stages=[rollouts,filters]` runs a part of it (each
 stage keeps what it finished, so a rerun goes on where the last one stopped).
@@ -23,6 +23,7 @@ from pipeline.rollouts import run_rollouts
 from pipeline.stages import StageFn, require_input, run_stages
 from pipeline.tasks import run_tasks
 from train.export import export_run
+from train.release import release_run
 
 
 def run_filters(ctx: RunContext) -> dict[str, Any]:
@@ -44,10 +45,17 @@ def run_export(ctx: RunContext) -> dict[str, Any]:
     return figures
 
 
+def run_release(ctx: RunContext) -> dict[str, Any]:
+    """Every trajectory of every rollout with its outcome, as Parquet shards in <run>/release (train/release.py)."""
+    figures = release_run(RunReader(ctx.store.root), ctx.cfg.export).figures()
+    return {k: v for k, v in figures.items() if isinstance(v, int)}
+
+
 STAGES: dict[str, StageFn] = {
     "tasks": run_tasks,  # personas and sources -> task specs with checkable constraints (pipeline/tasks.py)
     "rollouts": run_rollouts,  # each task -> Researcher + Presenter + critic on Ray workers (pipeline/rollouts.py)
     "filters": run_filters,  # each finished rollout -> one verdict per gate (filters/)
+    "release": run_release,  # every trajectory with its verdicts -> Parquet shards (train/release.py)
     "export": run_export,  # accepted trajectories -> SFT data
     "report": run_report,  # the run's figures -> report/index.html (pipeline/report/)
 }

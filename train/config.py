@@ -36,6 +36,26 @@ class ParityMode(str, Enum):
     off = "off"  # not checked
 
 
+class Method(str, Enum):
+    """How `python -m train.sft` trains: on the SFT export, or on preference data (train/preference.py)."""
+
+    sft = "sft"
+    dpo = "dpo"  # pairs: the shared history, the accepted rollout's turn against the rejected one's
+    kto = "kto"  # every decided trajectory with a label
+
+
+# `swift rlhf` flags per preference method, and the template mode MS-SWIFT encodes its rows in (train/validate.py
+# encodes with the same). History reasoning is kept as the teacher was sent it (preserve_thinking: MS-SWIFT's
+# last_round otherwise empties every earlier turn's). DPO trains the parting turn (last_round); KTO every trained turn
+# as the SFT export marks them (default), with TRL's unpaired loss: the KTO loss's KL estimate pairs each row's prompt
+# with another row's final assistant message, and an agent row ends with a tool call, which MS-SWIFT refuses there.
+RLHF_ARGS: dict[Method, dict[str, Any]] = {
+    Method.dpo: {"rlhf_type": "dpo", "loss_scale": "last_round", "preserve_thinking": True, "beta": 0.1},
+    Method.kto: {"rlhf_type": "kto", "loss_scale": "default", "preserve_thinking": True, "loss_type": "apo_zero_unpaired"},
+}
+RLHF_MODE = {Method.dpo: "rlhf", Method.kto: "kto"}
+
+
 @dataclass
 class ExportConfig:
     """Accepted trajectories -> MS-SWIFT agent-format JSONL (`python -m train.export`)."""
@@ -73,7 +93,8 @@ class ModelSpec:
 
 @dataclass
 class TrainArgs:
-    dataset_dir: Optional[str] = None  # the export folder; default: <run dir>/sft
+    method: Method = Method.sft  # sft | dpo | kto: `swift sft`, or `swift rlhf` on <run>/dpo or <run>/kto
+    dataset_dir: Optional[str] = None  # the export folder; default: <run dir>/<method>
     output_dir: Optional[str] = None  # checkpoints; default: <run dir>/checkpoints
     epochs: int = 5
     max_steps: Optional[int] = None  # stop early (smoke runs); None: the epochs decide
@@ -139,6 +160,8 @@ def validate_sft(cfg: Any) -> None:
             raise ConfigError(f"train.{key}={getattr(t, key)}: must be >= 1")
     if t.learning_rate <= 0:
         raise ConfigError(f"train.learning_rate={t.learning_rate}: must be positive")
+    if Method(t.method) is Method.kto and t.global_batch_size < 2:  # MS-SWIFT's KTO trainer refuses a batch of 1
+        raise ConfigError(f"train.global_batch_size={t.global_batch_size}: KTO needs at least 2 (train.method=kto)")
 
 
 def store_schema() -> None:

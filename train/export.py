@@ -3,6 +3,8 @@
     python -m train.export runs/my-run                      # -> runs/my-run/sft/
     python -m train.export runs/my-run --out DIR --mask-critic --max-length 32768 --truncation truncate
     python -m train.export --validate runs/my-run/sft/train.jsonl [--model-dir DIR]
+    python -m train.export runs/my-run --format kto|dpo     # preference data -> runs/my-run/kto|dpo/
+    python -m train.export runs/my-run --release            # every trajectory with its outcome -> runs/my-run/release/
 
 A rollout is accepted as filters.acceptance decides: it finished and every gate the run's
 config.yaml names passed (with no gates, every finished rollout). An undecided one (a
@@ -17,7 +19,6 @@ folder. Tasks, never samples, are split between train.jsonl and val.jsonl.
 from __future__ import annotations
 
 import argparse
-import hashlib
 import json
 import logging
 import operator
@@ -32,7 +33,7 @@ from core.cli import ExitCode, OneLineParser, run_command
 from core.iterate import batched
 from core.llm.conversation import PROFILES
 from core.logs import setup_logging
-from core.records import Origin, Rollout, Task, Verdict
+from core.records import Origin, Rollout, Task, Verdict, task_of
 from core.run.reader import RunReader
 from core.run.store import atomic_write_text
 from core.seams.tokens import TokenCount
@@ -42,7 +43,9 @@ from train.config import ExportConfig, HistoryReasoning, ParityMode, Truncation,
 from train.export_rollouts import SampleSource, Skipped, export_rollouts, trajectory_samples
 from train.hub import push_to_hub
 from train.parity import ParityReport
-from train.rows import SampleWriter
+from train.preference import PreferenceFormat, export_preferences
+from train.release import release_run
+from train.rows import SampleWriter, val_tasks
 from train.samples import Sample
 from train.tokens import make_counter
 from train.validate import validate_file
@@ -200,15 +203,6 @@ def parity_inputs(run: RunReader, cfg: ExportConfig, every_trajectory: bool = Fa
 # ---------------------------------------------------------------- splitting and writing
 
 
-def val_tasks(task_ids: list[str], fraction: float, seed: int) -> set[str]:
-    """A deterministic share of the tasks (at least one when asked for, never all)."""
-    if fraction <= 0 or len(task_ids) < 2:
-        return set()
-    n = min(max(1, round(len(task_ids) * fraction)), len(task_ids) - 1)
-    ranked = sorted(task_ids, key=lambda t: hashlib.sha256(f"{seed}:{t}".encode()).hexdigest())
-    return set(ranked[:n])
-
-
 def export_run(run: RunReader, cfg: ExportConfig) -> ExportReport:
     """Export the accepted trajectories of `run` to `cfg.out_dir` (default <run>/sft)."""
     validate_export(cfg)
@@ -225,11 +219,11 @@ def export_run(run: RunReader, cfg: ExportConfig) -> ExportReport:
             for sample, tokens, truncated in done.kept:
                 writer.write(sample)
                 exported.append(Exported(SampleFacts.of(sample), tokens, truncated))
-        held_out = val_tasks(sorted({e.sample.task_id for e in exported}), cfg.val_fraction, cfg.seed)
+        held_out = val_tasks(sorted({task_of(e.sample.task_id) for e in exported}), cfg.val_fraction, cfg.seed)
         writer.split(held_out)
     report.parity = parity
-    report.train = [e for e in exported if e.sample.task_id not in held_out]
-    report.val = [e for e in exported if e.sample.task_id in held_out]
+    report.train = [e for e in exported if task_of(e.sample.task_id) not in held_out]
+    report.val = [e for e in exported if task_of(e.sample.task_id) in held_out]
     atomic_write_text(out_dir / "README.md", render_card(report, run))
     run.path("stats").mkdir(exist_ok=True)  # the run's cost per SFT token reads it (stats/usage.json)
     atomic_write_text(run.path("stats", "export.json"), json.dumps(report.figures() | {"out_dir": str(out_dir)}, indent=1))
@@ -251,6 +245,16 @@ def _parser() -> OneLineParser:
     parser.add_argument("--out", type=Path, help="export folder (default: RUN_DIR/sft)")
     parser.add_argument(
         "--validate", type=Path, metavar="FILE", help="check an exported JSONL with MS-SWIFT instead of exporting"
+    )
+    parser.add_argument(
+        "--format",
+        choices=["sft", *PreferenceFormat],
+        default="sft",
+        help="sft (accepted trajectories, default), kto (every decided trajectory with a label) or dpo (pairs where "
+        "an accepted and a rejected rollout of a task part): train/preference.py",
+    )
+    parser.add_argument(
+        "--release", action="store_true", help="write every trajectory, accepted or not, with its verdicts (train/release.py)"
     )
     parser.add_argument("--model-dir", help="local processor files: count and encode with the real template")
     parser.add_argument("--max-length", type=int, default=defaults.max_length)
@@ -290,7 +294,9 @@ def main(argv: Optional[list[str]] = None) -> int:
     if args.validate is None and args.run_dir is None:
         parser.error("give RUN_DIR to export, or --validate FILE")
     setup_logging()
-    return run_command(parser.prog, lambda: validate(args) if args.validate else export(args))
+    if args.release and args.run_dir is None:
+        parser.error("--release needs RUN_DIR")
+    return run_command(parser.prog, lambda: validate(args) if args.validate else release(args) if args.release else export(args))
 
 
 def validate(args: argparse.Namespace) -> int:
@@ -299,8 +305,16 @@ def validate(args: argparse.Namespace) -> int:
     return ExitCode.done if report.ok else ExitCode.failed
 
 
-def export(args: argparse.Namespace) -> int:
-    cfg = ExportConfig(
+def release(args: argparse.Namespace) -> int:
+    report = release_run(RunReader.open(args.run_dir), export_config(args), args.out)
+    figures = report.figures()
+    print(f"released {report.rows} trajectories of {report.rollouts} rollouts to {report.out_dir} ({report.shards} shards)")
+    print(f"by outcome: {figures['by_outcome']}; by status: {figures['by_status']}; left out: {figures['unwritten'] or 'none'}")
+    return ExitCode.done
+
+
+def export_config(args: argparse.Namespace) -> ExportConfig:
+    return ExportConfig(
         out_dir=str(args.out) if args.out else None,
         max_length=args.max_length,
         truncation=Truncation(args.truncation),
@@ -318,7 +332,23 @@ def export(args: argparse.Namespace) -> int:
         history_reasoning=HistoryReasoning(args.history_reasoning),
         workers=args.workers,
     )
-    report = export_run(RunReader.open(args.run_dir), cfg)
+
+
+def preferences(args: argparse.Namespace) -> int:
+    report = export_preferences(RunReader.open(args.run_dir), export_config(args), PreferenceFormat(args.format))
+    figures = report.figures()
+    print(f"wrote {figures['train_rows']} train / {figures['val_rows']} val {args.format} rows to {report.out_dir}")
+    details = ("desirable", "undesirable") if report.format is PreferenceFormat.kto else ("pairs", "tasks", "no_pair")
+    print(", ".join(f"{k}: {figures[k]}" for k in details) + f"; left out: {figures['skipped'] or 'nothing'}")
+    if report.parity is not None:
+        print(report.parity.summary())
+    return ExitCode.done
+
+
+def export(args: argparse.Namespace) -> int:
+    if args.format != "sft":
+        return preferences(args)
+    report = export_run(RunReader.open(args.run_dir), export_config(args))
     figures = report.figures()
     print(f"exported {figures['train_samples']} train / {figures['val_samples']} val samples to {report.out_dir}")
     print(f"accepted {report.accepted} of {report.rollouts} rollouts ({report.acceptance}); tokens: {report.token_method}")

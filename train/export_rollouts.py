@@ -51,7 +51,9 @@ class TrajectoryRead:
     trajectory: Trajectory
 
 
-def _trajectories(run: RunReader, rollout: Rollout, skipped: list[Skipped], finalized: bool = True) -> Iterator[TrajectoryRead]:
+def read_trajectories(
+    run: RunReader, rollout: Rollout, skipped: list[Skipped], finalized: bool = True
+) -> Iterator[TrajectoryRead]:
     """The rollout's trajectories (only finalized ones unless told); what cannot be read goes to `skipped`."""
     files = run.trajectory_files(rollout)
     if not files:
@@ -77,7 +79,7 @@ def trajectory_samples(
     """The samples of each trajectory of the rollout, each with what it was made from."""
     out = []
     keep = HistoryReasoning(cfg.history_reasoning) is HistoryReasoning.keep
-    for read in _trajectories(run, rollout, skipped, finalized):
+    for read in read_trajectories(run, rollout, skipped, finalized):
         try:
             samples = to_samples(read.trajectory, read.file.workspace, cfg.mask_critic, cfg.profile, keep)
             out += [SampleSource(s, read.trajectory, read.file.workspace) for s in samples]
@@ -125,9 +127,9 @@ class RolloutSamples:
 class RolloutExporter:
     """Exports one rollout at a time (one per process: it holds the tokenizers)."""
 
-    def __init__(self, run_root: Path, cfg: ExportConfig):
+    def __init__(self, run_root: Path, cfg: ExportConfig, finalized: bool = True):
         self.run = RunReader(run_root)
-        self.cfg = cfg
+        self.cfg, self.finalized = cfg, finalized
         self.counter: TokenCounter = make_counter(cfg.model_dir, cfg.template, cfg.agent_template)
         self.mode = ParityMode(cfg.parity)
         self.parity = Parity(cfg) if self.mode is not ParityMode.off else None
@@ -136,7 +138,7 @@ class RolloutExporter:
         out = RolloutSamples()
         if self.parity is not None:
             self.parity.report = out.parity = ParityReport(tokenizer=self.parity.report.tokenizer)
-        for source in trajectory_samples(self.run, rollout, self.cfg, out.skipped):
+        for source in trajectory_samples(self.run, rollout, self.cfg, out.skipped, self.finalized):
             sample = source.sample
             differs = self.parity.difference(sample, source.trajectory, source.workspace) if self.parity else None
             if differs is not None and self.mode is ParityMode.refuse:
@@ -150,13 +152,16 @@ class RolloutExporter:
         return out
 
 
-def export_rollouts(run_root: Path, cfg: ExportConfig, rollouts: Iterable[Rollout]) -> Iterator[RolloutSamples]:
-    """Each rollout's export, in order: here when `cfg.workers` is 1, else in that many processes."""
+def export_rollouts(
+    run_root: Path, cfg: ExportConfig, rollouts: Iterable[Rollout], finalized: bool = True
+) -> Iterator[RolloutSamples]:
+    """Each rollout's export, in order: here when `cfg.workers` is 1, else in that many processes; with `finalized`
+    false, trajectories that did not finalize too (a failed rollout's, for preference data)."""
     if cfg.workers <= 1:
-        yield from map(RolloutExporter(run_root, cfg), rollouts)
+        yield from map(RolloutExporter(run_root, cfg, finalized), rollouts)
         return
     context = multiprocessing.get_context("spawn")  # a fresh interpreter: no inherited threads or tokenizer state
-    with ProcessPoolExecutor(cfg.workers, mp_context=context, initializer=_start, initargs=(run_root, cfg)) as pool:
+    with ProcessPoolExecutor(cfg.workers, mp_context=context, initializer=_start, initargs=(run_root, cfg, finalized)) as pool:
         pending: deque[Future[RolloutSamples]] = deque()
         for rollout in rollouts:
             pending.append(pool.submit(_export, rollout))
@@ -169,9 +174,9 @@ def export_rollouts(run_root: Path, cfg: ExportConfig, rollouts: Iterable[Rollou
 _exporter: Optional[RolloutExporter] = None  # the worker process's own
 
 
-def _start(run_root: Path, cfg: ExportConfig) -> None:
+def _start(run_root: Path, cfg: ExportConfig, finalized: bool) -> None:
     global _exporter
-    _exporter = RolloutExporter(run_root, cfg)
+    _exporter = RolloutExporter(run_root, cfg, finalized)
 
 
 def _export(rollout: Rollout) -> RolloutSamples:

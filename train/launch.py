@@ -15,13 +15,13 @@ import re
 import shlex
 import shutil
 import sys
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Mapping, Optional
 
 from core.config import ConfigError, TrackingMode
 from train.batching import Batching, gradient_accumulation, plan_batching
-from train.config import SWIFT_TEMPLATE, SFTConfig
+from train.config import RLHF_ARGS, SWIFT_TEMPLATE, Method, SFTConfig
 
 DEFAULT_NPROC = 8
 SWIFT_PLUGIN = Path(__file__).with_name("swift_plugin.py")  # registers SWIFT_TEMPLATE for `swift sft`
@@ -152,10 +152,14 @@ def environment(cfg: SFTConfig, topo: Topology, dataset_dir: Path, run_dir: Path
 
 
 def build_plan(cfg: SFTConfig, run_dir: Path, environ: Mapping[str, str] = os.environ) -> LaunchPlan:
-    """The exact `swift sft` invocation for `cfg`; raises ConfigError before anything runs."""
+    """The exact `swift sft` (or, for train.method=dpo|kto, `swift rlhf`) invocation for `cfg`; raises ConfigError
+    before anything runs."""
     t, m = cfg.train, cfg.model
+    method = Method(t.method)
+    if method is not Method.sft:
+        t = replace(t, packing=False)  # a preference row is two sequences (or one with its label): never packed
     topo = topology(cfg, environ)
-    dataset_dir = Path(t.dataset_dir).expanduser().resolve() if t.dataset_dir else run_dir / "sft"
+    dataset_dir = Path(t.dataset_dir).expanduser().resolve() if t.dataset_dir else run_dir / method.value
     batching = plan_batching(t, m, dataset_dir / "train.jsonl", topo.world_size)
     if batching is not None and batching.starved and not t.dry_run:  # a dry run prints it
         raise ConfigError(f"{dataset_dir / 'train.jsonl'}: {batching.starved}")
@@ -210,7 +214,11 @@ def build_plan(cfg: SFTConfig, run_dir: Path, environ: Mapping[str, str] = os.en
     checkpoint = resume_from(cfg, output_dir)
     if checkpoint is not None:
         args["resume_from_checkpoint"] = str(checkpoint)
+    if method is not Method.sft:
+        args |= RLHF_ARGS[method]
+        del args["packing"]
     args.update(t.extra_args)
-    argv = [swift_executable(), "sft"] + [part for key, value in args.items() for part in (f"--{key}", _flag(value))]
+    command = "sft" if method is Method.sft else "rlhf"
+    argv = [swift_executable(), command] + [part for key, value in args.items() for part in (f"--{key}", _flag(value))]
     env = environment(cfg, topo, dataset_dir, run_dir)
     return LaunchPlan(argv, env, dataset_dir, topo, t.per_device_batch_size, accumulation, batching)

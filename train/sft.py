@@ -4,6 +4,7 @@
     python -m train.sft run.name=my-run --dry-run          # print the command, check the dataset
     NNODES=2 NODE_RANK=0 MASTER_ADDR=node0 python -m train.sft run.name=my-run   # on each node
     python -m train.sft model=tiny run.dir=/tmp/run        # a tiny random GLM-4V, a few steps on CPU
+    python -m train.sft run.name=my-run --method dpo       # `swift rlhf` on <run>/dpo (or kto on <run>/kto)
 
 See docs/training.md and scripts/launch_sft_{slurm,ssh}.sh.
 """
@@ -22,7 +23,7 @@ from core.cli import InputError, main_prog, run_command
 from core.config import PROJECT_ROOT, ConfigError, run_dir, to_typed
 from core.llm.players import check_backends
 from core.logs import setup_logging
-from train.config import ModelSpec, SFTConfig, store_schema, validate_sft
+from train.config import Method, ModelSpec, SFTConfig, store_schema, validate_sft
 from train.launch import LaunchPlan, build_plan
 from train.tokens import has_processor
 from train.validate import validate_file
@@ -30,6 +31,7 @@ from train.validate import validate_file
 log = logging.getLogger(__name__)
 
 DRY_RUN_FLAG = "--dry-run"
+METHOD_FLAG = "--method"  # sft | dpo | kto: train.method
 
 
 def ensure_model(model: ModelSpec, dry_run: bool) -> None:
@@ -45,15 +47,16 @@ def ensure_model(model: ModelSpec, dry_run: bool) -> None:
     subprocess.run(command, check=True)
 
 
-def check_dataset(plan: LaunchPlan, model: ModelSpec) -> bool:
-    """Validate train.jsonl (and val.jsonl) with MS-SWIFT; False when it is missing or broken."""
+def check_dataset(plan: LaunchPlan, model: ModelSpec, method: Method) -> bool:
+    """Validate train.jsonl (and val.jsonl) with MS-SWIFT, as `method` reads it; False when it is missing or broken."""
     train = plan.dataset_dir / "train.jsonl"
     if not train.is_file():
-        print(f"# dataset missing: {train} (export it first: python -m train.export RUN_DIR)")
+        how = "" if method is Method.sft else f" --format {method.value}"
+        print(f"# dataset missing: {train} (export it first: python -m train.export RUN_DIR{how})")
         return False
     model_dir = model.id if model.hub == "local" and has_processor(model.id) else None
     files = [train] + [f for f in [plan.dataset_dir / "val.jsonl"] if f.is_file() and f.stat().st_size]
-    reports = [validate_file(f, model_dir, model.template, model.agent_template) for f in files]
+    reports = [validate_file(f, model_dir, model.template, model.agent_template, method) for f in files]
     for report in reports:
         print("# dataset: " + report.summary().replace("\n", "\n# dataset: "))
     return all(r.ok for r in reports)
@@ -68,7 +71,7 @@ def main(cfg: DictConfig) -> int:
     plan = build_plan(sft, root)
     print(plan.render(), flush=True)
     ensure_model(sft.model, sft.train.dry_run)
-    dataset_ok = check_dataset(plan, sft.model)
+    dataset_ok = check_dataset(plan, sft.model, Method(sft.train.method))
     if sft.train.dry_run:
         print("# dry run: nothing trained")
         return 0
@@ -82,8 +85,23 @@ def _hydra_main(cfg: DictConfig) -> None:
     sys.exit(run_command(main_prog("python -m train.sft"), lambda: main(cfg)))
 
 
+def hydra_argv(argv: list[str]) -> list[str]:
+    """`--dry-run` and `--method X` (or `--method=X`) as the key=value overrides Hydra takes."""
+    out: list[str] = []
+    args = iter(argv)
+    for arg in args:
+        if arg == DRY_RUN_FLAG:
+            out.append("train.dry_run=true")
+        elif arg == METHOD_FLAG:
+            out.append(f"train.method={next(args, '')}")
+        elif arg.startswith(METHOD_FLAG + "="):
+            out.append(f"train.method={arg.partition('=')[2]}")
+        else:
+            out.append(arg)
+    return out
+
+
 if __name__ == "__main__":
-    if DRY_RUN_FLAG in sys.argv:  # Hydra takes only key=value overrides
-        sys.argv = [a for a in sys.argv if a != DRY_RUN_FLAG] + ["train.dry_run=true"]
+    sys.argv = sys.argv[:1] + hydra_argv(sys.argv[1:])
     store_schema()  # configs/sft.yaml names it; Hydra composes when _hydra_main is called
     _hydra_main()

@@ -119,6 +119,7 @@ class TemplateCounter:
             processor = get_processor(str(model_dir), download_model=False)
         except (OSError, ValueError) as exc:
             raise ValueError(f"no usable processor in {model_dir}: {exc}") from exc
+        self.processor, self.template_type, self.agent_template = processor, template, agent_template
         self.template = get_template(processor, template_type=template, agent_template=agent_template, loss_scale=LOSS_SCALE)
         self.template.set_mode("train")
         self.template.max_length = None  # count every token; never raise or cut

@@ -10,6 +10,8 @@
 4. with the glm4_5 agent template, each encoded row's labels against its messages
    (train/labels.py): tool-calling turns end with a trained `<|observation|>`, system,
    user and tool turns and images carry no loss, `"loss": false` messages none either.
+A DPO or KTO file (rows with `rejected_messages`, or a `label`) is encoded as `swift rlhf` reads it instead
+(train/validate_preference.py).
 """
 
 from __future__ import annotations
@@ -17,15 +19,17 @@ from __future__ import annotations
 import importlib.util
 import json
 import statistics
+from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Optional
 
 from core.seams.tokens import TokenCount
-from train.config import SWIFT_TEMPLATE
+from train.config import SWIFT_TEMPLATE, Method
 from train.labels import check_labels
 from train.samples import IMAGE_TAG
 from train.tokens import TemplateCounter, has_processor, image_root
+from train.validate_preference import check_preference_row, encode_preference_rows, row_method
 
 
 class ValidationError(RuntimeError):
@@ -43,6 +47,8 @@ class ValidationReport:
     counts: list[TokenCount] = field(default_factory=list)
     images_per_row: list[int] = field(default_factory=list)
     problems: list[str] = field(default_factory=list)
+    labels: Counter[bool] = field(default_factory=Counter)  # KTO rows by label
+    pairs: int = 0  # DPO rows
 
     @property
     def ok(self) -> bool:
@@ -67,6 +73,10 @@ class ValidationReport:
             ]
         else:
             lines.append(f"encode step skipped: {self.encode}")
+        if self.pairs:
+            lines.append(f"DPO pairs: {self.pairs} (chosen and rejected sides encoded)")
+        if self.labels:
+            lines.append(f"KTO labels: {self.labels[True]} desirable, {self.labels[False]} undesirable")
         lines += [f"PROBLEM: {p}" for p in self.problems]
         lines.append("OK" if self.ok else "FAILED")
         return "\n".join(lines)
@@ -85,6 +95,13 @@ def check_rows(path: Path, report: ValidationReport) -> list[dict[str, Any]]:
         tags = sum(str(m.get("content", "")).count(IMAGE_TAG) for m in row.get("messages", []))
         if tags != len(images):
             report.problems.append(f"line {number}: {tags} {IMAGE_TAG} placeholders for {len(images)} images")
+        method = row_method(row)
+        if method is not Method.sft:
+            report.problems += check_preference_row(number, row, method)
+            report.pairs += method is Method.dpo
+            if method is Method.kto:
+                report.labels[row.get("label") is True] += 1
+            images = images + (row.get("rejected_images") or [])
         missing = [p for p in images if not (path.parent / p).is_file()]
         if missing:
             report.problems.append(f"line {number}: missing image file(s) {missing[:3]}")
@@ -125,14 +142,22 @@ def encode_rows(rows: list[dict[str, Any]], counter: TemplateCounter, report: Va
 
 
 def validate_file(
-    path: Path, model_dir: Optional[str] = None, template: str = SWIFT_TEMPLATE, agent_template: str = "glm4_5"
+    path: Path,
+    model_dir: Optional[str] = None,
+    template: str = SWIFT_TEMPLATE,
+    agent_template: str = "glm4_5",
+    expect: Optional[Method] = None,
 ) -> ValidationReport:
+    """Check the file (its rows' kind, SFT, DPO or KTO, read from its first row; `expect` names the one it must be)."""
     path = Path(path).resolve()
     report = ValidationReport(path)
     if not path.is_file():
         report.problems.append("no such file")
         return report
-    check_rows(path, report)
+    rows = check_rows(path, report)
+    found = row_method(rows[0]) if rows else None
+    if expect is not None and found not in (None, expect):
+        report.problems.append(f"its rows are {found.value} data, not {expect.value} (train.method={expect.value})")
     if report.rows == 0:
         report.loader = report.encode = "skipped: the file is empty"
         return report
@@ -154,6 +179,13 @@ def validate_file(
             report.encode = f"no processor files {'in ' + str(model_dir) if model_dir else '(pass --model-dir DIR)'}"
             return report
         counter = TemplateCounter(model_dir, template, agent_template)
+        method = row_method(loaded[0])
+        if method is not Method.sft:
+            report.encode = (
+                f"{counter.method}; in `swift rlhf --rlhf_type {method.value}`'s mode, each side against the SFT encoding"
+            )
+            encode_preference_rows(loaded, counter, method, report)
+            return report
         labels = agent_template == "glm4_5"  # the role-token layout train/labels.py reads
         report.encode = f"{counter.method}; labels {'checked against the messages' if labels else 'not checked (glm4_5 only)'}"
         encode_rows(loaded, counter, report, labels)

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import json
 from collections import defaultdict
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Callable, Iterable, Iterator, Sequence, TypeVar
 
@@ -36,6 +36,7 @@ from core.records import (
     iter_parquet,
     read_parquet,
     readable_parquet,
+    task_of,
     verdict_unit,
 )
 from core.run.keyed import KeyedRows
@@ -155,9 +156,20 @@ class RunReader:
     def task_ids(self) -> set[str]:
         return set(self._task_rows())
 
-    def tasks_of(self, task_ids: Iterable[str]) -> dict[str, Task]:
-        """Those of `task_ids` the run holds (any split), by id, decoding only the row groups that hold them."""
-        return {task_id: Task.from_dict(row) for task_id, row in self._task_rows().fetch(task_ids).items()}
+    def tasks_of(self, keys: Iterable[str]) -> dict[str, Task]:
+        """The tasks of rollout keys (`core.records.rollout_id`) the run holds (any split), decoding only the row groups
+        that hold them; each as played: keyed, and with its `task_id`, as the rollout's key (a task's `<id>~k` rollout
+        gets the task as `<id>~k`)."""
+        keys = list(keys)
+        rows = self._task_rows().fetch({task_of(key) for key in keys})
+        return {key: replace(Task.from_dict(rows[task_of(key)]), task_id=key) for key in keys if task_of(key) in rows}
+
+    def rollouts_of(self, keys: Iterable[str]) -> dict[str, Rollout]:
+        """Those of the rollouts `keys` names that finished, by key."""
+        if self.store.any_done("rollouts"):
+            return self.store.units_of("rollouts", keys, Rollout)
+        wanted = set(keys)  # only the compacted view (a run copied without its units)
+        return {r.task_id: r for r in self.rollouts() if r.task_id in wanted}
 
     def verdicts_of(self, task_ids: Iterable[str], gates: Sequence[str]) -> dict[str, list[Verdict]]:
         """The verdicts of `task_ids` by `gates`, by task id (the tasks none judged are left out)."""

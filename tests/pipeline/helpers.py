@@ -20,9 +20,10 @@ ENV = {**os.environ, "WANDB_MODE": "disabled", "RAY_AUTH_MODE": "disabled"}
 RUNNER = "rollouts.runner=fakes.runner:ScriptedRunner"
 
 
-def write_tasks(ctx: RunContext, words: list[str]) -> list[Task]:
-    """tasks/train.parquet of one task per word (the fake runner reads its words: fakes.runner)."""
-    tasks = [Task(f"t{i:02d}", "manual", f"make a deck {w}", "en", split="train") for i, w in enumerate(words)]
+def write_tasks(ctx: RunContext, words: list[str], ids: list[str] | None = None) -> list[Task]:
+    """tasks/train.parquet of one task per word (the fake runner reads its words: fakes.runner), ids t00, t01... unless given."""
+    ids = ids or [f"t{i:02d}" for i in range(len(words))]
+    tasks = [Task(task_id, "manual", f"make a deck {w}", "en", split="train") for task_id, w in zip(ids, words, strict=True)]
     (ctx.store.root / "tasks").mkdir(exist_ok=True)
     atomic_write_parquet(tasks, ctx.store.root / "tasks" / "train.parquet", Task)
     return tasks

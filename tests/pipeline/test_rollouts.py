@@ -8,6 +8,7 @@ import threading
 
 import pytest
 
+from core.cli import InputError
 from core.records import Rollout, StageDone, read_parquet
 from core.run.ledger import BudgetExhausted, read_ledger
 from pipeline.rollouts import RunAborted, run_rollouts
@@ -33,6 +34,29 @@ def test_every_task_once_and_a_rerun_plays_nothing(make_run) -> None:
     assert all(r.usage["agent"].calls == 1 for r in rollouts(ctx).values())  # each rollout's calls, counted in its worker
     assert {trace(ctx, i)["cap"] for i in range(12)} == {"0.5"}  # each rollout plays as a unit capped at rollouts.max_cost_usd
     assert run_rollouts(make_run(*FAST, "rollouts.max_cost_usd=0.5"))["played"] == 0
+
+
+def test_per_task_plays_each_task_n_times_each_rollout_a_unit_that_resumes(make_run) -> None:
+    ctx = make_run(*FAST, "rollouts.per_task=3", "limit=2")
+    write_tasks(ctx, ["ok", "FAIL", "ok"])
+    (ctx.store.root / "rollouts.parquet").unlink(missing_ok=True)
+    ctx.store.commit("rollouts", "t00~1", Rollout(task_id="t00~1", status="done"))  # one finished before a crash
+    figures = run_rollouts(ctx)
+    assert (figures["played"], figures["per_task"]) == (5, 3)
+    played = rollouts(ctx)
+    assert set(played) == {"t00", "t00~1", "t00~2", "t01", "t01~1", "t01~2"}
+    assert {k for k, r in played.items() if r.status == "failed"} == {"t01", "t01~1", "t01~2"}  # the task, each rollout
+    assert (ctx.store.root / "rollouts" / "t00~2" / "trace.txt").is_file() and not (
+        ctx.store.root / "rollouts" / "t00~1"
+    ).exists()
+    assert run_rollouts(make_run(*FAST, "rollouts.per_task=3", "limit=2"))["played"] == 0
+
+
+def test_per_task_refuses_task_ids_that_look_like_rollout_keys(make_run) -> None:
+    ctx = make_run(*FAST, "rollouts.per_task=2")
+    write_tasks(ctx, ["ok"], ids=["a~1"])
+    with pytest.raises(InputError, match=r"a~1.*rollouts.per_task"):
+        run_rollouts(ctx)
 
 
 def trace(ctx, i: int) -> dict[str, str]:

@@ -17,8 +17,9 @@ from core.run.store import RunStore
 from core.run.usage import RoleUsage
 from fakes.runs import build_run, training_run
 from train.config import ExportConfig, Truncation
-from train.export import ExportReport, export_run, val_tasks
+from train.export import ExportReport, export_run
 from train.hub import hub_dataset
+from train.rows import val_tasks
 from train.samples import IMAGE_TAG
 
 ROLLOUT_COST = training_run().rollout_cost_usd  # what each finished rollout's calls cost (conftest's run too)

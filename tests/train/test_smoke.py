@@ -1,4 +1,5 @@
-"""CPU smoke training: `python -m train.sft model=tiny` trains a tiny GLM-4V on an export and saves a checkpoint."""
+"""CPU smoke training: `python -m train.sft model=tiny` trains a tiny GLM-4V on an export (SFT, DPO, KTO) and saves a
+checkpoint."""
 
 from __future__ import annotations
 
@@ -11,9 +12,10 @@ from safetensors.torch import load_file
 
 from core.config import PROJECT_ROOT
 from core.run.reader import RunReader
-from fakes.runs import build_run, training_run
+from fakes.runs import build_run, preference_run, training_run
 from train.config import ExportConfig
 from train.export import ExportReport, export_run
+from train.preference import PreferenceFormat, export_preferences
 
 pytestmark = [pytest.mark.swift, pytest.mark.slow]
 
@@ -51,3 +53,32 @@ def test_tiny_glm4v_trains_on_the_export(small_export: ExportReport, tiny_model:
     visual = [k for k in initial if "visual" in k]
     assert visual and any(not weights[k].equal(initial[k]) for k in visual)
     assert (output / "checkpoint-3" / "trainer_state.json").is_file()
+
+
+@pytest.mark.parametrize("method", ["dpo", "kto"])
+def test_tiny_glm4v_takes_a_preference_step(method: str, tiny_model: Path, tmp_path: Path) -> None:
+    """`train.sft --method dpo|kto`: the export of a run with 3 rollouts per task validates and trains one step."""
+    run_dir = build_run(tmp_path / "run", preference_run(tasks=2))
+    report = export_preferences(RunReader(run_dir), ExportConfig(val_fraction=0.0), PreferenceFormat(method))
+    assert report.rows_train >= 2 and report.parity is not None and report.parity.ok
+    output = tmp_path / "checkpoints"
+    command = [
+        sys.executable,
+        "-m",
+        "train.sft",
+        "model=tiny",
+        f"run.dir={run_dir}",
+        f"model.id={tiny_model}",
+        "--method",
+        method,
+    ]
+    command += [f"train.output_dir={output}", "tracking=disabled", "train.max_steps=1", "train.save_steps=1"]
+    command += ["train.global_batch_size=2", "train.per_device_batch_size=2", "train.max_length=16384"]
+    done = subprocess.run(command, cwd=PROJECT_ROOT, capture_output=True, text=True, timeout=240)
+    log = done.stdout + done.stderr
+    assert done.returncode == 0, log[-4000:]
+    assert "# dataset: OK" in done.stdout and f"--rlhf_type {method}" in done.stdout
+    assert ("DPO pairs" if method == "dpo" else "KTO labels") in done.stdout
+    weights = load_file(output / "checkpoint-1" / "model.safetensors")
+    initial = load_file(tiny_model / "model.safetensors")
+    assert any(not weights[k].equal(initial[k]) for k in initial)
