@@ -2,7 +2,7 @@
 
 Words in the instruction: SLOW (sleeps past the wall-clock cap), CRASH (raises), FAIL
 (returns a failed rollout), DIE (kills its worker process, once per task). BrokenToolRunner is the
-real runner with a bug planted in a tool; ChattyRunner makes model calls and nothing else.
+real runner with a bug planted in a tool; FlawedRunner fails a task's extra rollouts on purpose; ChattyRunner makes model calls and nothing else.
 """
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ from agents.tools import ToolContext
 from agents.tools.toolsets import TOOLS
 from core.llm.players import Players
 from core.protocols import Play
-from core.records import Message, Rollout, Task
+from core.records import REPLICA_MARK, Message, Rollout, Task
 from core.run.metering import current_unit
 from pipeline.runner import DeckRunner
 
@@ -91,6 +91,31 @@ class BrokenToolRunner(DeckRunner):
         if not BROKEN:
             BROKEN.add(workspace.resolve())
         return await super().rollout(task, workspace)
+
+
+PLANTED_LINE = "<p>Every slide says this same sentence about nothing in particular.</p>"
+
+
+class FlawedRunner(DeckRunner):
+    """The real runner, failing some rollouts on purpose (rollouts.per_task > 1): a task's first extra rollout (`~1`)
+    writes every slide with the same planted sentence, which no fix of the scripted policy removes and the gates
+    reject (it is in no manuscript, and repeated on every slide); its second (`~2`) meets a write_file that raises (the rollout fails: a tool
+    crash)."""
+
+    async def start(self) -> None:
+        await super().start()
+        original = TOOLS["write_file"]
+
+        async def write_file(ctx: ToolContext, **arguments: Any) -> Any:
+            replica = ctx.workspace.root.name.rpartition(REPLICA_MARK)[2]
+            if replica == "2":
+                raise TypeError("planted bug: unsupported operand type(s) for +: 'int' and 'str'")
+            content = arguments.get("content")
+            if replica == "1" and str(arguments.get("path", "")).endswith(".html") and isinstance(content, str):
+                arguments["content"] = content.replace("</body>", PLANTED_LINE + "</body>")
+            return await original.fn(ctx, **arguments)
+
+        TOOLS["write_file"] = replace(original, fn=write_file)
 
 
 class ChattyRunner:
