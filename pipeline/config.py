@@ -135,6 +135,11 @@ def validate(cfg: DictConfig) -> None:
     validate_filters(to_typed(FiltersConfig, cfg.filters))
     if cfg.rollouts.per_task < 1:
         raise ConfigError(f"rollouts.per_task={cfg.rollouts.per_task}: must be >= 1 (rollouts of each task)")
+    if cfg.rollouts.per_task > 1 and cfg.llm.temperature <= 0:
+        raise ConfigError(
+            f"rollouts.per_task={cfg.rollouts.per_task} with llm.temperature={cfg.llm.temperature}: a task's rollouts "
+            "differ only by sampling, so greedy decoding would play the same rollout N times (set llm.temperature > 0)"
+        )
     if cfg.ray.num_workers < 1 or cfg.ray.rollouts_per_worker < 1:
         raise ConfigError("ray.num_workers and ray.rollouts_per_worker must be >= 1")
     check_caps(cfg, SYNTHESIS_ROLES)

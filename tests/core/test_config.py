@@ -107,6 +107,7 @@ def test_typos_and_wrong_types_fail_before_work(override: str, message: str) -> 
         ("run.name=a/b", "run.dir"),
         ("sources.persona.share=0.9", "sum to 1"),
         ("ray.num_workers=0", "ray.num_workers"),
+        ("rollouts.per_task=0", "rollouts.per_task=0"),
         ("ray.threads_per_worker=-1", "ray.threads_per_worker=-1"),
         ("llm.context_window=0", "llm.context_window=0"),
         ("llm.profile=vllm", "llm.profile=vllm: unknown profile; known: openai, vllm-glm"),
@@ -117,6 +118,11 @@ def test_typos_and_wrong_types_fail_before_work(override: str, message: str) -> 
 def test_semantic_errors_name_the_key(override: str, message: str) -> None:
     with pytest.raises(ConfigError, match=message.replace("[", r"\[")):
         preflight(synth(override, *(["llm=local"] if override.startswith("ray.address") else [])))
+
+
+def test_several_rollouts_per_task_need_sampling() -> None:
+    with pytest.raises(ConfigError, match="rollouts.per_task=3 with llm.temperature=0.0"):
+        preflight(synth("rollouts.per_task=3", "llm=openai", "llm.temperature=0"))
 
 
 def test_a_stage_outside_the_recipe_is_named() -> None:

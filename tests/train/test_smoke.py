@@ -58,7 +58,7 @@ def test_tiny_glm4v_trains_on_the_export(small_export: ExportReport, tiny_model:
 @pytest.mark.parametrize("method", ["dpo", "kto"])
 def test_tiny_glm4v_takes_a_preference_step(method: str, tiny_model: Path, tmp_path: Path) -> None:
     """`train.sft --method dpo|kto`: the export of a run with 3 rollouts per task validates and trains one step."""
-    run_dir = build_run(tmp_path / "run", preference_run(tasks=2))
+    run_dir = build_run(tmp_path / "run", preference_run(tasks=1))
     report = export_preferences(RunReader(run_dir), ExportConfig(val_fraction=0.0), PreferenceFormat(method))
     assert report.rows_train >= 2 and report.parity is not None and report.parity.ok
     output = tmp_path / "checkpoints"
