@@ -21,7 +21,18 @@ from typing import Any, ClassVar, Iterator, Optional
 
 from core.failures import category_of
 from core.iterate import batched
-from core.records import REPLICA_MARK, SCHEMA_VERSION, Record, Rollout, Task, Trajectory, Verdict, task_of, write_parquet
+from core.records import (
+    REPLICA_MARK,
+    SCHEMA_VERSION,
+    ArtifactError,
+    Record,
+    Rollout,
+    Task,
+    Trajectory,
+    Verdict,
+    task_of,
+    write_parquet,
+)
 from core.run.reader import RunReader
 from core.run.store import atomic_write_text
 from filters.acceptance import ENVIRONMENT, Acceptance, judged, run_gates
@@ -146,9 +157,10 @@ def _released(sample: Sample, images: ImageFolder) -> ReleasedSample:
 
 
 def _defects(run: RunReader, rollout: Rollout) -> tuple[ReleasedDefect, ...]:
-    if "defects" not in rollout.artifacts:
+    try:
+        deck = run.deck(rollout)
+    except ArtifactError:  # no deck (a failed rollout), or none readable: no measured defects to release
         return ()
-    deck = run.deck(rollout)
     return tuple(
         ReleasedDefect(n, d.code, d.severity, d.element, d.detail)
         for n, slide in enumerate(deck.slides, 1)

@@ -12,7 +12,7 @@ import pytest
 
 from core.config import PROJECT_ROOT
 from core.run.reader import RunReader
-from fakes.runs import build_run, preference_run
+from fakes.runs import RolloutSpec, RunSpec, build_run, preference_run
 from train import release
 from train.config import ExportConfig
 from train.release import release_run
@@ -57,6 +57,13 @@ def test_a_row_says_why_with_verdicts_failure_defects_and_the_conversation(run: 
     images = [p for s in accepted["samples"] for p in s["images"]]
     assert images and all((report.out_dir / p).is_file() for p in images)
     assert "bytes per row" in (report.out_dir / "README.md").read_text()
+
+
+def test_the_deck_s_measured_defects_are_released(tmp_path: Path) -> None:
+    root = build_run(tmp_path / "run", RunSpec((RolloutSpec("task-0000", slides=2, broken_image=True),), steps=2))
+    report = release_run(RunReader(root), ExportConfig())
+    presenter = next(r for r in loaded(report.out_dir) if r["agent"] == "presenter")
+    assert [(d["slide"], d["code"], d["severity"]) for d in presenter["deck_defects"]] == [(1, "broken_image", "critical")]
 
 
 def test_what_cannot_be_read_is_counted_and_the_rest_released(run: RunReader) -> None:
