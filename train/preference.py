@@ -26,6 +26,7 @@ from typing import Any, Iterable, Iterator, Optional
 
 from core.cli import InputError
 from core.iterate import batched
+from core.protocols import TokenCounter
 from core.records import Rollout, task_of
 from core.run.reader import RunReader
 from core.run.store import atomic_write_text
@@ -245,7 +246,7 @@ class PreferenceExport:
         task: str,
         chosen: list[SampleSource],
         rejected: list[SampleSource],
-        counter: Any,
+        counter: TokenCounter,
         checker: Optional[Parity],
         mode: ParityMode,
     ) -> None:
