@@ -95,7 +95,7 @@ class ModelSpec:
 class TrainArgs:
     method: Method = Method.sft  # sft | dpo | kto: `swift sft`, or `swift rlhf` on <run>/dpo or <run>/kto
     dataset_dir: Optional[str] = None  # the export folder; default: <run dir>/<method>
-    output_dir: Optional[str] = None  # checkpoints; default: <run dir>/checkpoints
+    output_dir: Optional[str] = None  # checkpoints; default: <run dir>/checkpoints (checkpoints-dpo, checkpoints-kto)
     epochs: int = 5
     max_steps: Optional[int] = None  # stop early (smoke runs); None: the epochs decide
     learning_rate: float = 1e-5

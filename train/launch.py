@@ -167,7 +167,8 @@ def build_plan(cfg: SFTConfig, run_dir: Path, environ: Mapping[str, str] = os.en
         accumulation = gradient_accumulation(t.global_batch_size, t.per_device_batch_size, topo.world_size)
     else:
         accumulation = batching.accumulation
-    output_dir = Path(t.output_dir).expanduser().resolve() if t.output_dir else run_dir / "checkpoints"
+    default_output = "checkpoints" if method is Method.sft else f"checkpoints-{method.value}"  # never over SFT's
+    output_dir = Path(t.output_dir).expanduser().resolve() if t.output_dir else run_dir / default_output
     model = str(Path(m.id).expanduser().resolve()) if m.hub == "local" else m.id
     args: dict[str, Any] = {
         "model": model,

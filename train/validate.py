@@ -74,7 +74,7 @@ class ValidationReport:
         else:
             lines.append(f"encode step skipped: {self.encode}")
         if self.pairs:
-            lines.append(f"DPO pairs: {self.pairs} (chosen and rejected sides encoded)")
+            lines.append(f"DPO pairs: {self.pairs}")
         if self.labels:
             lines.append(f"KTO labels: {self.labels[True]} desirable, {self.labels[False]} undesirable")
         lines += [f"PROBLEM: {p}" for p in self.problems]

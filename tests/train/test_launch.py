@@ -37,6 +37,20 @@ def test_the_paper_setting_on_one_node(tmp_path: Path) -> None:
     assert args["--report_to"] == "none" and "--resume_from_checkpoint" not in args
 
 
+@pytest.mark.parametrize("method", ["dpo", "kto"])
+def test_a_preference_method_runs_swift_rlhf_on_its_own_data_and_checkpoints(method: str, tmp_path: Path) -> None:
+    plan = build_plan(sft(f"train.method={method}"), tmp_path, environ={})
+    args = flags(plan.argv)
+    assert plan.argv[1] == "rlhf" and args["--rlhf_type"] == method and "--packing" not in args
+    assert args["--dataset"] == str(tmp_path / method / "train.jsonl") and args["--output_dir"] == str(
+        tmp_path / f"checkpoints-{method}"
+    )
+    assert args["--preserve_thinking"] == "true"  # the history's reasoning as the teacher was shown it
+    assert (args["--loss_scale"], args.get("--loss_type")) == (
+        ("last_round", None) if method == "dpo" else ("default", "apo_zero_unpaired")
+    )
+
+
 def test_several_nodes_from_the_environment(tmp_path: Path) -> None:
     env = {"NNODES": "4", "NODE_RANK": "2", "MASTER_ADDR": "10.0.0.1", "MASTER_PORT": "29555"}
     plan = build_plan(sft("train.per_device_batch_size=1"), tmp_path, environ=env)
