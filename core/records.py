@@ -350,6 +350,12 @@ def task_of(key: str) -> str:
     return key.split(REPLICA_MARK, 1)[0]
 
 
+def replica_of(key: str) -> int:
+    """Which of its task's rollouts a rollout key names (0: the first)."""
+    _, mark, replica = key.partition(REPLICA_MARK)
+    return int(replica) if mark else 0
+
+
 def verdict_unit(task_id: str, gate: str) -> str:
     """The unit id of a task's verdict by one gate (units/verdicts/<task_id>__<gate>.json)."""
     return f"{task_id}__{gate}"

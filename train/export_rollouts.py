@@ -110,6 +110,15 @@ def fit(sample: Sample, counter: TokenCounter, cfg: ExportConfig) -> tuple[Optio
     return sample.prefix(cuts[best]), counts[best], ""
 
 
+def parity_refusal(parity: Optional[Parity], mode: ParityMode, sample: Sample, source: SampleSource) -> Optional[Skipped]:
+    """Why `sample` (made from `source`'s trajectory) is left out when a turn differs from what its teacher was sent
+    and `mode` refuses such samples; None when it is kept (or not checked)."""
+    differs = parity.difference(sample, source.trajectory, source.workspace) if parity else None
+    if differs is None or mode is not ParityMode.refuse:
+        return None
+    return Skipped(sample.task_id, sample.agent, f"part {sample.part}: {differs}", "parity")
+
+
 def source_row(sample: Sample) -> dict[str, Any]:
     return sample.to_swift(image_path=str)
 
@@ -140,9 +149,9 @@ class RolloutExporter:
             self.parity.report = out.parity = ParityReport(tokenizer=self.parity.report.tokenizer)
         for source in trajectory_samples(self.run, rollout, self.cfg, out.skipped, self.finalized):
             sample = source.sample
-            differs = self.parity.difference(sample, source.trajectory, source.workspace) if self.parity else None
-            if differs is not None and self.mode is ParityMode.refuse:
-                out.skipped.append(Skipped(sample.task_id, sample.agent, f"part {sample.part}: {differs}", "parity"))
+            refused = parity_refusal(self.parity, self.mode, sample, source)
+            if refused is not None:
+                out.skipped.append(refused)
                 continue
             kept, tokens, why = fit(sample, self.counter, self.cfg)
             if kept is None:

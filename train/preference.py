@@ -32,7 +32,7 @@ from core.run.reader import RunReader
 from core.run.store import atomic_write_text
 from filters.acceptance import UNDECIDED, judged
 from train.config import ExportConfig, ParityMode
-from train.export_rollouts import SampleSource, Skipped, export_rollouts, source_row, trajectory_samples
+from train.export_rollouts import SampleSource, Skipped, export_rollouts, parity_refusal, source_row, trajectory_samples
 from train.parity import Parity, ParityReport
 from train.rows import SampleWriter, val_tasks
 from train.samples import Sample, SwiftMessage
@@ -226,10 +226,10 @@ class PreferenceExport:
             if not accepted or not rejected:
                 self.report.no_pair["no accepted rollout" if not accepted else "no rejected rollout"] += 1
                 continue
+            refusals = [self._by_agent(trajectory_samples(self.run, bad, self.cfg, skipped, finalized=False)) for bad in rejected]
             for good in accepted:
                 chosen = self._by_agent(trajectory_samples(self.run, good, self.cfg, skipped))
-                for bad in rejected:
-                    refused = self._by_agent(trajectory_samples(self.run, bad, self.cfg, skipped, finalized=False))
+                for refused in refusals:
                     for agent in sorted(chosen.keys() & refused.keys()):
                         self._pair(task, chosen[agent], refused[agent], counter, checker, mode)
         self.report.parity = checker.report if checker is not None else None
@@ -254,11 +254,10 @@ class PreferenceExport:
         if isinstance(cut, str):
             self.report.no_pair[cut] += 1
             return
-        sides = list(zip(cut, (chosen[0], rejected[0])))
-        for side, source in sides:
-            differs = checker.difference(side, source.trajectory, source.workspace) if checker else None
-            if differs is not None and mode is ParityMode.refuse:
-                self.report.skipped.append(Skipped(side.task_id, side.agent, f"part {side.part}: {differs}", "parity"))
+        for side, source in zip(cut, (chosen[0], rejected[0])):
+            refused = parity_refusal(checker, mode, side, source)
+            if refused is not None:
+                self.report.skipped.append(refused)
                 return
             if counter.count(source_row(side)).total > self.cfg.max_length:
                 self.report.skipped.append(

@@ -22,7 +22,6 @@ from typing import Any, ClassVar, Iterator, Optional
 from core.failures import category_of
 from core.iterate import batched
 from core.records import (
-    REPLICA_MARK,
     SCHEMA_VERSION,
     ArtifactError,
     Record,
@@ -30,6 +29,7 @@ from core.records import (
     Task,
     Trajectory,
     Verdict,
+    replica_of,
     task_of,
     write_parquet,
 )
@@ -189,7 +189,7 @@ def release_row(facts: RolloutFacts, trajectory: Trajectory, samples: tuple[Rele
     return ReleaseRow(
         rollout_id=key,
         task_id=task_of(key),
-        replica=int(key.split(REPLICA_MARK, 1)[1]) if REPLICA_MARK in key else 0,
+        replica=replica_of(key),
         split=(task.split or "") if task else "",
         source=task.source if task else "",
         language=task.language if task else "",

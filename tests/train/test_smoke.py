@@ -27,26 +27,21 @@ def small_export(tmp_path: Path) -> ExportReport:
     return export_run(RunReader(run_dir), ExportConfig(val_fraction=0.5))
 
 
+def train_tiny(run_dir: Path, tiny_model: Path, output: Path, *overrides: str) -> subprocess.CompletedProcess[str]:
+    """`python -m train.sft model=tiny` on the run's data, checkpoints to `output`; it must succeed."""
+    command = [sys.executable, "-m", "train.sft", "model=tiny", f"run.dir={run_dir}", f"model.id={tiny_model}"]
+    command += [f"train.output_dir={output}", "tracking=disabled", *overrides]
+    done = subprocess.run(command, cwd=PROJECT_ROOT, capture_output=True, text=True, timeout=240)
+    assert done.returncode == 0, (done.stdout + done.stderr)[-4000:]
+    return done
+
+
 def test_tiny_glm4v_trains_on_the_export(small_export: ExportReport, tiny_model: Path, tmp_path: Path) -> None:
     run_dir = small_export.out_dir.parent
     assert small_export.train and small_export.val and any(e.sample.images for e in small_export.train)
     output = tmp_path / "checkpoints"
     # the vision tower is trained too, so that its change shows the images reached the loss
-    command = [
-        sys.executable,
-        "-m",
-        "train.sft",
-        "model=tiny",
-        f"run.dir={run_dir}",
-        f"model.id={tiny_model}",
-        f"train.output_dir={output}",
-        "tracking=disabled",
-        "train.freeze_vit=false",
-        "train.freeze_aligner=false",
-    ]
-    done = subprocess.run(command, cwd=PROJECT_ROOT, capture_output=True, text=True, timeout=240)
-    log = done.stdout + done.stderr
-    assert done.returncode == 0, log[-4000:]
+    done = train_tiny(run_dir, tiny_model, output, "train.freeze_vit=false", "train.freeze_aligner=false")
     assert "# dataset: OK" in done.stdout  # every row encoded, each image expanded to many image tokens
     weights = load_file(output / "checkpoint-3" / "model.safetensors")
     initial = load_file(tiny_model / "model.safetensors")
@@ -62,21 +57,8 @@ def test_tiny_glm4v_takes_a_preference_step(method: str, tiny_model: Path, tmp_p
     report = export_preferences(RunReader(run_dir), ExportConfig(val_fraction=0.0), PreferenceFormat(method))
     assert report.rows_train >= 2 and report.parity is not None and report.parity.ok
     output = tmp_path / "checkpoints"
-    command = [
-        sys.executable,
-        "-m",
-        "train.sft",
-        "model=tiny",
-        f"run.dir={run_dir}",
-        f"model.id={tiny_model}",
-        "--method",
-        method,
-    ]
-    command += [f"train.output_dir={output}", "tracking=disabled", "train.max_steps=1", "train.save_steps=1"]
-    command += ["train.global_batch_size=2", "train.per_device_batch_size=2", "train.max_length=16384"]
-    done = subprocess.run(command, cwd=PROJECT_ROOT, capture_output=True, text=True, timeout=240)
-    log = done.stdout + done.stderr
-    assert done.returncode == 0, log[-4000:]
+    overrides = ["--method", method, "train.max_steps=1", "train.save_steps=1", "train.global_batch_size=2"]
+    done = train_tiny(run_dir, tiny_model, output, *overrides, "train.per_device_batch_size=2", "train.max_length=16384")
     assert "# dataset: OK" in done.stdout and f"--rlhf_type {method}" in done.stdout
     assert ("DPO pairs" if method == "dpo" else "KTO labels") in done.stdout
     weights = load_file(output / "checkpoint-1" / "model.safetensors")
