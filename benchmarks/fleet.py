@@ -1,26 +1,36 @@
-"""Agent rollouts against a fleet of model servers: routing (prefix-cache reuse) and admission (back-pressure).
+"""Agent rollouts against a fleet of model servers: routing (prefix-cache reuse, load spread) and admission (back-pressure).
 
-    python -m benchmarks.fleet --servers 2 --backend local [--rollouts 6] [--turns 6] [--rounds 2] [--json]
-    python -m benchmarks.fleet --servers 4 --workers 8 --backend sim [--seconds 30] [--ramp-s 10] [--json]
+    python -m benchmarks.fleet --servers 2 --backend local [--rollouts 8] [--turns 6] [--rounds 3] [--json]
+    python -m benchmarks.fleet --servers 4 --workers 8 --backend sim [--seconds 30] [--ramp-s 10] [--rounds 3] [--json]
+
+Each mode is played `--rounds` times, the modes in turn (A B A B ...), so a noisy machine shows as spread
+between repeats; every repeat is printed, and the figures of a mode are their medians.
 
 `--backend local`: real llama.cpp servers (`llm=local`'s model, SmolLM2-135M, with the state cache on,
 one thread each) on loopback. The same synthetic rollouts (a shared system prompt, then turns that add
 the model's reply and a tool result of ~150 tokens; each round's conversations start with their own
-nonce, so no round finds another's prompts cached) are played with `routing=sticky` and
-`routing=round_robin`, interleaved (sticky, round robin, round robin, sticky, ...), through core.llm.fleet
-with one call at a time per server. Each turn is streamed to time its first token; the prompt tokens it
-found cached are the server's own counters (/metrics) read around it. "cached" counts the turns after
-each rollout's first.
+nonce, so no round finds another's prompts cached) are played with `routing=sticky` (its load bound as
+configured, 1.25) and `routing=round_robin` (and, asked for, `sticky_unbounded`: pure rendezvous hashing),
+through core.llm.fleet with one call at a time per server. `--rollouts` (default 4 per server) should be
+more than 3 per server, so that one round is not one coin flip of the hash. Each turn is streamed to time its
+first token; the prompt tokens it found cached are the server's own counters (/metrics) read around it.
+"cached" counts the turns after each rollout's first.
 
 `--backend sim`: the replica SIMULATOR (tests/fakes/replica_sim.py: batch slots, a bounded queue answering
 503, prefill and decode costs, a prefix cache) with `--workers` Ray actors each playing
-`--rollouts-per-worker` rollouts at once through the real model client, for three admissions:
-`per_process_429`, the limit this project had before fleets (a per-process AIMD limit at
+`--rollouts-per-worker` rollouts at once through the real model client. Rollout lengths are skewed: each
+rollout's turns are drawn log-normally around `--turns` (sigma `--length-skew`), the same draws in every mode.
+Modes: `per_process_429`, the limit this project had before fleets (a per-process AIMD limit at
 `llm.max_concurrency`, cut on 429 only, calls spread round robin as a balancer would); `shared`, one
-admission view for all workers (pipeline.fleet_admission), cut on 429/503/529; `shared_metrics`, the same
-following the replicas' /metrics queue gauges (`llm.admission=metrics`). Figures are taken after
-`--ramp-s`, over `--seconds`: the fleet's busy batch slots as a share of all (capacity), refused requests
-as a share of all requests, prompt tokens served from cache, turn latency, rollouts per hour.
+admission view for all workers (pipeline.fleet_admission), cut on 429/503/529, sticky routing with its load
+bound; `shared_metrics`, the same following the replicas' /metrics queue gauges (`llm.admission=metrics`);
+`shared_round_robin`, the shared admission with round-robin routing; asked for, `shared_unbounded`, sticky
+without a bound. Figures are taken after `--ramp-s`, over `--seconds`: the fleet's busy batch slots as a
+share of all (capacity), refused requests as a share of all requests, prompt tokens served from cache, turn
+latency, rollouts per hour.
+
+Sticky modes also report the spread of units over the replicas (the most units on one replica over the
+mean; a unit counts where its last call went) and the share of units moved past the load bound.
 """
 
 from __future__ import annotations
@@ -28,7 +38,6 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
-import math
 import os
 import statistics
 import sys
@@ -44,8 +53,21 @@ import orjson
 import ray
 from prometheus_client.parser import text_string_to_metric_families
 
-from benchmarks.endpoint import percentile
-from core.config import AdmissionMode, LLMConfig, Routing
+from benchmarks.fleet_figures import (
+    DEFAULT_MODES,
+    MODES,
+    Figures,
+    Mode,
+    conversation,
+    grow,
+    line,
+    median_of,
+    quantile,
+    repeat,
+    spread,
+    turns_of,
+)
+from core.config import LLMConfig, Routing
 from core.llm.client import ModelClient
 from core.llm.fleet import Fleet, FleetState, admission, share
 from core.llm.local_server import LocalServer, ServerSpec, bundled_model
@@ -54,49 +76,6 @@ from core.records import Message
 from core.run.metering import Unit, unit_scope
 from fakes.replica_sim import SimSpec
 from fakes.sim_fleet import simulated_fleet
-
-SYSTEM = (
-    "You are the Presenter. You design one HTML slide at a time, look at each rendered slide, and fix what you see. "
-    "Tools: write_file(path, content), inspect_slide(path), finalize(outcome). Keep titles short, one idea per slide, "
-    "at most five bullets, no paragraph longer than three lines, figures with captions, and a consistent palette. "
-)
-TOOL_RESULT = (
-    "inspect_slide slides/slide_{n:02d}.html: rendered 1280x720. Title 'Tides and the moon' at 44px, two bullets at "
-    "24px, one figure (figures/tide_{n}.png, 640x360) with its caption. Layout: no overflow, no overlap, margins 48px. "
-    "Contrast ratio 7.1. The slide reads in about twelve seconds. Next: slide {m:02d} of the manuscript's outline."
-)
-MODES = {"local": ("sticky", "round_robin"), "sim": ("per_process_429", "shared", "shared_metrics")}
-
-
-def conversation(nonce: str, rollout: int) -> list[Message]:
-    return [Message("system", f"Session {nonce}. " + SYSTEM * 6), Message("user", f"Deck {rollout}: make 6 slides on tides.")]
-
-
-def grow(messages: list[Message], reply: str, turn: int) -> None:
-    messages += [Message("assistant", reply or "(no text)"), Message("user", TOOL_RESULT.format(n=turn + 1, m=turn + 2))]
-
-
-def quantile(values: list[float], q: float) -> Optional[float]:
-    """benchmarks.endpoint.percentile, None where nothing was measured."""
-    return percentile(values, q) if values else None
-
-
-@dataclass
-class Figures:
-    """One mode's figures, as `--json` prints them (None: a figure the mode cannot have)."""
-
-    capacity_share: Optional[float] = None
-    refused_share: Optional[float] = None
-    cached_prompt_share: Optional[float] = None
-    ttft_p50_s: Optional[float] = None
-    turn_p50_s: Optional[float] = None
-    turn_p95_s: Optional[float] = None
-    rollouts_per_h: Optional[float] = None
-    extra: dict[str, Any] = field(default_factory=dict)  # printed, not in the contract
-
-    def to_json(self) -> dict[str, Optional[float]]:
-        return {k: (None if v is None else round(v, 4)) for k, v in self.__dict__.items() if k != "extra"}
-
 
 # ---------------------------------------------------------------- real llama.cpp servers
 
@@ -151,8 +130,10 @@ async def _stream_turn(http: aiohttp.ClientSession, grant: Grant, messages: list
     return "".join(text)
 
 
-async def _local_round(urls: list[str], routing: Routing, rollouts: int, turn_count: int) -> Figures:
-    cfg = LLMConfig(base_url=urls, routing=routing, max_concurrency=1, initial_concurrency=1)
+async def _local_round(urls: list[str], mode: Mode, rollouts: int, turn_count: int) -> Figures:
+    cfg = LLMConfig(
+        base_url=urls, routing=mode.routing, routing_load_bound=mode.load_bound, max_concurrency=1, initial_concurrency=1
+    )
     fleet, turns, nonce = Fleet(cfg), Turns(), uuid.uuid4().hex[:8]
     async with aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=600)) as http:
 
@@ -170,6 +151,7 @@ async def _local_round(urls: list[str], routing: Routing, rollouts: int, turn_co
         started = time.perf_counter()
         await asyncio.gather(*(play(r) for r in range(rollouts)))
         elapsed = time.perf_counter() - started
+    units_max_mean, moved_share = spread(admission().snapshot())
     return Figures(
         refused_share=turns.refused / turns.calls,
         cached_prompt_share=turns.cached / turns.prompt if turns.prompt else None,
@@ -177,36 +159,25 @@ async def _local_round(urls: list[str], routing: Routing, rollouts: int, turn_co
         turn_p50_s=quantile(turns.wall_s, 0.5),
         turn_p95_s=quantile(turns.wall_s, 0.95),
         rollouts_per_h=rollouts / elapsed * 3600,
+        units_max_mean=units_max_mean,
+        moved_share=moved_share,
         extra={"ttft_mean_s": statistics.fmean(turns.ttft_s), "wall_s": elapsed},
     )
 
 
-def run_local(args: argparse.Namespace) -> dict[str, Figures]:
+def run_local(args: argparse.Namespace, modes: list[str]) -> dict[str, list[Figures]]:
     spec = ServerSpec(bundled_model(), "bounded-chatml-function-calling", 8192, "smollm2-135m-instruct")
     logs = Path("runs/benchmarks/fleet")
+    rollouts = args.rollouts or 4 * args.servers
     with ExitStack() as stack:
         servers = [LocalServer(spec, logs / f"server_{i}.log") for i in range(args.servers)]
         for server in servers:
             server.start()
             stack.callback(server.stop)
         urls = [s.url for s in servers]
-        order = [m for r in range(args.rounds) for m in (MODES["local"] if r % 2 == 0 else MODES["local"][::-1])]
-        rounds: dict[str, list[Figures]] = {}
-        for mode in order:
-            figures = asyncio.run(_local_round(urls, Routing(mode), args.rollouts, args.turns))
-            print(f"  {mode}: {_line(figures)}", file=sys.stderr, flush=True)  # progress; stdout is the result
-            rounds.setdefault(mode, []).append(figures)
-    return {mode: _pooled(results) for mode, results in rounds.items()}
-
-
-def _pooled(results: list[Figures]) -> Figures:
-    """The rounds of one mode: each figure's mean over them."""
-    pooled = Figures()
-    for name in Figures().to_json():
-        values = [getattr(r, name) for r in results if getattr(r, name) is not None]
-        setattr(pooled, name, statistics.fmean(values) if values else None)
-    pooled.extra = {k: statistics.fmean(r.extra[k] for r in results) for k in results[0].extra}
-    return pooled
+        return repeat(
+            modes, args.rounds, lambda mode: asyncio.run(_local_round(urls, MODES["local"][mode], rollouts, args.turns))
+        )
 
 
 # ---------------------------------------------------------------- the simulated fleet on Ray workers
@@ -232,12 +203,18 @@ class PerProcess429:
 
 @ray.remote(num_cpus=0)
 class BenchWorker:
-    def __init__(self, urls: list[str], mode: str, fleet: Any, settings: dict[str, Any]):
+    def __init__(self, urls: list[str], mode: Mode, fleet: Any, settings: dict[str, Any]):
         from pipeline.fleet_admission import RemoteAdmission
 
-        admission = AdmissionMode.metrics if mode == "shared_metrics" else AdmissionMode.refusals
-        self.cfg = LLMConfig(base_url=urls, model="sim", admission=admission, **settings)
-        if mode == "per_process_429":
+        self.cfg = LLMConfig(
+            base_url=urls,
+            model="sim",
+            routing=mode.routing,
+            routing_load_bound=mode.load_bound,
+            admission=mode.admission,
+            **settings,
+        )
+        if mode.per_process:
             share(PerProcess429(self.cfg.max_concurrency))
         else:
             share(RemoteAdmission(fleet), f"bench-{uuid.uuid4().hex[:6]}")
@@ -260,16 +237,17 @@ class BenchWorker:
             costs[f"{name}_cpu_us"] = (time.process_time() - cpu) / calls * 1e6
         return costs
 
-    async def play(self, rollouts: int, turns: int, seconds: float, name: str) -> tuple[list, list]:
+    async def play(self, rollouts: int, turns: int, skew: float, seconds: float, name: str) -> tuple[list, list]:
         client = ModelClient(self.cfg, "agent")
         deadline = time.time() + seconds
 
         async def rollout_loop(slot: int) -> None:
             n = 0
             while time.time() < deadline:
-                messages = conversation(f"{name}-{slot}-{n}", slot)
-                with unit_scope(Unit(key=f"{name}-{slot}-{n}")):
-                    for turn in range(turns):
+                key = f"{name}-{slot}-{n}"
+                messages = conversation(key, slot)
+                with unit_scope(Unit(key=key)):
+                    for turn in range(turns_of(key, turns, skew)):
                         started = time.time()
                         try:
                             reply = await client.chat(messages)
@@ -285,109 +263,125 @@ class BenchWorker:
         return self.turns, self.finished
 
 
-def run_sim(args: argparse.Namespace) -> dict[str, Figures]:
-    spec = SimSpec(batch_slots=8, max_queued=8, decode_s_per_token=0.02, reply_tokens=24)
-    settings = {"max_concurrency": 64, "initial_concurrency": 4}  # llm=vllm's maximum; backoff and retries as configured
+SIM_SPEC = SimSpec(batch_slots=8, max_queued=8, decode_s_per_token=0.02, reply_tokens=24)
+SIM_SETTINGS = {"max_concurrency": 64, "initial_concurrency": 4}  # llm=vllm's maximum; backoff and retries as configured
+
+
+def run_sim(args: argparse.Namespace, modes: list[str]) -> dict[str, list[Figures]]:
     os.environ.setdefault("RAY_AUTH_MODE", "disabled")  # an embedded, single-user instance, as pipeline.rollouts starts
     ray.init(
         address="local", num_cpus=max(2, args.workers), include_dashboard=False, log_to_driver=False, configure_logging=False
     )
     from pipeline.fleet_admission import start_fleet_actor
 
-    results = {}
     try:
-        with simulated_fleet(args.servers, spec) as fleet:
+        with simulated_fleet(args.servers, SIM_SPEC) as fleet:
             actor, _ = start_fleet_actor()
-            probe = BenchWorker.remote(fleet.urls, "shared", actor, settings)
+            probe = BenchWorker.remote(fleet.urls, MODES["sim"]["shared"], actor, SIM_SETTINGS)
             costs = ray.get(probe.slot_cost.remote(args.slot_calls))
             ray.kill(probe)
             ray.kill(actor)
         print("  a slot per model call: " + ", ".join(f"{k} {v:.0f}" for k, v in costs.items()), file=sys.stderr, flush=True)
-        for mode in MODES["sim"]:
-            with simulated_fleet(args.servers, spec) as fleet:
-                actor, _ = start_fleet_actor()
-                workers = [BenchWorker.remote(fleet.urls, mode, actor, settings) for _ in range(args.workers)]
-                ray.get([w.ready.remote() for w in workers])  # their processes started: the clock starts with their rollouts
-                started = time.time()
-                plays = [
-                    w.play.remote(args.rollouts_per_worker, args.turns, args.ramp_s + args.seconds, f"w{i}")
-                    for i, w in enumerate(workers)
-                ]
-                time.sleep(args.ramp_s)
-                fleet.reset_stats()
-                window_from = time.time()
-                time.sleep(args.seconds)
-                stats = fleet.stats()
-                window_to = time.time()
-                outcomes = ray.get(plays)
-                snapshot = ray.get(actor.snapshot.remote()) if mode != "per_process_429" else {}
-                for w in [*workers, actor]:
-                    ray.kill(w)
-            turn_s = [s for turns, _ in outcomes for at, s in turns if window_from <= at <= window_to]
-            done = sum(window_from <= at <= window_to for _, finished in outcomes for at in finished)
-            served, refused = sum(s.served for s in stats), sum(s.refused for s in stats)
-            prompt, cached = sum(s.prompt_tokens for s in stats), sum(s.cached_tokens for s in stats)
-            figures = Figures(
-                capacity_share=sum(s.busy_slot_s for s in stats) / (spec.batch_slots * len(stats) * (window_to - window_from)),
-                refused_share=refused / (served + refused) if served + refused else None,
-                cached_prompt_share=cached / prompt if prompt else None,
-                turn_p50_s=quantile(turn_s, 0.5),
-                turn_p95_s=quantile(turn_s, 0.95),
-                rollouts_per_h=done / (window_to - window_from) * 3600,
-                extra={
-                    "requests": served + refused,
-                    "limits": [round(float(v["limit"]), 1) for v in snapshot.values()],
-                    "wall_s": time.time() - started,
-                },
-            )
-            print(f"  {mode}: {_line(figures)}", file=sys.stderr, flush=True)  # progress; stdout is the result
-            results[mode] = figures
+        return repeat(modes, args.rounds, lambda mode: _sim_round(args, MODES["sim"][mode]))
     finally:
         ray.shutdown()
-    return results
+
+
+def _sim_round(args: argparse.Namespace, mode: Mode) -> Figures:
+    """One mode on a fresh simulated fleet (empty caches) with a fresh admission actor."""
+    from pipeline.fleet_admission import start_fleet_actor
+
+    with simulated_fleet(args.servers, SIM_SPEC) as fleet:
+        actor, _ = start_fleet_actor()
+        workers = [BenchWorker.remote(fleet.urls, mode, actor, SIM_SETTINGS) for _ in range(args.workers)]
+        ray.get([w.ready.remote() for w in workers])  # their processes started: the clock starts with their rollouts
+        started = time.time()
+        plays = [
+            w.play.remote(args.rollouts_per_worker, args.turns, args.length_skew, args.ramp_s + args.seconds, f"w{i}")
+            for i, w in enumerate(workers)
+        ]
+        time.sleep(args.ramp_s)
+        fleet.reset_stats()
+        window_from = time.time()
+        time.sleep(args.seconds)
+        stats = fleet.stats()
+        window_to = time.time()
+        outcomes = ray.get(plays)
+        snapshot = {} if mode.per_process else ray.get(actor.snapshot.remote())
+        for w in [*workers, actor]:
+            ray.kill(w)
+    turn_s = [s for turns, _ in outcomes for at, s in turns if window_from <= at <= window_to]
+    done = sum(window_from <= at <= window_to for _, finished in outcomes for at in finished)
+    served, refused = sum(s.served for s in stats), sum(s.refused for s in stats)
+    prompt, cached = sum(s.prompt_tokens for s in stats), sum(s.cached_tokens for s in stats)
+    units_max_mean, moved_share = spread(snapshot)
+    return Figures(
+        capacity_share=sum(s.busy_slot_s for s in stats) / (SIM_SPEC.batch_slots * len(stats) * (window_to - window_from)),
+        refused_share=refused / (served + refused) if served + refused else None,
+        cached_prompt_share=cached / prompt if prompt else None,
+        turn_p50_s=quantile(turn_s, 0.5),
+        turn_p95_s=quantile(turn_s, 0.95),
+        rollouts_per_h=done / (window_to - window_from) * 3600,
+        units_max_mean=units_max_mean,
+        moved_share=moved_share,
+        extra={
+            "requests": served + refused,
+            "limits": [round(float(v["limit"]), 1) for v in snapshot.values()],
+            "wall_s": time.time() - started,
+        },
+    )
 
 
 # ---------------------------------------------------------------- output
-
-
-def _pct(value: Optional[float]) -> str:
-    return "–" if value is None or math.isnan(value) else f"{100 * value:.1f}%"
-
-
-def _s(value: Optional[float]) -> str:
-    return "–" if value is None else f"{value:.3f} s"
-
-
-def _line(f: Figures) -> str:
-    return (
-        f"capacity {_pct(f.capacity_share)}, refused {_pct(f.refused_share)}, cached prompt {_pct(f.cached_prompt_share)}, "
-        f"ttft p50 {_s(f.ttft_p50_s)}, turn p50 {_s(f.turn_p50_s)} p95 {_s(f.turn_p95_s)}, "
-        f"{f.rollouts_per_h or 0:,.0f} rollouts/h; "
-        + ", ".join(f"{k} {v:.3g}" if isinstance(v, float) else f"{k} {v}" for k, v in f.extra.items())
-    )
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--backend", choices=("local", "sim"), required=True)
     parser.add_argument("--servers", type=int, default=2)
+    parser.add_argument(
+        "--modes",
+        help=f"comma-separated, in the order played; local: {', '.join(MODES['local'])} "
+        f"(default {DEFAULT_MODES['local']}); sim: {', '.join(MODES['sim'])} (default {DEFAULT_MODES['sim']})",
+    )
     parser.add_argument("--workers", type=int, default=8, help="sim: Ray workers playing rollouts")
     parser.add_argument("--rollouts-per-worker", type=int, default=16, help="sim: rollouts each worker plays at once")
-    parser.add_argument("--rollouts", type=int, default=6, help="local: rollouts per round")
-    parser.add_argument("--turns", type=int, default=6, help="turns per rollout")
-    parser.add_argument("--rounds", type=int, default=2, help="local: rounds of each routing, interleaved")
+    parser.add_argument("--rollouts", type=int, help="local: rollouts per round (default 4 per server)")
+    parser.add_argument("--turns", type=int, default=6, help="turns per rollout (sim: their mean)")
+    parser.add_argument(
+        "--length-skew", type=float, default=0.8, help="sim: sigma of the rollouts' log-normal turns (0: all equal)"
+    )
+    parser.add_argument("--rounds", type=int, default=3, help="repeats of each mode, the modes in turn (A B A B ...)")
     parser.add_argument("--seconds", type=float, default=30.0, help="sim: the measured window")
     parser.add_argument("--ramp-s", type=float, default=10.0, help="sim: seconds before the window")
     parser.add_argument("--slot-calls", type=int, default=2000, help="sim: slots taken to time the admission actor")
-    parser.add_argument("--json", action="store_true", help='print one object: {"modes": {MODE: {figures}}}')
+    parser.add_argument(
+        "--json",
+        action="store_true",
+        help='print one object: {"modes": {MODE: {median figures}}, "repeats": {MODE: [{figures}]}}',
+    )
     args = parser.parse_args()
-    results = run_local(args) if args.backend == "local" else run_sim(args)
+    modes = (args.modes or DEFAULT_MODES[args.backend]).split(",")
+    unknown = [m for m in modes if m not in MODES[args.backend]]
+    if unknown:
+        parser.error(
+            f"--modes: {', '.join(unknown)} unknown for --backend {args.backend}; known: {', '.join(MODES[args.backend])}"
+        )
+    repeats = run_local(args, modes) if args.backend == "local" else run_sim(args, modes)
+    medians = {mode: median_of(results) for mode, results in repeats.items()}
     if args.json:
-        print(json.dumps({"modes": {mode: f.to_json() for mode, f in results.items()}}))
+        print(
+            json.dumps(
+                {
+                    "modes": {mode: f.to_json() for mode, f in medians.items()},
+                    "repeats": {mode: [f.to_json() for f in results] for mode, results in repeats.items()},
+                }
+            )
+        )
         return
-    print(f"\n{args.backend}, {args.servers} servers:")
-    for mode, f in results.items():
-        print(f"  {mode:16s} {_line(f)}")
+    print(f"\n{args.backend}, {args.servers} servers, median of {args.rounds} repeats:")
+    for mode, f in medians.items():
+        print(f"  {mode:18s} {line(f)}")
 
 
 if __name__ == "__main__":

@@ -117,6 +117,10 @@ class LLMConfig:
     base_url: Any = "http://127.0.0.1:8000/v1"
     base_urls_file: Optional[str] = None  # a fleet that changes: a file of base URLs, one per line, reread as it changes
     routing: Routing = Routing.sticky
+    # routing=sticky: a unit stays on its replica while that replica holds at most this factor times the fleet's mean
+    # calls (in flight and waiting, every worker's); past it the unit moves to the next replica of its rendezvous
+    # order, and stays there. 0: no bound (pure rendezvous hashing).
+    routing_load_bound: float = 1.25
     admission: AdmissionMode = AdmissionMode.refusals
     api_key_env: str = "OPENAI_API_KEY"  # name of the variable holding the key, never the key
     model: str = "zai-org/GLM-4.6V-Flash"
@@ -256,6 +260,7 @@ PERFORMANCE_KEYS: tuple[str, ...] = (
     "*.target_queue",
     "*.probe_interval_s",
     "*.routing",
+    "*.routing_load_bound",
     "*.admission",
     "*.base_url",  # where the model is served, not what it is (`model`): a fleet may grow or move between invocations
     "*.base_urls_file",
@@ -331,6 +336,9 @@ def check_fleet(key: str, endpoint: Any) -> None:
             raise ConfigError(f"{key}.{name}={value}: must be >= 1")
     if endpoint.target_queue is not None and endpoint.target_queue < 0:
         raise ConfigError(f"{key}.target_queue={endpoint.target_queue}: must be >= 0")
+    bound = endpoint.routing_load_bound
+    if bound is not None and bound != 0 and bound < 1:
+        raise ConfigError(f"{key}.routing_load_bound={bound}: a factor of the fleet's mean load, >= 1 (or 0: no bound)")
     if endpoint.probe_interval_s is not None and endpoint.probe_interval_s <= 0:
         raise ConfigError(f"{key}.probe_interval_s={endpoint.probe_interval_s}: must be > 0")
 

@@ -7,7 +7,13 @@ a `core.llm.client.ModelClient` asks its `Fleet` for a slot on one replica and g
   id, a judged unit's id) goes to the same replica, chosen by rendezvous hashing of the key over the
   replicas that are up: stable across processes and resumes, and when a replica leaves only its units
   move. An agent's next prompt is its last one plus a little, so the replica that served the last
-  turn holds it in its prefix cache. `round_robin`: each call the next replica, as a plain balancer.
+  turn holds it in its prefix cache. Hashing alone can pin 4 of 6 units to one of two replicas, and a
+  run waits for the busier one, so the load is bounded (consistent hashing with bounded loads,
+  Mirrokni, Thorup and Zadimoghaddam, 2018): a replica takes a call only while its calls in flight and
+  waiting, this one included, stay within `ceil(llm.routing_load_bound x their mean over the replicas up)`
+  (the ceiling always leaves one that fits). A unit past it moves to the next replica of its rendezvous
+  order that fits and stays there; its first move is counted (`moved_in`) and logged. `round_robin`: each
+  call the next replica, as a plain balancer.
 - Admission. Each replica has a limit on calls in flight (`core.llm.replica_limit.Limit`), shared by every client of the
   process and, in a Ray run, by every rollout worker (`pipeline.fleet_admission` hosts one
   `FleetState` for all of them). It starts at `initial_concurrency`, doubles each round of
@@ -29,10 +35,11 @@ import asyncio
 import hashlib
 import itertools
 import logging
+import math
 import os
 import time
 import uuid
-from collections import deque
+from collections import OrderedDict, deque
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Coroutine, Optional
@@ -49,6 +56,7 @@ log = logging.getLogger(__name__)
 FAILS_TO_DOWN = 3  # failed calls in a row that take a replica out
 REFUSALS_TO_DOWN = 10  # refusals in a row, at a limit of one, that take a replica out
 METRICS_INTERVAL_S = 0.5  # admission=metrics: how often each replica's gauges are read
+UNITS_REMEMBERED = 100_000  # sticky units whose replica is remembered (the least recent forgotten first)
 
 
 class NoReplicaUp(aiohttp.ClientConnectionError):
@@ -61,6 +69,7 @@ class _Waiter:
     urls: tuple[str, ...]
     key: Optional[str]
     routing: Routing
+    load_bound: float
     future: asyncio.Future[Grant]
 
 
@@ -77,6 +86,8 @@ class Replica:
     granted: int = 0  # calls granted so far (their sequence numbers)
     peak_in_flight: int = 0
     refusals: int = 0
+    units: int = 0  # sticky units whose last call it served
+    moved_in: int = 0  # units that moved to it on their first move past the load bound
     waiters: deque[_Waiter] = field(default_factory=deque)
     fleets: set[tuple[str, ...]] = field(default_factory=set)  # the endpoints (replica lists) it serves in
     wake: Optional[asyncio.TimerHandle] = None  # the dispatch at the end of a pause (Retry-After)
@@ -84,10 +95,29 @@ class Replica:
     def has_room(self, now: float) -> bool:
         return self.up and now >= self.paused_until and self.in_flight < self.limit.slots
 
+    @property
+    def load(self) -> int:
+        """Calls it holds: in flight and waiting for a slot."""
+        return self.in_flight + len(self.waiters)
+
+
+@dataclass
+class _Placement:
+    url: str = ""  # the replica its last call went to ("": none yet)
+    # (its first choice then, where it went) after a move past the load bound: it stays there while that first
+    # choice is still its first choice among the replicas up and the other is up (a replica back takes back its own)
+    moved: Optional[tuple[str, str]] = None
+    counted: bool = False  # a move of it was counted (once per unit)
+
+
+def rendezvous_order(key: str, urls: list[str]) -> list[str]:
+    """`urls` in `key`'s order of preference: by the hash of (key, url), the same in every process."""
+    return sorted(urls, key=lambda url: hashlib.blake2b(f"{key}\x00{url}".encode(), digest_size=8).digest(), reverse=True)
+
 
 def rendezvous(key: str, urls: list[str]) -> str:
-    """The replica `key` is pinned to among `urls`: the highest hash of (key, url), the same in every process."""
-    return max(urls, key=lambda url: hashlib.blake2b(f"{key}\x00{url}".encode(), digest_size=8).digest())
+    """The replica `key` is pinned to among `urls`."""
+    return rendezvous_order(key, urls)[0]
 
 
 class FleetState:
@@ -99,6 +129,7 @@ class FleetState:
         self._tickets: dict[str, tuple[Replica, int]] = {}  # granted: ticket -> (replica, sequence number)
         self._waiting: dict[str, _Waiter] = {}
         self._rotation: dict[tuple[str, ...], itertools.count[int]] = {}
+        self._placements: OrderedDict[str, _Placement] = OrderedDict()  # sticky units, the most recent last
         self._watchers: dict[str, asyncio.Task[None]] = {}  # probes of replicas taken out, readers of /metrics
 
     # ------------------------------------------------------------ calls
@@ -107,10 +138,10 @@ class FleetState:
         """A slot on the replica this call goes to; waits while that replica is full. NoReplicaUp when all are out."""
         for url in urls:
             self._register(url, urls, policy)
-        replica = self._route(urls, key, routing)
+        replica = self._route(urls, key, routing, policy.load_bound)
         if replica.has_room(time.monotonic()) and not replica.waiters:
             return self._grant(replica, ticket)
-        waiter = _Waiter(ticket, urls, key, routing, asyncio.get_running_loop().create_future())
+        waiter = _Waiter(ticket, urls, key, routing, policy.load_bound, asyncio.get_running_loop().create_future())
         replica.waiters.append(waiter)
         self._waiting[ticket] = waiter
         self._dispatch(replica)  # a paused replica: wake its waiters when the pause ends
@@ -152,6 +183,8 @@ class FleetState:
                 "peak_in_flight": r.peak_in_flight,
                 "granted": r.granted,
                 "refusals": r.refusals,
+                "units": r.units,
+                "moved_in": r.moved_in,
             }
             for url, r in self.replicas.items()
         }
@@ -172,16 +205,47 @@ class FleetState:
     def _limit(policy: Policy) -> Limit:
         return Limit(policy.maximum, policy.initial, policy.admission is AdmissionMode.metrics)
 
-    def _route(self, urls: tuple[str, ...], key: Optional[str], routing: Routing) -> Replica:
+    def _route(self, urls: tuple[str, ...], key: Optional[str], routing: Routing, load_bound: float) -> Replica:
         up = [u for u in urls if self.replicas[u].up]
         if not up:
             raise NoReplicaUp(f"every replica is out: {', '.join(urls)} (probed back every few seconds)")
         if key is not None and routing is Routing.sticky:
-            return self.replicas[rendezvous(key, up)]
+            return self._sticky(key, up, load_bound)
         if routing is Routing.round_robin:
             turn = next(self._rotation.setdefault(urls, itertools.count()))
             return self.replicas[up[turn % len(up)]]
-        return min((self.replicas[u] for u in up), key=lambda r: (r.in_flight + len(r.waiters)) / r.limit.value)
+        return min((self.replicas[u] for u in up), key=lambda r: r.load / r.limit.value)
+
+    def _sticky(self, key: str, up: list[str], load_bound: float) -> Replica:
+        """The unit's replica: its first choice among those up (or the one it moved to), unless that one is past
+        the load bound; then the next of its order within it, where it stays."""
+        order = rendezvous_order(key, up)
+        placement = self._placements.pop(key, None) or _Placement()
+        moved = placement.moved
+        url = moved[1] if moved is not None and moved[0] == order[0] and moved[1] in up else order[0]
+        if load_bound and not self._fits(url, up, load_bound):
+            target = next((u for u in order if u != url and self._fits(u, up, load_bound)), url)
+            if target != url and not placement.counted:
+                placement.counted = True
+                self.replicas[target].moved_in += 1
+                why = f"{self.replicas[url].load} calls there, past {load_bound:g} x the fleet's mean"
+                log.info("unit %s moved from %s to %s: %s", key, url, target, why)
+            url = target
+        placement.moved = (order[0], url) if url != order[0] else None
+        if placement.url != url:  # counted where its calls go now
+            self.replicas[url].units += 1
+            if placement.url:
+                self.replicas[placement.url].units -= 1
+            placement.url = url
+        self._placements[key] = placement
+        if len(self._placements) > UNITS_REMEMBERED:
+            self._placements.popitem(last=False)
+        return self.replicas[url]
+
+    def _fits(self, url: str, up: list[str], load_bound: float) -> bool:
+        """Whether one more call keeps the replica within `load_bound` x the mean load of the replicas up."""
+        total = sum(self.replicas[u].load for u in up) + 1
+        return self.replicas[url].load + 1 <= math.ceil(load_bound * total / len(up))
 
     def _grant(self, replica: Replica, ticket: str) -> Grant:
         replica.in_flight += 1
@@ -213,7 +277,7 @@ class FleetState:
                 self._waiting.pop(waiter.ticket, None)
                 continue
             try:
-                target = self._route(waiter.urls, waiter.key, waiter.routing)
+                target = self._route(waiter.urls, waiter.key, waiter.routing, waiter.load_bound)
             except NoReplicaUp as exc:
                 del self._waiting[waiter.ticket]
                 waiter.future.set_exception(exc)

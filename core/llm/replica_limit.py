@@ -45,6 +45,7 @@ class Policy:
     target_queue: int = 2
     probe_interval_s: float = 5.0
     max_pause_s: float = 60.0
+    load_bound: float = 0.0  # routing=sticky: the most calls a replica takes, as a factor of the fleet's mean (0: none)
 
     @classmethod
     def of(cls, cfg: LLMConfig) -> Policy:
@@ -55,6 +56,7 @@ class Policy:
             cfg.target_queue,
             cfg.probe_interval_s,
             cfg.backoff_max_s,
+            cfg.routing_load_bound,
         )
 
 

@@ -12,10 +12,10 @@ from pathlib import Path
 
 import pytest
 
-from core.config import LLMConfig
+from core.config import ConfigError, LLMConfig, Routing, check_fleet
 from core.llm.client import ModelClient
-from core.llm.fleet import Fleet, admission, rendezvous
-from core.llm.replica_limit import Limit
+from core.llm.fleet import Fleet, FleetState, admission, rendezvous
+from core.llm.replica_limit import CallOutcome, Grant, Limit, Policy
 from core.records import Message
 from core.run.metering import Unit, unit_scope
 from fakes.openai_server import ErrorReply, FakeOpenAIServer, FaultPlan, Reply
@@ -30,6 +30,12 @@ def fleet_client(urls: list[str], **overrides) -> ModelClient:
 
 def ok(_: dict) -> Reply:
     return Reply("done", cached_tokens=3)
+
+
+async def chat_key(client: ModelClient, key: str) -> None:
+    """A call of unit `key` that names it (what a server received tells which unit sent it)."""
+    with unit_scope(Unit(key=key, meter=client.meter)):
+        await client.chat([Message("user", key)])
 
 
 async def chat_as(client: ModelClient, key: str) -> None:
@@ -85,9 +91,9 @@ def test_rendezvous_moves_only_the_keys_of_a_replica_that_leaves() -> None:
 # ---------------------------------------------------------------- routing
 
 
-async def test_sticky_routing_keeps_each_unit_on_one_replica_and_spreads_the_units() -> None:
+async def test_sticky_routing_by_hashing_alone_keeps_each_unit_on_one_replica_and_spreads_the_units() -> None:
     with FakeOpenAIServer(ok) as a, FakeOpenAIServer(ok) as b, FakeOpenAIServer(ok) as c:
-        client = fleet_client([a.url, b.url, c.url])
+        client = fleet_client([a.url, b.url, c.url], routing_load_bound=0)  # hashing alone
         for _ in range(3):
             await asyncio.gather(*(chat_as(client, f"task-{k}") for k in range(12)))
         servers = {srv.url: srv for srv in (a, b, c)}
@@ -111,6 +117,81 @@ async def test_round_robin_takes_each_replica_in_turn() -> None:
         for _ in range(6):
             await chat_as(client, "one-unit")
         assert (a.served, b.served) == (3, 3)
+        await client.aclose()
+
+
+def keys_homed(urls: list[str], home: str, count: int) -> list[str]:
+    """The first `count` unit keys whose first choice among `urls` is `home`."""
+    return [k for k in (f"task-{i}" for i in range(10_000)) if rendezvous(k, urls) == home][:count]
+
+
+async def hold_calls(state: FleetState, urls: list[str], keys: list[str], bound: float) -> list[Grant]:
+    """One call per key, each holding its slot (a limit of 1,000: none waits), in the keys' order."""
+    policy = Policy(maximum=1000, initial=1000, load_bound=bound)
+    return [await state.acquire(tuple(urls), policy, key, Routing.sticky, f"t/{key}") for key in keys]
+
+
+async def test_bounded_sticky_routing_moves_units_off_a_replica_past_the_bound_once_and_they_stay() -> None:
+    urls = ["http://a:8000/v1", "http://b:8000/v1"]
+    keys = keys_homed(urls, urls[0], 8)  # hashing alone pins all 8 to a
+    state = FleetState()
+    first = await hold_calls(state, urls, keys, bound=1.25)
+    # each call is admitted while a's calls, it included, stay within ceil(1.25 x the mean): 5 to a, 3 moved to b
+    assert [g.url[7] for g in first] == ["a", "a", "b", "a", "a", "b", "a", "b"]
+    snapshot = state.snapshot()
+    assert (snapshot[urls[0]]["units"], snapshot[urls[1]]["units"]) == (5, 3)
+    assert snapshot[urls[1]]["moved_in"] == 3
+    for grant in first:
+        state.release(grant.ticket, CallOutcome.ok)
+    again = await hold_calls(state, urls, keys, bound=1.25)  # a is idle now: the moved units stay where their cache is
+    assert [g.url for g in again] == [g.url for g in first]
+    assert state.snapshot()[urls[1]]["moved_in"] == 3  # counted once per unit
+    unbounded = await hold_calls(FleetState(), urls, keys, bound=0)
+    assert {g.url for g in unbounded} == {urls[0]}
+
+
+async def test_bounded_routing_keeps_max_over_mean_within_the_bound_for_many_units() -> None:
+    urls = [f"http://r{i}:8000/v1" for i in range(4)]
+    state = FleetState()
+    await hold_calls(state, urls, [f"rollout-{i}" for i in range(400)], bound=1.25)
+    units = [state.snapshot()[u]["units"] for u in urls]
+    assert sum(units) == 400 and max(units) <= 1.25 * 100
+    moved = sum(state.snapshot()[u]["moved_in"] for u in urls)
+    assert moved < 100  # most units keep their first choice
+
+
+def test_a_load_bound_below_one_is_refused_naming_the_key() -> None:
+    check_fleet("llm", LLMConfig(routing_load_bound=0))  # no bound
+    with pytest.raises(ConfigError, match=r"roles.critic.routing_load_bound=0.8: .* >= 1"):
+        check_fleet("roles.critic", LLMConfig(routing_load_bound=0.8))
+
+
+async def test_a_replica_out_and_back_moves_only_its_own_units_under_the_bound() -> None:
+    with FakeOpenAIServer(ok, latency_s=0.05) as b, FakeOpenAIServer(ok, latency_s=0.05) as c:
+        with FakeOpenAIServer(ok, latency_s=0.05) as a:
+            urls = [a.url, b.url, c.url]
+            client = fleet_client(urls, probe_interval_s=0.1)
+            keys = [key for trio in zip(*(keys_homed(urls, u, 3) for u in urls)) for key in trio]
+            homes = {key: rendezvous(key, urls) for key in keys}
+            servers = {s.url: s for s in (a, b, c)}
+
+            async def play_round() -> dict[str, str]:
+                seen = {url: len(s.requests) for url, s in servers.items()}
+                await asyncio.gather(*(chat_key(client, key) for key in keys))
+                return {r["messages"][0]["content"]: url for url, s in servers.items() for r in s.requests[seen[url] :]}
+
+            assert await play_round() == homes
+        await asyncio.gather(*(chat_key(client, key) for key in keys if homes[key] == a.url))  # finds a gone
+        assert admission().snapshot()[a.url]["up"] is False
+        during = await play_round()
+        assert {k for k in keys if during[k] != homes[k]} == {k for k in keys if homes[k] == a.url}
+        with FakeOpenAIServer(ok, port=a.port, latency_s=0.05) as back:
+            servers[a.url] = back
+            for _ in range(50):
+                await asyncio.sleep(0.05)
+                if admission().snapshot()[a.url]["up"]:
+                    break
+            assert await play_round() == homes  # its units came back; no other unit moved
         await client.aclose()
 
 
@@ -171,8 +252,8 @@ async def test_a_retry_after_pauses_the_replica_for_every_call() -> None:
 async def test_a_replica_that_dies_is_taken_out_its_units_move_and_it_rejoins_when_it_answers() -> None:
     with FakeOpenAIServer(ok) as b:
         with FakeOpenAIServer(ok) as a:
-            client = fleet_client([a.url, b.url], probe_interval_s=0.1)
-            keys = [k for k in (f"task-{i}" for i in range(40)) if rendezvous(k, [a.url, b.url]) == a.url][:4]
+            client = fleet_client([a.url, b.url], probe_interval_s=0.1, routing_load_bound=0)  # hashing alone
+            keys = keys_homed([a.url, b.url], a.url, 4)
             await asyncio.gather(*(chat_as(client, key) for key in keys))
             assert (a.served, b.served) == (4, 0)
         await asyncio.gather(*(chat_as(client, key) for key in keys))  # a is gone: its units finish on b
