@@ -11,9 +11,9 @@ a `core.llm.client.ModelClient` asks its `Fleet` for a slot on one replica and g
   run waits for the busier one, so the load is bounded (consistent hashing with bounded loads,
   Mirrokni, Thorup and Zadimoghaddam, 2018): a replica takes a call only while its calls in flight and
   waiting, this one included, stay within `ceil(llm.routing_load_bound x their mean over the replicas up)`
-  (the ceiling always leaves one that fits). A unit past it moves to the next replica of its rendezvous
-  order that fits and stays there; its first move is counted (`moved_in`) and logged. `round_robin`: each
-  call the next replica, as a plain balancer.
+  (the ceiling always leaves one that fits). A unit past it goes to the next replica of its rendezvous
+  order that fits and stays there; its first move off a replica that served it is counted (`moved_in`)
+  and logged. `round_robin`: each call the next replica, as a plain balancer.
 - Admission. Each replica has a limit on calls in flight (`core.llm.replica_limit.Limit`), shared by every client of the
   process and, in a Ray run, by every rollout worker (`pipeline.fleet_admission` hosts one
   `FleetState` for all of them). It starts at `initial_concurrency`, doubles each round of
@@ -107,7 +107,7 @@ class _Placement:
     # (its first choice then, where it went) after a move past the load bound: it stays there while that first
     # choice is still its first choice among the replicas up and the other is up (a replica back takes back its own)
     moved: Optional[tuple[str, str]] = None
-    counted: bool = False  # a move of it was counted (once per unit)
+    counted: bool = False  # its move off a replica that had served it was counted (once per unit)
 
 
 def rendezvous_order(key: str, urls: list[str]) -> list[str]:
@@ -225,7 +225,7 @@ class FleetState:
         url = moved[1] if moved is not None and moved[0] == order[0] and moved[1] in up else order[0]
         if load_bound and not self._fits(url, up, load_bound):
             target = next((u for u in order if u != url and self._fits(u, up, load_bound)), url)
-            if target != url and not placement.counted:
+            if target != url and placement.url and not placement.counted:  # a first call loses no cache: no move
                 placement.counted = True
                 self.replicas[target].moved_in += 1
                 why = f"{self.replicas[url].load} calls there, past {load_bound:g} x the fleet's mean"
