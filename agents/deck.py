@@ -2,7 +2,7 @@
 
     python -m agents.deck SLIDES_DIR --aspect 16:9 --pdf OUT.pdf [--pptx OUT.pptx] [--png-dir DIR]
         [--pptx-mode editable|picture] [--manuscript FILE] [--check] [--text deck_text.json]
-    python -m agents.deck check DECK.pptx --against DECK.pdf [--json]    # the fidelity check alone
+    python -m agents.deck check DECK.pptx --against DECK.pdf [--json] [--locale en-US]    # the fidelity check alone
 
 Exit status as every command's (core.cli): 2 for unusable input, 1 when rendering or the check failed.
 """
@@ -20,7 +20,7 @@ from typing import Any
 from core.cli import InputError, OneLineParser, run_command
 from deck.config import DeckConfig, PptxMode
 from deck.export import DeckExport, export_deck, page_reader, slide_files
-from deck.fidelity import check
+from deck.fidelity import LOCALE, check, locale_tag
 from render.config import RenderConfig
 from render.renderer import Renderer, aspect_size
 
@@ -80,10 +80,16 @@ def _check_main(argv: list[str]) -> int:
     parser.add_argument("--json", action="store_true", help="print the figures as JSON")
     parser.add_argument("--soffice", default=DeckConfig.soffice, help="LibreOffice's command (default: soffice)")
     parser.add_argument("--timeout", type=float, default=DeckConfig.check_timeout_s, help="seconds LibreOffice may take")
+    parser.add_argument(
+        "--locale",
+        type=locale_tag,
+        default=LOCALE,
+        help=f"LibreOffice's locale (default: {LOCALE}, its own; under ja-JP or ko-KR it adds no space between Asian and other text)",
+    )
     args = parser.parse_args(argv)
 
     def work() -> int:
-        figures = check(args.pptx, args.against, args.soffice, args.timeout)  # BadInput: exit 2; a CheckError: 1
+        figures = check(args.pptx, args.against, args.soffice, args.timeout, args.locale)  # BadInput: exit 2; a CheckError: 1
         print(json.dumps(figures, ensure_ascii=False, indent=1) if args.json else _summary(figures))
         return 0
 
@@ -101,7 +107,8 @@ def _summary(figures: dict[str, Any]) -> str:
             f"{name:>5} {s['words']:>6} {s['words_kept']:>6.1%} {spread['median']:>9.2f} {spread['max']:>7.2f} {s['line_count_changed']:>13} {s['ssim']:>6.3f}"
         )
     return (
-        "\n".join(lines) + f"\n{figures['renderer']}, {figures['seconds']} s; within targets: {figures['deck']['within_targets']}"
+        "\n".join(lines)
+        + f"\n{figures['renderer']} ({figures['locale']}), {figures['seconds']} s; within targets: {figures['deck']['within_targets']}"
     )
 
 

@@ -9,6 +9,10 @@ slide; the share matched is `words_kept`, the distances of the matches (CSS px o
 layer) changed its line count when its matched words sit on a different number of lines.
 `ssim` compares the two renders in grey at 1280 px wide; `images` counts the pictures of each
 render, and `objects` what the PPTX holds (text frames, pictures, native tables, shapes).
+
+LibreOffice renders in the locale `LOCALE`, its own default, under which it adds space between
+Asian and other text as it does for most of its users (not under a Japanese or Korean locale);
+another can be named (`locale`).
 """
 
 from __future__ import annotations
@@ -39,11 +43,10 @@ from core.pdf import pymupdf
 WIDTH = 1280  # displacements and SSIM at this slide width, whatever the aspect
 TARGETS = {"words_kept": 0.95, "median_px": 4.0, "line_count_changed": 0}
 _CJK = re.compile(r"[\u2e80-\u9fff\uac00-\ud7af\uf900-\ufaff\uff00-\uffef]")  # CJK, kana, fullwidth forms
-
-
+LOCALE = "en-US"  # LibreOffice's default locale (a profile without one takes it from LANG: en-US for C.UTF-8)
 _PROFILE = """<?xml version="1.0" encoding="UTF-8"?>
 <oor:items xmlns:oor="http://openoffice.org/2001/registry" xmlns:xs="http://www.w3.org/2001/XMLSchema" xmlns:xsi="http://www.w3.org/2001/XMLSchema-instance">
-<item oor:path="/org.openoffice.Setup/L10N"><prop oor:name="ooSetupSystemLocale" oor:op="fuse"><value>ja-JP</value></prop></item>
+<item oor:path="/org.openoffice.Setup/L10N"><prop oor:name="ooSetupSystemLocale" oor:op="fuse"><value>{locale}</value></prop></item>
 </oor:items>
 """
 
@@ -53,7 +56,7 @@ class CheckError(Failed, RuntimeError):
 
 
 class BadInput(InputError, CheckError):
-    """A missing or unreadable PPTX or PDF."""
+    """A missing or unreadable PPTX or PDF, or a locale that is none."""
 
 
 @dataclass(frozen=True)
@@ -74,17 +77,26 @@ def libreoffice_version(soffice: str) -> str:
     return out.split(" (")[0].rsplit(" ", 1)[0] if out else "LibreOffice"
 
 
-def render_pptx(pptx: Path, out_dir: Path, soffice: str = "soffice", timeout_s: float = 120.0) -> Path:
+def locale_tag(text: str) -> str:
+    """`text` if it is a locale such as en-US or ja-JP (BCP 47 language and subtags), else ValueError."""
+    if not re.fullmatch(r"[A-Za-z]{2,3}(-[A-Za-z0-9]{2,8})*", text):
+        raise ValueError(f"{text!r} is not a locale such as en-US or ja-JP")
+    return text
+
+
+def render_pptx(pptx: Path, out_dir: Path, soffice: str = "soffice", timeout_s: float = 120.0, locale: str = LOCALE) -> Path:
     """The PPTX as PDF, rendered by LibreOffice headless with a profile of its own (so conversions
-    may run side by side). The profile's locale is ja-JP, under which LibreOffice turns off its
-    "spacing between Asian and non-Asian text" (a PPTX cannot: DrawingML has no attribute for it
-    and LibreOffice's import sets none; Chromium adds no such space)."""
+    may run side by side) whose locale is `locale` (BCP 47)."""
     found = shutil.which(soffice)
     if found is None:
         raise CheckError(f"LibreOffice ({soffice}) is not installed: Debian libreoffice-impress")
+    try:
+        settings = _PROFILE.format(locale=locale_tag(locale))
+    except ValueError as exc:
+        raise BadInput(str(exc)) from exc
     with tempfile.TemporaryDirectory(prefix="lo-profile-") as profile:
         (Path(profile) / "user").mkdir()
-        (Path(profile) / "user" / "registrymodifications.xcu").write_text(_PROFILE, encoding="utf-8")
+        (Path(profile) / "user" / "registrymodifications.xcu").write_text(settings, encoding="utf-8")
         command = [
             found,
             f"-env:UserInstallation={Path(profile).as_uri()}",
@@ -109,7 +121,7 @@ def render_pptx(pptx: Path, out_dir: Path, soffice: str = "soffice", timeout_s: 
     return pdf
 
 
-def check(pptx: Path, pdf: Path, soffice: str = "soffice", timeout_s: float = 120.0) -> dict[str, Any]:
+def check(pptx: Path, pdf: Path, soffice: str = "soffice", timeout_s: float = 120.0, locale: str = LOCALE) -> dict[str, Any]:
     """The fidelity figures of `pptx` against `pdf` (see the module docstring)."""
     for path, suffix in ((pptx, ".pptx"), (pdf, ".pdf")):
         if not path.is_file():
@@ -128,7 +140,7 @@ def check(pptx: Path, pdf: Path, soffice: str = "soffice", timeout_s: float = 12
     with reference, tempfile.TemporaryDirectory(prefix="pptx-check-") as tmp:
         if not reference.is_pdf:
             raise BadInput(f"{pdf}: not a PDF")
-        with pymupdf.open(render_pptx(pptx, Path(tmp), soffice, timeout_s)) as candidate:
+        with pymupdf.open(render_pptx(pptx, Path(tmp), soffice, timeout_s, locale)) as candidate:
             if reference.page_count != candidate.page_count:
                 raise CheckError(f"{pdf} has {reference.page_count} pages, the PPTX {candidate.page_count} slides")
             slides = [_compare(i + 1, reference[i], candidate[i], objects[i]) for i in range(reference.page_count)]
@@ -139,6 +151,7 @@ def check(pptx: Path, pdf: Path, soffice: str = "soffice", timeout_s: float = 12
         "pptx": str(pptx),
         "pdf": str(pdf),
         "renderer": libreoffice_version(soffice),
+        "locale": locale,
         "seconds": round(time.perf_counter() - started, 2),
         "deck": deck,
         "slides": slides,

@@ -8,6 +8,15 @@ spacing, imitating PowerPoint: measured for Noto Sans, Noto Serif and Noto Sans 
 in table cells LibreOffice uses the font's own descent. So a paragraph whose first baseline is
 B starts at B - F + d; a later paragraph of the same frame starts there after `spcBef` of the
 gap left by the one before it.
+
+LibreOffice widens each place where text changes between Asian script and another (its "apply
+spacing between Asian and non-Asian text", on unless its locale is Japanese or Korean) by a
+fifth of the height of the text portion that ends there, about a quarter em. A PPTX cannot turn
+it off: DrawingML's paragraph properties have no such attribute (WordprocessingML's autoSpaceDE
+and autoSpaceDN have no DrawingML counterpart, nor a PowerPoint option), and LibreOffice's
+import sets none. Chromium adds no such space. So a zero width space of the smallest size
+(1 pt) ends each such portion: LibreOffice adds about a quarter point there instead, and the
+space itself draws nothing.
 """
 
 from __future__ import annotations
@@ -25,6 +34,17 @@ EMU_PER_PX = 9525
 FRAME_DESCENT = 0.2  # em below the baseline, in text frames
 _ALIGN = {"l": "l", "ctr": "ctr", "r": "r", "just": "l"}  # justified lines end in breaks: set as Chromium broke them
 _XML_ILLEGAL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\ufffe\uffff]")
+# LibreOffice's script classes (i18npool BreakIteratorImpl::getScriptClass): Asian blocks, and
+# weak characters that take the script before them (spaces, combining marks, general punctuation,
+# symbols and most other Common or Inherited blocks); the rest is Latin or complex.
+_ASIAN = re.compile(
+    "[\u1100-\u11ff\u2e80-\ua4cf\ua960-\ua97f\uac00-\ud7ff\uf900-\ufaff\ufe30-\ufe4f\uff00-\uffef\U00020000-\U0003ffff]"
+)
+_WEAK = re.compile(
+    "[\x01\x02 \xa0\u02c7\u02ca\u02cb\u02d9\u0300-\u036f\u2000-\u27ff\u2900-\u2bff\u2e00-\u2e7f"
+    "\ufe00-\ufe2f\ufe50-\ufe6f\U0001f000-\U0001faff]"
+)
+_SPACER = "\u200b"  # zero width space
 
 
 def emu(px: float) -> int:
@@ -174,9 +194,10 @@ def _paragraph(seg: _Segment, align: str, left: float, before: float, book: Font
     props = f'<a:lnSpc><a:spcPts val="{round(seg.spacing * 75)}"/></a:lnSpc>'
     props += f'<a:spcBef><a:spcPts val="{round(before * 75)}"/></a:spcBef><a:spcAft><a:spcPts val="0"/></a:spcAft>'
     props += _bullet(bullet, lines[0], book) if bullet else "<a:buNone/>"
-    body = "".join(_runs(lines[0], book))
-    for line, count in zip(lines[1:], seg.breaks):
-        body += _BREAK * count + "".join(_runs(line, book))
+    cuts = _script_changes(lines)
+    body = "".join(_runs(lines[0], book, cuts[0]))
+    for line, count, at in zip(lines[1:], seg.breaks, cuts[1:]):
+        body += _BREAK * count + "".join(_runs(line, book, at))
     end = f'<a:endParaRPr sz="{_size(lines[-1]["runs"][-1]["s"])}" dirty="0"/>'
     return f"<a:p><a:pPr {attrs}>{props}</a:pPr>{body}{end}</a:p>"
 
@@ -184,22 +205,64 @@ def _paragraph(seg: _Segment, align: str, left: float, before: float, book: Font
 def line_paragraph(line: dict[str, Any], spacing: float, book: FontBook) -> str:
     """One centred line (rotated text), at `spacing` px."""
     props = f'<a:lnSpc><a:spcPts val="{round(spacing * 75)}"/></a:lnSpc><a:spcBef><a:spcPts val="0"/></a:spcBef><a:buNone/>'
-    return f'<a:p><a:pPr algn="ctr" marL="0" indent="0">{props}</a:pPr>{"".join(_runs(line, book))}</a:p>'
+    runs = "".join(_runs(line, book, _script_changes([line])[0]))
+    return f'<a:p><a:pPr algn="ctr" marL="0" indent="0">{props}</a:pPr>{runs}</a:p>'
 
 
-def _runs(line: dict[str, Any], book: FontBook) -> list[str]:
+def _script(char: str) -> str | None:
+    """LibreOffice's script class of `char`: "asian", "other", or None for a weak character."""
+    return None if _WEAK.match(char) else "asian" if _ASIAN.match(char) else "other"
+
+
+def _script_changes(lines: list[dict[str, Any]]) -> list[set[int]]:
+    """Per line of a paragraph, where LibreOffice adds its Asian-Latin spacing: the offsets (in
+    the line's text) of the characters where the script changes between Asian and another, weak
+    characters counting with the script before them, or at the paragraph's start with the one
+    after them (so weak text that starts a paragraph ends a script of its own). None at a line's
+    start: the break before it ends no text portion."""
+    changes: list[set[int]] = []
+    last = None
+    for line in lines:
+        found = set()
+        for i, char in enumerate("".join(run["t"] for run in line["runs"])):
+            script = _script(char)
+            if script is None:
+                continue
+            if i and script != last and "asian" in (script, last or script):
+                found.add(i)
+            last = script
+        changes.append(found)
+    return changes
+
+
+def _runs(line: dict[str, Any], book: FontBook, cuts: set[int]) -> list[str]:
+    """A line's runs, with a spacer (module docstring) before each offset of `cuts`."""
+    out = []
+    offset = 0
+    for run in _justified(line):
+        text = run["t"]
+        bounds = [0, *sorted(c - offset for c in cuts if offset < c < offset + len(text)), len(text)]
+        for start, end in zip(bounds, bounds[1:]):
+            if offset + start in cuts:
+                out.append(_spacer(run, book))
+            out.append(_run({**run, "t": text[start:end]}, book))
+        offset += len(text)
+    return out
+
+
+def _justified(line: dict[str, Any]) -> list[dict[str, Any]]:
     """A line's runs; a justified line keeps Chromium's width through wider spaces (or wider
     character spacing where it has no spaces), as its breaks keep renderers from justifying it."""
     if "jc" in line:
-        return [_run({**run, "ls": run["ls"] + line["jc"]}, book) for run in line["runs"]]
+        return [{**run, "ls": run["ls"] + line["jc"]} for run in line["runs"]]
     if "js" not in line:
-        return [_run(run, book) for run in line["runs"]]
-    out = []
-    for run in line["runs"]:
-        for piece in re.split(r"( )", run["t"]):
-            if piece:
-                out.append(_run({**run, "t": piece, "ls": run["ls"] + (line["js"] if piece == " " else 0)}, book))
-    return out
+        return line["runs"]
+    return [
+        {**run, "t": piece, "ls": run["ls"] + (line["js"] if piece == " " else 0)}
+        for run in line["runs"]
+        for piece in re.split(r"( )", run["t"])
+        if piece
+    ]
 
 
 _BREAK = '<a:br><a:rPr lang="en-US" dirty="0"/></a:br>'
@@ -227,6 +290,14 @@ def _size(px: float) -> int:
 def _face_xml(tag: str, font: Face) -> str:
     extra = f' panose="{font.panose}" pitchFamily="{font.pitch_family}" charset="0"' if font.panose else ""
     return f"<a:{tag} typeface={quoteattr(font.family)}{extra}/>"
+
+
+def _spacer(run: dict[str, Any], book: FontBook) -> str:
+    """A zero width space at 1 pt in the Latin face of `run` (the Noto faces have one, of no
+    width), without the run's spacing or decoration."""
+    face = book[run["f"]].latin
+    faces = _face_xml("latin", face) + _face_xml("ea", face) + _face_xml("cs", face)
+    return f'<a:r><a:rPr lang="{book.lang or "en-US"}" sz="100" dirty="0">{faces}</a:rPr><a:t>{_SPACER}</a:t></a:r>'
 
 
 def _run(run: dict[str, Any], book: FontBook) -> str:

@@ -3,6 +3,7 @@ frames placed from baselines, font resolution, picture slides."""
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import numpy as np
@@ -85,6 +86,26 @@ def test_blocks_overlapping_the_one_before_need_frames_of_their_own() -> None:
     assert frame([first, second], "l", [0, 0, 100, 100], BOOK).xml.count("<a:p>") == 2  # set right below
     spaced = {"lines": [_line(0, 110, "c")], "bullet": None, "lh": 30.0}
     assert 'spcBef><a:spcPts val="1500"/>' in frame([first, spaced], "l", [0, 0, 100, 100], BOOK).xml  # 20 px more
+
+
+def _spaced(*lines: str) -> list[str]:
+    """The frame's text for one paragraph of `lines`, each cut where a spacer run stands ("|")."""
+    para = {"lines": [_line(0, 30 * (i + 1), text) for i, text in enumerate(lines)], "bullet": None, "lh": 30.0}
+    xml = frame([para], "l", [0, 0, 400, 100], BOOK).xml
+    assert xml.count('sz="100"') == xml.count("\u200b")  # each zero width space is a 1 pt run of its own
+    return [re.sub(r"<[^>]+>", "", line).replace("\u200b", "|") for line in xml.split("<a:br>")]
+
+
+def test_a_spacer_ends_each_text_before_a_change_between_asian_script_and_another() -> None:
+    # digits, Latin letters and the Latin-1 middle dot are Latin to LibreOffice; fullwidth forms Asian;
+    # spaces, dashes and ℃ are weak: they go with the script before them
+    assert _spaced("营收12.6亿元，增长18.4%", "AI 平台·DeepData（2024年）") == [
+        "营收|12.6|亿元，增长|18.4%",
+        "AI |平台|·DeepData|（|2024|年）",
+    ]
+    assert _spaced("——《论语》", "2℃至8℃") == ["——|《论语》", "2℃|至|8℃"]  # weak text starting a paragraph is a script of its own
+    assert _spaced("English only, 2024 — “quoted”") == ["English only, 2024 — “quoted”"]
+    assert _spaced("数据", "2024") == ["数据", "2024"]  # a line break ends no text portion
 
 
 def test_fonts_resolve_as_chromium_resolves_them() -> None:
