@@ -32,6 +32,7 @@ if TYPE_CHECKING:
     from render.renderer import Renderer
 
 MEASURE_JS = page_script("measure.js")
+COVERS_JS = page_script("covers.js")
 
 MAX_PER_CODE = 6
 _SEVERITY_ORDER = {"critical": 0, "major": 1, "minor": 2}
@@ -119,16 +120,18 @@ def find_defects(
     failures: Mapping[str, str],
     known_sizes: Iterable[tuple[int, int]],
     scale: float = 1.0,
+    beneath: np.ndarray | None = None,
 ) -> tuple[Defect, ...]:
     """All defects of one rendered slide.
 
     `layout` is measure.js's result, `pixels` the screenshot as an HxWx3 uint8 array,
     `failures` maps the URL of each failed or blocked request to its reason,
-    `known_sizes` are slide sizes that betray a layout made for another format.
+    `known_sizes` are slide sizes that betray a layout made for another format,
+    `beneath` the screenshot with the text over charts hidden where the renderer captured that (render/renderer.py `Shot`).
     """
     readings = read_runs(layout["texts"], pixels, scale)
     items = Items(layout["items"], ghost_items(layout["texts"], layout["items"], [r.ratio if r else None for r in readings]))
-    slide = RenderedSlide(layout, pixels, scale, readings, items, failures, known_sizes)
+    slide = RenderedSlide(layout, pixels, scale, readings, items, failures, known_sizes, beneath)
     return _capped([defect for check in CHECKS for defect in check(slide)])
 
 

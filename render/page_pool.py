@@ -10,6 +10,7 @@ import asyncio
 import base64
 import logging
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from urllib.parse import urlparse
@@ -144,10 +145,12 @@ async def load(slot: Slot, html: Path) -> None:
     slot.scripted = text is None or bool(_NEEDS_NAVIGATION.search(text))
 
 
-async def screenshot(slot: Slot, scale: float) -> bytes:
-    """The viewport as PNG, straight from CDP: fast zlib settings halve Playwright's capture time.
-    Right after a navigation there may be no painted frame yet: then wait for one and retry."""
-    clip = {"x": 0, "y": 0, "width": slot.size[0], "height": slot.size[1], "scale": scale}  # device px per CSS px
+async def screenshot(slot: Slot, scale: float, box: Sequence[int] | None = None) -> bytes:
+    """The viewport (or the part `box`, [left, top, right, bottom] in CSS px) as PNG, straight from CDP:
+    fast zlib settings halve Playwright's capture time. Right after a navigation there may be no painted
+    frame yet: then wait for one and retry."""
+    left, top, right, bottom = box or (0, 0, *slot.size)
+    clip = {"x": left, "y": top, "width": right - left, "height": bottom - top, "scale": scale}  # scale: device px per CSS px
     params = {"format": "png", "optimizeForSpeed": True, "clip": clip}
     try:
         shot = await slot.cdp.send("Page.captureScreenshot", params)

@@ -32,7 +32,8 @@ from playwright.async_api import TimeoutError as PlaywrightTimeout
 from core.cli import InputError
 from render.chromium import CHROMIUM_ARGS, CLOSE_S, Chromium, RenderError
 from render.config import RenderConfig, RenderJail
-from render.inspection import MEASURE_JS, Defect, find_defects, measure_args
+from render.defects.overlap import chart_covers
+from render.inspection import COVERS_JS, MEASURE_JS, Defect, find_defects, measure_args
 from render.page_pool import BLOCKED_EXTERNAL, BLOCKED_OUTSIDE, PagePool, Slot, blocked_reason, load, screenshot
 from render.print_cache import PrintCache, Printed
 
@@ -204,8 +205,8 @@ class Renderer:
                         raise RenderTimeout(html, self.cfg.timeout_s) from exc
                     log.warning("render of %s failed (%r); retrying once", html, exc)
                     continue
-                png, layout, printed, failures, blocked = captured
-                defects = await asyncio.to_thread(self._finish, png, Path(png_path), layout, failures)
+                shot, layout, printed, failures, blocked = captured
+                defects = await asyncio.to_thread(self._finish, shot, Path(png_path), layout, failures)
                 result = RenderResult(
                     html_path=html,
                     png_path=Path(png_path),
@@ -227,8 +228,8 @@ class Renderer:
 
     async def _capture(
         self, html: Path, size: tuple[int, int], root: Path, printing: bool
-    ) -> tuple[bytes, dict[str, Any], asyncio.Future[Printed] | None, dict[str, str], int]:
-        """PNG, layout, failed requests; with `printing`, the PDF page is printed next on the same
+    ) -> tuple[Shot, dict[str, Any], asyncio.Future[Printed] | None, dict[str, str], int]:
+        """Screenshot, layout, failed requests; with `printing`, the PDF page is printed next on the same
         page by a background task (the returned future), which then releases the page."""
         slot = await self.pages.acquire(size)
         healthy = handed_over = False
@@ -238,7 +239,7 @@ class Renderer:
             layout = json.loads(await slot.page.evaluate(MEASURE_JS, measure_args(*size)))
             if "error" in layout:
                 log.warning("measuring %s failed, only pixels are inspected: %s", html, layout["error"])
-            png = await screenshot(slot, self.cfg.device_scale_factor)
+            shot = await _shoot(slot, layout, self.cfg.device_scale_factor)
             failures = {**slot.failed, **slot.blocked}
             printed = None
             if printing:
@@ -246,7 +247,7 @@ class Renderer:
                 printed.add_done_callback(_retrieve)
                 handed_over = True
             healthy = True
-            return png, layout, printed, failures, len(slot.blocked)
+            return shot, layout, printed, failures, len(slot.blocked)
         finally:
             if not handed_over:
                 await self.pages.release(slot, healthy)
@@ -265,15 +266,16 @@ class Renderer:
         finally:
             await self.pages.release(slot, healthy)
 
-    def _finish(self, png: bytes, png_path: Path, layout: Mapping[str, Any], failures: Mapping[str, str]) -> tuple[Defect, ...]:
+    def _finish(self, shot: Shot, png_path: Path, layout: Mapping[str, Any], failures: Mapping[str, str]) -> tuple[Defect, ...]:
         """Write the image atomically (in the format its name says: Chromium's PNG, or the same pixels as lossless
         WebP) and measure the pixel defects (runs in a worker thread)."""
-        image = Image.open(io.BytesIO(png)).convert("RGB")
+        image = shot.image or _decoded(shot.png)
         png_path.parent.mkdir(parents=True, exist_ok=True)
-        partial = png_path.with_name(f".{png_path.name}.{os.getpid()}.{id(png)}.part")
-        partial.write_bytes(encoded(png, image, png_path.suffix))
+        partial = png_path.with_name(f".{png_path.name}.{os.getpid()}.{id(shot)}.part")
+        partial.write_bytes(encoded(shot.png, image, png_path.suffix))
         partial.replace(png_path)
-        return find_defects(layout, np.asarray(image), failures, KNOWN_SIZES, self.cfg.device_scale_factor)
+        pixels, scale = np.asarray(image), self.cfg.device_scale_factor
+        return find_defects(layout, pixels, failures, KNOWN_SIZES, scale, shot.under(pixels, scale))
 
     def _spawn(self, coro: Coroutine[Any, Any, T]) -> asyncio.Task[T]:
         """A background task that `close` waits for."""
@@ -294,6 +296,56 @@ def encoded(png: bytes, image: Image.Image, suffix: str) -> bytes:
     out = io.BytesIO()
     image.save(out, "WEBP", lossless=True, method=1, quality=100)
     return out.getvalue()
+
+
+@dataclass(frozen=True)
+class Shot:
+    """A slide's screenshot; where text lies over a chart, also the chart beneath it, captured with the text
+    boxes hidden (render/page/covers.js), for the overlap check (render/defects/overlap.py)."""
+
+    png: bytes
+    image: Image.Image | None = None  # decoded already: it told which pictures under text are charts
+    beneath: bytes | None = None  # the PNG of `box` with the text boxes over charts hidden
+    box: tuple[int, int, int, int] = (0, 0, 0, 0)  # CSS px: left, top, right, bottom
+
+    def under(self, pixels: np.ndarray, scale: float) -> np.ndarray | None:
+        """The screenshot with the capture beneath the text boxes in place, or None without one."""
+        if self.beneath is None:
+            return None
+        part = np.asarray(_decoded(self.beneath))
+        out = pixels.copy()
+        top, left = round(self.box[1] * scale), round(self.box[0] * scale)
+        height, width = out[top:, left:].shape[:2]
+        out[top : top + part.shape[0], left : left + part.shape[1]] = part[:height, :width]
+        return out
+
+
+async def _shoot(slot: Slot, layout: Mapping[str, Any], scale: float) -> Shot:
+    """The screenshot, and where text lies over a chart (a picture that is content and has a plain ground,
+    judged on the screenshot) and the rules that need no more leave it open, the area under the text
+    captured again with the text hidden: one more frame (about as dear as the screenshot), so only then."""
+    png = await screenshot(slot, scale)
+    if not any(pair["cover"] for pair in layout["overlaps"]):
+        return Shot(png)
+    image = await asyncio.to_thread(_decoded, png)
+    covers = chart_covers(layout, np.asarray(image), scale)
+    if not covers:
+        return Shot(png, image)
+    box = (
+        math.floor(min(c[0] for c in covers)),
+        math.floor(min(c[1] for c in covers)),
+        math.ceil(max(c[2] for c in covers)),
+        math.ceil(max(c[3] for c in covers)),
+    )
+    await slot.page.evaluate(COVERS_JS, True)
+    try:
+        return Shot(png, image, await screenshot(slot, scale, box), box)
+    finally:
+        await slot.page.evaluate(COVERS_JS, False)
+
+
+def _decoded(png: bytes) -> Image.Image:
+    return Image.open(io.BytesIO(png)).convert("RGB")
 
 
 def _retrieve(task: asyncio.Task[Any]) -> None:

@@ -6,6 +6,7 @@ import re
 
 import numpy as np
 
+_RUN_SLACK = 0.75  # coverage a run across a line may lose to anti-aliasing: up to 0.5 a line thick enough, 1 one pixel thinner
 _GLYPH_BIN = 12  # a colour bin's mean lies this close to the colour of the glyphs it holds
 _RGBA = re.compile(r"rgba?\(\s*([\d.]+)[,\s]+([\d.]+)[,\s]+([\d.]+)(?:\s*[,/]\s*([\d.]+%?))?\s*\)")
 
@@ -36,16 +37,19 @@ def to_hex(rgb: np.ndarray) -> str:
     return f"#{r:02x}{g:02x}{b:02x}"
 
 
+def crop(pixels: np.ndarray, rect: list[float], scale: float) -> np.ndarray:
+    """The pixels under one rectangle (CSS px), as an image (empty where it lies outside)."""
+    height, width = pixels.shape[:2]
+    left, top, right, bottom = rect
+    x0, y0 = max(int(left * scale), 0), max(int(top * scale), 0)
+    x1 = min(int(np.ceil(right * scale)), width)
+    y1 = min(int(np.ceil(bottom * scale)), height)
+    return pixels[y0 : max(y0, y1), x0 : max(x0, x1)]
+
+
 def region(pixels: np.ndarray, rects: list[list[float]], scale: float, limit: int = 20_000) -> np.ndarray:
     """The pixels under the rectangles (CSS px), subsampled to at most about `limit`."""
-    height, width = pixels.shape[:2]
-    parts = []
-    for left, top, right, bottom in rects:
-        x0, y0 = max(int(left * scale), 0), max(int(top * scale), 0)
-        x1 = min(int(np.ceil(right * scale)), width)
-        y1 = min(int(np.ceil(bottom * scale)), height)
-        if x1 > x0 and y1 > y0:
-            parts.append(pixels[y0:y1, x0:x1].reshape(-1, 3))
+    parts = [found.reshape(-1, 3) for found in (crop(pixels, rect, scale) for rect in rects) if found.size]
     if not parts:
         return np.empty((0, 3), dtype=np.uint8)
     found = np.concatenate(parts)
@@ -58,6 +62,35 @@ def dominant(pixels: np.ndarray) -> tuple[np.ndarray, float]:
     counts = np.bincount(bins, minlength=4096)
     best = int(np.argmax(counts))
     return pixels[bins == best].mean(axis=0), counts[best] / len(pixels)
+
+
+def solid_marks(image: np.ndarray, side: int, delta: float) -> int:
+    """How many pixels of `image` (HxWx3) lie in marks at least `side` pixels thick, down and across:
+    bars and thick lines at any slope, not thin lines (gridlines, rules) nor text strokes.
+
+    A mark differs from the image's most frequent colour (its ground) by more than `delta`. An
+    anti-aliased pixel is a blend of ground and mark, so its distance from the ground is the share of
+    it the mark covers: a run of `side` pixels is full when the shares add up to `side` less the
+    slack its two edges may lose (`_RUN_SLACK`), which a line one pixel thinner never reaches."""
+    if min(image.shape[:2]) < side:
+        return 0
+    ground, _ = dominant(image.reshape(-1, 3))
+    far = np.sqrt(np.square(image.astype(np.float32) - ground.astype(np.float32)).sum(axis=2))
+    return int(np.count_nonzero(_in_runs(far, side, delta, 0) & _in_runs(far, side, delta, 1)))
+
+
+def _in_runs(far: np.ndarray, side: int, delta: float, axis: int) -> np.ndarray:
+    """Pixels in a full run of `side` marks along `axis` (see `solid_marks`)."""
+    length = far.shape[axis] - side + 1
+    runs = [np.take(far, range(i, i + length), axis=axis) for i in range(side)]
+    core = np.maximum.reduce(runs)
+    starts = (core > delta) & (np.add.reduce(runs) >= (side - _RUN_SLACK) * core)
+    covered = np.zeros(far.shape, dtype=bool)
+    for i in range(side):
+        index = [slice(None), slice(None)]
+        index[axis] = slice(i, i + length)
+        covered[tuple(index)] |= starts
+    return covered
 
 
 def _bins(pixels: np.ndarray) -> np.ndarray:

@@ -29,6 +29,7 @@ class RenderedSlide:
     items: Items  # the page's items, and which a reviewer would take for decoration
     failures: Mapping[str, str]  # the URL of each failed or blocked request -> why
     known_sizes: Iterable[tuple[int, int]]  # slide sizes that betray a layout made for another format
+    beneath: np.ndarray | None = None  # the screenshot with the text boxes over charts hidden, where there are any
 
 
 Check = Callable[[RenderedSlide], Iterable[Defect]]

@@ -102,6 +102,23 @@ const fillsCommon = (media, other) => {
   const c = fromDom(common.getBoundingClientRect());
   return area(c) > 0 && area(meet(fromDom(media.getBoundingClientRect()), c)) >= 0.9 * area(c);
 };
+// A text over what may be a chart (an svg, canvas or img; render/defects/overlap.py decides): the box it
+// hides there (its backing, else its glyphs), and the part of the page that render/page/covers.js hides
+// for a capture of the picture beneath it (render/renderer.py): the text's ancestor just below the nearest
+// one they share.
+const CHARTS = ["svg", "canvas", "img"];
+const covering = [];
+const coverOf = (text, media, parts) => {
+  let branch = text.el;
+  while (branch.parentElement && !branch.parentElement.contains(media.el)) branch = branch.parentElement;
+  let backing = text.el;
+  while (backing !== branch && !backed(backing)) backing = backing.parentElement;
+  const over = backed(backing) ? fromDom(backing.getBoundingClientRect()) : union(parts);
+  const shown = meet(meet(over, media.bbox), SLIDE);
+  if (area(shown) <= 0) return null;
+  covering.push(branch);
+  return box(shown);
+};
 const overlaps = [];
 if (pairs.length) {
   // Hit-testing skips `pointer-events: none`, which decoration often sets: lift it while probing.
@@ -114,12 +131,15 @@ if (pairs.length) {
       // Text on text needs no probe: whichever is on top, glyphs collide.
       const texts = items[a.index].kind === "text" && items[b.index].kind === "text";
       const hits = texts ? { n: 0 } : probe(pair);
-      const under = hits.aTop ? b : a;
+      const under = hits.aTop ? b : a, over = under === a ? b : a;
+      const onChart = hits.n > 0 && items[over.index].kind === "text" && CHARTS.includes(items[under.index].kind);
       overlaps.push({ a: a.index, b: b.index, area: round(pair.shared), smaller: round(pair.smaller), box: box(union(pair.parts)),
         inside: [pair.shared / a.area, pair.shared / b.area].map((v) => Math.round(v * 100) / 100),
-        fills: !texts && items[under.index].kind !== "text" && fillsCommon(under.el, (under === a ? b : a).el), ...hits });
+        fills: !texts && items[under.index].kind !== "text" && fillsCommon(under.el, over.el),
+        cover: onChart ? coverOf(over, under, pair.parts) : null, chart: onChart ? box(meet(under.bbox, SLIDE)) : null, ...hits });
     }
   } finally {
     lift.remove();
   }
 }
+window[Symbol.for("deckforge.covers")] = covering;

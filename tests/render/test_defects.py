@@ -7,7 +7,7 @@ from typing import Any
 
 import numpy as np
 
-from render.defects.colour import background
+from render.defects.colour import background, solid_marks
 from render.inspection import find_defects
 from render.renderer import KNOWN_SIZES
 from tests.render.helpers import bare_layout
@@ -122,6 +122,8 @@ def _pair(a: int, b: int, **probe: Any) -> dict[str, Any]:
         "backdrop": 0,
         "shapes": 0,
         "under": {"text": 0, "shape": 0, "thin": 0, "none": 0, "box": 0},
+        "cover": None,
+        "chart": None,
     }
     return {**base, **probe}
 
@@ -157,6 +159,50 @@ def test_a_caption_on_a_plain_part_of_an_image_hides_nothing() -> None:
     assert _codes(bare_layout(items=items, overlaps=[pair]), busy) == ["overlap"]
     straddling = {**pair, "inside": [0.6, 0.1]}
     assert _codes(bare_layout(items=items, overlaps=[straddling]), plain) == ["overlap"]
+
+
+def test_a_text_box_over_a_chart_is_judged_by_the_chart_beneath_it() -> None:
+    """The box's backing hid what the hit-tests could see: the chart's own pixels under it decide."""
+    items = [_item("text"), _item("img"), _item("svg", shapes=12, svgText=True)]
+    cover = {"cover": [20, 20, 120, 60], "chart": [0, 0, 200, 100]}
+    on_img = _pair(0, 1, fills=True, under={"text": 0, "shape": 0, "thin": 0, "none": 0, "box": 6}, **cover)
+    on_svg = _pair(0, 2, under={"text": 0, "shape": 0, "thin": 1, "none": 5, "box": 0}, **cover)
+    bars, grid, line = _pixels(), _pixels(), _pixels()
+    bars[40:100, 50:80] = (21, 112, 239)
+    grid[30, :] = (152, 162, 179)  # a 1 px gridline
+    line[44:47, :] = (220, 104, 3)  # a 3 px series line
+    photo = _pixels()
+    photo[:] = np.random.default_rng(2).integers(0, 256, photo.shape, dtype=np.uint8)
+
+    def codes(pair: dict[str, Any], beneath: np.ndarray | None, pixels: np.ndarray | None = None) -> list[str]:
+        layout = bare_layout(items=items, overlaps=[pair])
+        return [d.code for d in find_defects(layout, _pixels() if pixels is None else pixels, {}, KNOWN_SIZES, beneath=beneath)]
+
+    for pair in (on_img, on_svg):
+        assert codes(pair, bars) == codes(pair, line) == ["overlap"], pair
+        assert codes(pair, grid) == codes(pair, _pixels()) == codes(pair, None) == [], pair
+        assert codes(pair, bars, photo) == [], pair  # no plain ground: a photo, judged by the picture rules
+    detail = find_defects(bare_layout(items=items, overlaps=[on_img]), _pixels(), {}, KNOWN_SIZES, beneath=bars)[0].detail
+    assert "covers the img's bars or lines (" in detail and "content: an image" in detail
+
+
+def test_only_marks_3px_thick_count_whatever_their_offset_or_slope() -> None:
+    def drawn(coverage: list[float], turn: bool = False) -> np.ndarray:
+        image = np.full((40, 120, 3), 255.0)
+        for row, share in enumerate(coverage):
+            image[10 + row] = 255 - share * (255 - np.array([21.0, 112.0, 239.0]))
+        return np.rint(image).astype(np.uint8).transpose(1, 0, 2) if turn else np.rint(image).astype(np.uint8)
+
+    thin = {"1 px across two rows": [0.5, 0.5], "2 px": [1, 1], "2 px off the grid": [0.5, 1, 0.5]}
+    thick = {"3 px": [1, 1, 1], "3 px off the grid": [0.5, 1, 1, 0.5], "3 px a quarter off": [0.75, 1, 1, 0.25]}
+    for turn in (False, True):
+        assert all(solid_marks(drawn(c, turn), 3, 48.0) == 0 for c in thin.values()), turn
+        assert all(solid_marks(drawn(c, turn), 3, 48.0) >= 100 for c in thick.values()), turn
+    slope = np.full((60, 120, 3), 255, dtype=np.uint8)
+    for x in range(120):
+        top = 10 + x * 0.3
+        slope[int(top) : int(top) + 4, x] = (21, 112, 239)
+    assert solid_marks(slope, 3, 48.0) >= 100
 
 
 def test_the_slide_box_is_judged_by_its_computed_size() -> None:

@@ -3,7 +3,8 @@
 Subtle true defects of every code, a few pixels wide, and traps a reviewer would not flag
 (scrims, decorative shapes, legends in empty chart corners, tight line-heights, bleed-off
 decoration, full-bleed backgrounds, touching columns, large text at 3:1+). Labels and what the
-reviewer saw are in fixtures/review/labels.toml.
+reviewer saw are in fixtures/review/labels.toml. The cases of text over a chart (issue 50) also
+carry a `part`: the check was tuned on `tune`, and `test` was written after, to measure it.
 """
 
 from __future__ import annotations
@@ -11,6 +12,7 @@ from __future__ import annotations
 import tomllib
 from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import Any
 
 import pytest
 import pytest_asyncio
@@ -20,9 +22,10 @@ from tests.render.helpers import DEFECT_CODES
 from tests.rendered import FIXTURES, render_folder, session_loop
 
 REVIEW = FIXTURES / "review"
-LABELS: dict[str, list[str]] = {
-    name: entry["codes"] for name, entry in tomllib.loads((REVIEW / "labels.toml").read_text(encoding="utf-8")).items()
-}
+ENTRIES: dict[str, dict[str, Any]] = tomllib.loads((REVIEW / "labels.toml").read_text(encoding="utf-8"))
+LABELS: dict[str, list[str]] = {name: entry["codes"] for name, entry in ENTRIES.items()}
+PARTS: dict[str, str] = {name: entry["part"] for name, entry in ENTRIES.items() if "part" in entry}
+CHART_KINDS = ("svg", "canvas", "img")  # each part has a defect and a trap of each, named in the slide's name
 MIN_RECALL = 0.95
 MAX_TRAP_CLAIMS = 1
 
@@ -78,6 +81,36 @@ def test_the_set_is_labelled_and_balanced() -> None:
     assert all(set(codes) <= set(DEFECT_CODES) for codes in LABELS.values())
     for code in DEFECT_CODES:
         assert sum(code in codes for codes in LABELS.values()) >= 2, code
+
+
+def test_the_chart_cases_are_split_into_tune_and_test() -> None:
+    """About a third kept back for the test part, and each kind of chart, as a defect and as a trap, in both parts."""
+    assert set(PARTS.values()) == {"tune", "test"}
+    held = sum(part == "test" for part in PARTS.values())
+    assert 0.25 <= held / len(PARTS) <= 0.4, held
+    for part in ("tune", "test"):
+        names = [name for name, p in PARTS.items() if p == part]
+        for kind in CHART_KINDS:
+            assert any(f"_{kind}_" in name and LABELS[name] for name in names), (part, kind, "defect")
+            assert any(f"_{kind}_" in name and not LABELS[name] for name in names), (part, kind, "trap")
+
+
+@pytest.mark.chromium
+@session_loop
+async def test_the_chart_cases_are_read_right_in_both_parts(
+    review_results: dict[str, RenderResult],
+) -> None:
+    """Every case of text over a chart gets exactly its labelled codes: each defect found, no claim on a trap."""
+    wrong = []
+    for part in ("tune", "test"):
+        names = sorted(name for name, p in PARTS.items() if p == part)
+        claimed = {name: sorted({d.code for d in review_results[name].defects}) for name in names}
+        missed = [f"{name}: {claimed[name]}" for name in names if claimed[name] != sorted(LABELS[name])]
+        traps = [name for name in names if not LABELS[name]]
+        on_traps = sum(len(claimed[name]) for name in traps)
+        print(f"{part}: {len(names) - len(missed)}/{len(names)} read right, {on_traps} claims on {len(traps)} traps {missed}")
+        wrong += missed
+    assert not wrong, wrong
 
 
 @pytest.mark.chromium

@@ -11,6 +11,7 @@ from render.page_script import INCLUDE, PAGE_DIR, page_script
 
 ENTRIES = ("measure.js", "slide_layout.js", "slide_text.js")
 HELPERS = "helpers.js"  # the part every entry includes, so that they read styles and clipping alike
+WHOLE = ("covers.js",)  # scripts of one file, with no parts: they read nothing of the page's layout
 
 
 @pytest.fixture
@@ -52,7 +53,15 @@ def test_each_part_is_included_by_one_shipped_script_and_the_helpers_by_each():
     included = {entry: [name for _, name in INCLUDE.findall((PAGE_DIR / entry).read_text())] for entry in ENTRIES}
     assert all(names.count(HELPERS) == 1 for names in included.values()), included
     own = [name for names in included.values() for name in names if name != HELPERS]
-    assert sorted(own) == sorted({p.name for p in PAGE_DIR.glob("*.js")} - {*ENTRIES, HELPERS})
+    assert sorted(own) == sorted({p.name for p in PAGE_DIR.glob("*.js")} - {*ENTRIES, *WHOLE, HELPERS})
+
+
+@pytest.mark.parametrize("name", WHOLE)
+def test_a_script_of_one_file_has_no_parts(name):
+    script = page_script(name)
+    assert script == (PAGE_DIR / name).read_text()
+    code = [line for line in script.splitlines() if not line.startswith("//")]
+    assert re.match(r"(async )?\(", code[0]) and code[-1] == "}"
 
 
 @pytest.mark.parametrize("entry", ENTRIES)

@@ -77,6 +77,22 @@ async def test_render_writes_png_and_pdf_at_slide_size(renderer: Renderer, tmp_p
 
 @pytest.mark.chromium
 @session_loop
+async def test_text_hidden_to_see_the_chart_beneath_is_shown_again(renderer: Renderer, tmp_path: Path) -> None:
+    """The capture beneath a caption over a chart hides the caption only for itself: the PNG, the PDF and the
+    page read for the PPTX all have it."""
+    slide = FIXTURES / "review" / "d_overlap_caption_on_img_chart.html"
+    result = await renderer.render(slide, "16:9", png_path=tmp_path / "s.png", workspace=FIXTURES, want_pdf=True)
+    assert any("read with the box hidden" in d.detail for d in result.defects), result.defects
+    caption = np.asarray(Image.open(result.png_path).convert("RGB"))[290:330, 660:900]
+    assert (np.abs(caption.astype(int) - (255, 247, 237)).sum(axis=2) < 12).mean() > 0.5  # the caption's backing
+    assert result.pdf is not None
+    with pymupdf.open("pdf", result.pdf) as pdf:
+        assert "two new rooftop" in pdf[0].get_text()
+    assert "rooftop" in str(result.page_data)
+
+
+@pytest.mark.chromium
+@session_loop
 async def test_a_webp_render_holds_the_pixels_of_chromiums_png(renderer: Renderer, tmp_path: Path) -> None:
     """Renders are written as lossless WebP where the server reads it: the model sees exactly Chromium's pixels."""
     args = (SLIDES / "clean_43_zh.html", "4:3")
