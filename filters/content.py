@@ -9,7 +9,8 @@ but not prose; and page furniture (page numbers, footers and headers repeated ac
 is neither. Every check is its own failure category:
 
 - `duplicate_slides`: two slides with the same or near-same heading and prose (shingle overlap) and
-  the same tables, code and figures, if any (two slides of different tables are not duplicates);
+  the same tables, code and figures, if any (two slides of different tables are not duplicates; an
+  agenda shown again before each part is one slide, filters/content_structure.py);
 - `repeated_text`: a prose bullet or sentence said twice on a slide, or again on another slide
   (a closing summary in other words is not a repeat; one that copies a bullet is);
 - `truncated_text`: text cut mid-sentence: a trailing or leading "…"/"...", a fragment
@@ -24,8 +25,8 @@ is neither. Every check is its own failure category:
   in Latin script inside Chinese sentences are fine);
 - `empty_slides`: a content slide with nothing but a heading (and furniture). The title slide may
   be bare, and so may a section divider (a heading that names a section, "Part 2: Results",
-  "Section 3", "第二部分", "02 Method", followed by a slide with content) and a closing slide
-  ("Thank you", "Questions?", "谢谢") at the end.
+  "Section 3", "第二部分", "02 Method", or stands alone mid-slide, "Results", followed by a slide
+  with content) and a closing slide ("Thank you", "Questions?", "谢谢") at the end.
 
 Prose alone is checked for repetition, cuts, placeholders, echoes and language.
 
@@ -51,6 +52,7 @@ from core.seams.candidate import Candidate
 from filters.config import FiltersConfig
 from filters.constraints import print_report
 from filters.content_reading import CJK, CJK_CHAR, SlideText, layout_pages, pdf_pages, read_layout, slides_of
+from filters.content_structure import agenda_repeats, bare_but_accepted, has_content
 from filters.gates import GateSpec
 
 GATE = "content"
@@ -84,12 +86,6 @@ _GENERIC_NUMBERED = re.compile(
     rf"^(?:{_GENERIC}\s*(?:\d+|[ivx]+)|第\s*\d+\s*(?:页|部分|节|章)){_MORE}*$|^{_GENERIC}{_MORE}+$", re.IGNORECASE
 )
 _GENERIC_BARE = re.compile(rf"^{_GENERIC}$", re.IGNORECASE)
-_SECTION = re.compile(
-    r"(?:part|section|chapter|module|unit)\s+(?:\d+|[ivx]+|one|two|three|four|five|six|seven|eight|nine|ten)\b"
-    r"|0?\d{1,2}\s*[.:、—–-]?\s+\S|第\s*[一二三四五六七八九十\d]+\s*(?:部分|章|节|篇|讲|单元)|[一二三四五六七八九十]+\s*[、.．]",
-    re.IGNORECASE,
-)
-_CLOSING = re.compile(r"(?:thank(?:s| you)|(?:any )?questions|q\s*&\s*a|the end|谢谢|感谢|问答|提问|答疑)\b", re.IGNORECASE)
 
 
 @dataclass(frozen=True)
@@ -154,9 +150,11 @@ def sentences(item: str) -> list[str]:
 def check_content(
     slides: Sequence[SlideText], cfg: FiltersConfig, language: str | None = None, request: str | None = None
 ) -> ContentReport:
+    repeats = agenda_repeats(slides)
+    once = [s for s in slides if s.number not in repeats]  # an agenda shown before each part is said once
     checks = {
-        "duplicate_slides": _duplicates(slides, cfg.content_duplicate_similarity),
-        "repeated_text": _repeats(slides, cfg.content_repeat_min_tokens),
+        "duplicate_slides": _duplicates(once, cfg.content_duplicate_similarity),
+        "repeated_text": _repeats(once, cfg.content_repeat_min_tokens),
         "truncated_text": _truncated(slides),
         "placeholder_text": _placeholders(slides),
         "request_echo": _echo(slides, request, cfg.content_echo_tokens),
@@ -317,23 +315,11 @@ def _language_mix(slides: Sequence[SlideText], language: str | None, threshold: 
     return ContentCheck(False, f"{share:.0%} of the body text is not in {language} (slides {', '.join(map(str, worst))})", worst)
 
 
-def _has_content(slide: SlideText) -> bool:
-    return bool(slide.items or slide.figures or slide.images)
-
-
-def _bare_but_accepted(slides: Sequence[SlideText], k: int) -> bool:
-    """The title slide, a section divider followed by content, or a closing slide at the end."""
-    heading = slides[k].heading.strip()
-    if k + 1 == len(slides):  # the last slide (a one-slide deck's only slide is its content)
-        return k > 0 and bool(_CLOSING.match(heading))
-    return k == 0 or (bool(_SECTION.match(heading)) and _has_content(slides[k + 1]))
-
-
 def _empty(slides: Sequence[SlideText]) -> ContentCheck:
     found = [
         ((s.number,), f"slide {s.number} ({_quote(s.heading) if s.heading else 'no text'})")
         for k, s in enumerate(slides)
-        if not _has_content(s) and not _bare_but_accepted(slides, k)
+        if not has_content(s) and not bare_but_accepted(slides, k)
     ]
     return _failed(found, "a heading and nothing else") if found else ContentCheck(True, "every content slide has content")
 

@@ -6,14 +6,17 @@
   page number, logo).
 - The PDF alone (PyMuPDF), where the DOM is gone: a block set in a monospace font is code, one set in
   a math font a formula (figure); a short one (a label, a tick) in or by a vector drawing of several
-  strokes (a chart, a diagram) is a figure, a short one set in columns (spans on one baseline far
-  apart: a table row) a table cell; the rest is prose.
+  strokes (a chart, a diagram) is a figure, one set in columns (spans on one baseline far apart: a
+  table row) a table cell, however long; the rest is prose.
 
 Either gives a `Page` per slide, and `slides_of` reads them alike: furniture is also what sits at the
 slide's top or bottom edge in smaller type than the heading and is a page number, or recurs at the same
-place on most slides; a bare number (a tick, a value, "42%") is a figure, not a sentence; the heading is
-the heading-role text in the largest type, or, without any, the largest type among the prose (its first
-block when all is one size). Pictures count when they cover 2-90% of the slide (not a logo, not a backdrop).
+place on most slides, or on two or more in finer print than the slide's prose (a footer on a few slides);
+a bare number (a tick, a value, "42%") and a formula in plain type ("E = mc2") are figures, not sentences,
+and so are the labels of a diagram, whatever it is built of (short blocks in one type size side by side);
+the heading is the heading-role text in the largest type, or, without any, the largest type among the prose
+(its first block when all is one size), and whether it stands mid-slide, as a divider's does, is noted.
+Pictures count when they cover 2-90% of the slide (not a logo, not a backdrop).
 """
 
 from __future__ import annotations
@@ -36,9 +39,11 @@ NOT_PROSE = ("table", "code", "figure")  # content a reader looks at, not senten
 HEADING_RATIO = 1.15  # the largest type is a heading when it is this much larger than the smallest
 EDGE = 0.12  # the top and bottom bands of a slide (share of its height) where furniture sits
 PICTURE_SHARE = (0.02, 0.9)  # a picture smaller than this is a logo or an icon, larger a backdrop
-LABEL_WORDS = 6  # PDF: text this short in a vector drawing labels it; set in columns, it is a table cell
+LABEL_WORDS = 6  # text this short labels a diagram: in or by a vector drawing (PDF), or in boxes side by side
 LABEL_REACH = 24  # PDF: pt around a drawing where its labels lie (ticks left of the axis, labels under the bars)
 DRAWING_STROKES = 4  # PDF: strokes and fills a drawing has at least (a chart, a diagram; not a card, a rule)
+MIDDLE = (0.3, 0.7)  # the band of a slide's height where a divider's heading stands (a content slide's is above)
+STACK_REACH = 3.0  # a diagram's boxes one above another lie this many label heights apart at most
 
 Box = tuple[float, float, float, float]  # x, y, width, height as shares of the slide's width and height
 
@@ -53,6 +58,9 @@ _BARE_NUMBER = re.compile(rf"{_QUANTITY}(?:\s*(?:[-–—/~]|to)\s*{_QUANTITY})?
 _DIGITS = re.compile(r"\d+")
 _MONO_FONT = re.compile(r"mono|courier|consol|menlo|monaco|code", re.IGNORECASE)
 _MATH_FONT = re.compile(r"math|katex|cmmi|cmsy|cmex|stix", re.IGNORECASE)
+_RELATION = re.compile(r"[=≈≠≤≥<>∈∉⊂⊆∝≡]")
+_LONG_WORD = re.compile(r"[A-Za-z\u00c0-\u024f]{3,}")
+_FUNCTION = re.compile(r"log|ln|exp|sin|cos|tan|max|min|sum|lim|det|arg(?:max|min)|softmax|sqrt", re.IGNORECASE)
 
 
 @dataclass(frozen=True)
@@ -62,6 +70,7 @@ class SlideText:
     items: tuple[str, ...]  # prose: bullets, paragraphs, captions
     images: int = 0  # pictures that are content
     figures: tuple[str, ...] = ()  # the text of tables, code, charts, diagrams and formulas: content, not prose
+    centred: bool = False  # its heading stands in the middle of the slide, where a divider's is set, not at its top
 
     @property
     def body(self) -> str:
@@ -222,12 +231,11 @@ def _pdf_role(text: str, rect: pymupdf.Rect, spans: list[dict[str, Any]], in_col
         return "code"
     if any(_MATH_FONT.search(s["font"]) for s in spans):
         return "figure"
-    if _words(text) > LABEL_WORDS:
-        return "prose"
+    if in_columns:
+        return "table"
     centre = (rect.tl + rect.br) / 2
-    if any(centre in area + (-LABEL_REACH, -LABEL_REACH, LABEL_REACH, LABEL_REACH) for area in drawings):
-        return "figure"
-    return "table" if in_columns else "prose"
+    near = any(centre in area + (-LABEL_REACH, -LABEL_REACH, LABEL_REACH, LABEL_REACH) for area in drawings)
+    return "figure" if near and _words(text) <= LABEL_WORDS else "prose"
 
 
 def _words(text: str) -> int:
@@ -251,36 +259,115 @@ def _lines(lines: Sequence[str]) -> str:
 
 def slides_of(pages: Sequence[Page]) -> list[SlideText]:
     furniture = _furniture(pages)
-    return [_slide(page, [_final_role(b, (page.number, i) in furniture) for i, b in enumerate(page.blocks)]) for page in pages]
+    return [_slide(page, _roles(page, furniture)) for page in pages]
+
+
+def _roles(page: Page, furniture: set[tuple[int, int]]) -> list[str]:
+    roles = [_final_role(b, (page.number, i) in furniture) for i, b in enumerate(page.blocks)]
+    labels = _diagram_labels(page, roles)
+    return ["figure" if i in labels else role for i, role in enumerate(roles)]
 
 
 def _final_role(block: Block, furniture: bool) -> str:
     if furniture:
         return "furniture"
-    if block.role == "prose" and _BARE_NUMBER.fullmatch(block.text):
+    if block.role == "prose" and (_BARE_NUMBER.fullmatch(block.text) or _formula(block.text)):
         return "figure"
     return block.role
 
 
+def _formula(text: str) -> bool:
+    """A formula set in plain type ("E = mc2", "wt+1 = wt − α ∇L(wt)", "α ∈ (0, 1]"): a relation among letters and
+    numbers, with one word at most (a name: "BLEU = 28.4"; functions aside) and no CJK."""
+    words = [w for w in _LONG_WORD.findall(text) if not _FUNCTION.fullmatch(w)]
+    return bool(_RELATION.search(text)) and len(words) <= 1 and not CJK_CHAR.search(text)
+
+
+def _diagram_labels(page: Page, roles: Sequence[str]) -> set[int]:
+    """The prose blocks that label a diagram's boxes, whatever it is built of (plain <div>s: no svg, no chart class):
+    short blocks in one type size, smaller than the slide's largest, three or more linked side by side or one above
+    another, two at least side by side (a list is one above another only). Labels already read as figures or cells
+    (PDF: by a drawing, in columns) count as links; a bullet beside a diagram, in its own type size, does not join it."""
+    largest = max((b.size for b in page.blocks), default=0.0)
+    short = [
+        i
+        for i, (b, role) in enumerate(zip(page.blocks, roles))
+        if role in ("prose", *NOT_PROSE) and b.size < 0.9 * largest and _words(b.text) <= LABEL_WORDS
+    ]
+    links: dict[int, set[int]] = {i: set() for i in short}
+    beside: set[int] = set()
+    for i, j in itertools.combinations(short, 2):
+        a, b = page.blocks[i].box, page.blocks[j].box
+        if min(page.blocks[i].size, page.blocks[j].size) < 0.9 * max(page.blocks[i].size, page.blocks[j].size):
+            continue
+        if _side_by_side(a, b):
+            beside |= {i, j}
+        if _side_by_side(a, b) or _stacked(a, b):
+            links[i].add(j)
+            links[j].add(i)
+    diagrams = [group for group in _groups(links) if len(group) >= 3 and group & beside]
+    return {i for group in diagrams for i in group if roles[i] == "prose"}
+
+
+def _groups(links: dict[int, set[int]]) -> list[set[int]]:
+    """The linked groups (connected components) of `links`."""
+    groups: list[set[int]] = []
+    for start in links:
+        if any(start in group for group in groups):
+            continue
+        group, todo = set(), [start]
+        while todo:
+            i = todo.pop()
+            if i not in group:
+                group.add(i)
+                todo += links[i]
+        groups.append(group)
+    return groups
+
+
+def _gap(a0: float, a1: float, b0: float, b1: float) -> float:
+    """The gap between two spans on one axis; negative where they overlap."""
+    return max(a0, b0) - min(a1, b1)
+
+
+def _side_by_side(a: Box, b: Box) -> bool:
+    """Apart across, and on one row: their heights overlap or lie within half a line of each other."""
+    across = _gap(a[0], a[0] + a[2], b[0], b[0] + b[2])
+    return across >= 0 and _gap(a[1], a[1] + a[3], b[1], b[1] + b[3]) <= 0.5 * min(a[3], b[3])
+
+
+def _stacked(a: Box, b: Box) -> bool:
+    """One above the other in one column (half the narrower width shared), a few lines apart at most."""
+    shared = -_gap(a[0], a[0] + a[2], b[0], b[0] + b[2])
+    apart = _gap(a[1], a[1] + a[3], b[1], b[1] + b[3])
+    return shared >= 0.5 * min(a[2], b[2]) and 0 <= apart <= STACK_REACH * min(a[3], b[3])
+
+
 def _furniture(pages: Sequence[Page]) -> set[tuple[int, int]]:
-    """(page, block) of the page numbers and of the text recurring at the same place on most slides, at the
-    top or bottom edge and in smaller type than the slide's largest (a heading is never furniture)."""
-    edge: dict[str, list[tuple[int, int, Block]]] = {}
+    """(page, block) of the page numbers and of the text recurring at the same place on most slides, or on two
+    or more in finer print than their prose, at the top or bottom edge and in smaller type than the slide's
+    largest (a heading is never furniture)."""
+    edge: dict[str, list[tuple[int, int, Block, bool]]] = {}
     for page in pages:
         largest = max((b.size for b in page.blocks), default=0.0)
+        body = min((b.size for b in page.blocks if b.role == "prose" and not _at_edge(b)), default=largest)
         for i, block in enumerate(page.blocks):
-            y = block.centre[1]
-            if block.role != "heading" and block.size < 0.9 * largest and (y < EDGE or y > 1 - EDGE):
-                edge.setdefault(_DIGITS.sub("#", block.text.lower()), []).append((page.number, i, block))
+            if block.role != "heading" and block.size < 0.9 * largest and _at_edge(block):
+                fine_print = block.size < 0.9 * body
+                edge.setdefault(_DIGITS.sub("#", block.text.lower()), []).append((page.number, i, block, fine_print))
     most = max(2, math.ceil(len(pages) / 2))
     found = set()
     for places in edge.values():
-        for number, i, block in places:
+        for number, i, block, fine_print in places:
             (x, y) = block.centre
-            alike = {n for n, _, b in places if abs(b.centre[0] - x) <= 0.05 and abs(b.centre[1] - y) <= 0.02}
-            if len(alike) >= most or _PAGE_NUMBER.fullmatch(block.text):
+            alike = {n for n, _, b, _ in places if abs(b.centre[0] - x) <= 0.05 and abs(b.centre[1] - y) <= 0.02}
+            if len(alike) >= (2 if fine_print else most) or _PAGE_NUMBER.fullmatch(block.text):
                 found.add((number, i))
     return found
+
+
+def _at_edge(block: Block) -> bool:
+    return block.centre[1] < EDGE or block.centre[1] > 1 - EDGE
 
 
 def _slide(page: Page, roles: list[str]) -> SlideText:
@@ -295,4 +382,5 @@ def _slide(page: Page, roles: list[str]) -> SlideText:
     items = tuple(b.text for b in prose if all(b is not h for h in heading))
     figures = tuple(b.text for b, role in blocks if role in NOT_PROSE)
     pictures = sum(PICTURE_SHARE[0] <= w * h < PICTURE_SHARE[1] for _, _, w, h in page.pictures)
-    return SlideText(page.number, " ".join(b.text for b in heading), items, pictures, figures)
+    centred = bool(heading) and all(MIDDLE[0] < b.centre[1] < MIDDLE[1] for b in heading)
+    return SlideText(page.number, " ".join(b.text for b in heading), items, pictures, figures, centred)
