@@ -11,8 +11,11 @@ one thread each) on loopback. The same synthetic rollouts (a shared system promp
 the model's reply and a tool result of ~150 tokens; each round's conversations start with their own
 nonce, so no round finds another's prompts cached) are played with `routing=sticky` (its load bound as
 configured, 1.25) and `routing=round_robin` (and, asked for, `sticky_unbounded`: pure rendezvous hashing),
-through core.llm.fleet with one call at a time per server. `--rollouts` (default 4 per server) should be
-more than 3 per server, so that one round is not one coin flip of the hash. Each turn is streamed to time its
+through core.llm.fleet with one call at a time per server. `--rollouts` (default 4 per server, plus one)
+should be more than 3 per server, so that one round is not one coin flip of the hash, and prime to the
+number of servers: with a multiple of it, rollouts that keep calling in the same order land on the same
+server every turn under round robin too, a stickiness by accident that real runs (tools of varying length)
+do not have. Each turn is streamed to time its
 first token; the prompt tokens it found cached are the server's own counters (/metrics) read around it.
 "cached" counts the turns after each rollout's first.
 
@@ -168,7 +171,7 @@ async def _local_round(urls: list[str], mode: Mode, rollouts: int, turn_count: i
 def run_local(args: argparse.Namespace, modes: list[str]) -> dict[str, list[Figures]]:
     spec = ServerSpec(bundled_model(), "bounded-chatml-function-calling", 8192, "smollm2-135m-instruct")
     logs = Path("runs/benchmarks/fleet")
-    rollouts = args.rollouts or 4 * args.servers
+    rollouts = args.rollouts or 4 * args.servers + 1
     with ExitStack() as stack:
         servers = [LocalServer(spec, logs / f"server_{i}.log") for i in range(args.servers)]
         for server in servers:
@@ -346,7 +349,7 @@ def main() -> None:
     )
     parser.add_argument("--workers", type=int, default=8, help="sim: Ray workers playing rollouts")
     parser.add_argument("--rollouts-per-worker", type=int, default=16, help="sim: rollouts each worker plays at once")
-    parser.add_argument("--rollouts", type=int, help="local: rollouts per round (default 4 per server)")
+    parser.add_argument("--rollouts", type=int, help="local: rollouts per round (default 4 per server, plus one)")
     parser.add_argument("--turns", type=int, default=6, help="turns per rollout (sim: their mean)")
     parser.add_argument(
         "--length-skew", type=float, default=0.8, help="sim: sigma of the rollouts' log-normal turns (0: all equal)"

@@ -7,13 +7,12 @@ a `core.llm.client.ModelClient` asks its `Fleet` for a slot on one replica and g
   id, a judged unit's id) goes to the same replica, chosen by rendezvous hashing of the key over the
   replicas that are up: stable across processes and resumes, and when a replica leaves only its units
   move. An agent's next prompt is its last one plus a little, so the replica that served the last
-  turn holds it in its prefix cache. Hashing alone can pin 4 of 6 units to one of two replicas, and a
-  run waits for the busier one, so the load is bounded (consistent hashing with bounded loads,
-  Mirrokni, Thorup and Zadimoghaddam, 2018): a replica takes a call only while its calls in flight and
-  waiting, this one included, stay within `ceil(llm.routing_load_bound x their mean over the replicas up)`
-  (the ceiling always leaves one that fits). A unit past it goes to the next replica of its rendezvous
-  order that fits and stays there; its first move off a replica that served it is counted (`moved_in`)
-  and logged. `round_robin`: each call the next replica, as a plain balancer.
+  turn holds it in its prefix cache. Hashing alone can pin 4 of 6 units to one of two replicas, so the load
+  is bounded (consistent hashing with bounded loads, Mirrokni, Thorup and Zadimoghaddam, 2018): a replica
+  takes a call only while its calls in flight and waiting, this one included, stay within `ceil(llm.routing_load_bound x their mean over the replicas up)`
+  (the ceiling always leaves one; a unit's first call, with no cache to keep, within the mean's ceiling).
+  A unit past it goes to the next replica of its order that fits and stays there; its first move off a
+  replica that served it is counted (`moved_in`) and logged. `round_robin`: each call the next replica.
 - Admission. Each replica has a limit on calls in flight (`core.llm.replica_limit.Limit`), shared by every client of the
   process and, in a Ray run, by every rollout worker (`pipeline.fleet_admission` hosts one
   `FleetState` for all of them). It starts at `initial_concurrency`, doubles each round of
@@ -223,8 +222,9 @@ class FleetState:
         placement = self._placements.pop(key, None) or _Placement()
         moved = placement.moved
         url = moved[1] if moved is not None and moved[0] == order[0] and moved[1] in up else order[0]
-        if load_bound and not self._fits(url, up, load_bound):
-            target = next((u for u in order if u != url and self._fits(u, up, load_bound)), url)
+        bound = load_bound if placement.url or not load_bound else 1.0  # a first call has no cache to keep: even
+        if bound and not self._fits(url, up, bound):
+            target = next((u for u in order if u != url and self._fits(u, up, bound)), url)
             if target != url and placement.url and not placement.counted:  # a first call loses no cache: no move
                 placement.counted = True
                 self.replicas[target].moved_in += 1
