@@ -126,10 +126,10 @@ def secs(value: Optional[float]) -> str:
 
 
 def line(f: Figures) -> str:
-    spread = "" if f.units_max_mean is None else f"units max/mean {f.units_max_mean:.2f}, moved {pct(f.moved_share)}, "
+    units = "" if f.units_max_mean is None else f"units max/mean {f.units_max_mean:.2f}, moved {pct(f.moved_share)}, "
     return (
         f"capacity {pct(f.capacity_share)}, refused {pct(f.refused_share)}, cached prompt {pct(f.cached_prompt_share)}, "
         f"ttft p50 {secs(f.ttft_p50_s)}, turn p50 {secs(f.turn_p50_s)} p95 {secs(f.turn_p95_s)}, "
-        f"{f.rollouts_per_h or 0:,.0f} rollouts/h; {spread}"
+        f"{f.rollouts_per_h or 0:,.0f} rollouts/h; {units}"
         + ", ".join(f"{k} {v:.3g}" if isinstance(v, float) else f"{k} {v}" for k, v in f.extra.items())
     )

@@ -9,8 +9,9 @@ a `core.llm.client.ModelClient` asks its `Fleet` for a slot on one replica and g
   move. An agent's next prompt is its last one plus a little, so the replica that served the last
   turn holds it in its prefix cache. Hashing alone can pin 4 of 6 units to one of two replicas, so the load
   is bounded (consistent hashing with bounded loads, Mirrokni, Thorup and Zadimoghaddam, 2018): a replica
-  takes a call only while its calls in flight and waiting, this one included, stay within `ceil(llm.routing_load_bound x their mean over the replicas up)`
-  (the ceiling always leaves one; a unit's first call, with no cache to keep, within the mean's ceiling).
+  takes a call only while its calls in flight and waiting, this one included, stay within
+  `ceil(llm.routing_load_bound x their mean over the replicas up)` (the ceiling always leaves one; a unit's
+  first call, with no cache to keep, within the mean's ceiling).
   A unit past it goes to the next replica of its order that fits and stays there; its first move off a
   replica that served it is counted (`moved_in`) and logged. `round_robin`: each call the next replica.
 - Admission. Each replica has a limit on calls in flight (`core.llm.replica_limit.Limit`), shared by every client of the
@@ -223,8 +224,8 @@ class FleetState:
         moved = placement.moved
         url = moved[1] if moved is not None and moved[0] == order[0] and moved[1] in up else order[0]
         bound = load_bound if placement.url or not load_bound else 1.0  # a first call has no cache to keep: even
-        if bound and not self._fits(url, up, bound):
-            target = next((u for u in order if u != url and self._fits(u, up, bound)), url)
+        if bound and self.replicas[url].load >= (most := self._most_calls(up, bound)):
+            target = next((u for u in order if u != url and self.replicas[u].load < most), url)
             if target != url and placement.url and not placement.counted:  # a first call loses no cache: no move
                 placement.counted = True
                 self.replicas[target].moved_in += 1
@@ -242,10 +243,9 @@ class FleetState:
             self._placements.popitem(last=False)
         return self.replicas[url]
 
-    def _fits(self, url: str, up: list[str], load_bound: float) -> bool:
-        """Whether one more call keeps the replica within `load_bound` x the mean load of the replicas up."""
-        total = sum(self.replicas[u].load for u in up) + 1
-        return self.replicas[url].load + 1 <= math.ceil(load_bound * total / len(up))
+    def _most_calls(self, up: list[str], load_bound: float) -> int:
+        """The calls a replica may hold, one more included: `load_bound` x the mean load of those up, rounded up."""
+        return math.ceil(load_bound * (sum(self.replicas[u].load for u in up) + 1) / len(up))
 
     def _grant(self, replica: Replica, ticket: str) -> Grant:
         replica.in_flight += 1
